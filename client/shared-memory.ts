@@ -1,0 +1,218 @@
+// Client-side helpers for system shared memory, in the spirit of
+// tritonclient.utils.shared_memory: create a region, fill it, read typed
+// contents back, destroy it. For callers colocated with the engine (the
+// gateway, tests, examples). Imports only native/, never engine internals.
+import { readdirSync, statSync } from 'node:fs';
+import {
+  pageSize,
+  shmClose,
+  shmMap,
+  shmOpen,
+  shmSize,
+  shmTruncate,
+  shmUnlinkIfExists,
+  type ShmMapping,
+} from '../native/index.ts';
+
+/** A region this process created or opened and mapped whole. */
+export interface ShmRegionHandle {
+  /** The name to register with the engine. */
+  readonly name: string;
+  /** The shm key ('/name' under /dev/shm). */
+  readonly key: string;
+  readonly byteSize: number;
+  /** The whole region, mapped read-write (no copy). */
+  readonly bytes: Uint8Array;
+}
+
+const mappings = new WeakMap<ShmRegionHandle, ShmMapping>();
+
+/**
+ * shm_open(O_CREAT) `key`, grow it to `byteSize` (never shrink: someone else
+ * may have it mapped), map it whole. `touch` pre-faults every page now (first
+ * touch is slow on some VMs); `exclusive` fails if the key exists.
+ */
+export function createSharedMemoryRegion(
+  name: string,
+  key: string,
+  byteSize: number,
+  opts: { touch?: boolean; exclusive?: boolean } = {},
+): ShmRegionHandle {
+  if (!Number.isSafeInteger(byteSize) || byteSize <= 0) {
+    throw new RangeError(`shared memory region '${name}': byte_size must be a positive integer, got ${byteSize}`);
+  }
+  const fd = shmOpen(key, { create: true, exclusive: opts.exclusive });
+  let mapping: ShmMapping;
+  let oldSize: number;
+  try {
+    oldSize = shmSize(fd);
+    if (oldSize < byteSize) shmTruncate(fd, byteSize);
+    mapping = shmMap(fd, 0, byteSize);
+  } catch (err) {
+    if (opts.exclusive) shmUnlinkIfExists(key);
+    throw err;
+  } finally {
+    shmClose(fd);
+  }
+  if (opts.touch) touchPages(mapping.bytes, Math.min(oldSize, byteSize));
+  const handle: ShmRegionHandle = Object.freeze({ name, key, byteSize, bytes: mapping.bytes });
+  mappings.set(handle, mapping);
+  return handle;
+}
+
+/** Copy `values` into the region back to back, starting at `offset`. */
+export function setSharedMemoryRegion(handle: ShmRegionHandle, values: ArrayBufferView[], offset = 0): void {
+  const bytes = liveBytes(handle);
+  const total = values.reduce((n, v) => n + v.byteLength, 0);
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset + total > handle.byteSize) {
+    throw new RangeError(
+      `shared memory region '${handle.name}': ${total} bytes at offset ${offset} do not fit in ${handle.byteSize} bytes`,
+    );
+  }
+  let o = offset;
+  for (const v of values) {
+    bytes.set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), o);
+    o += v.byteLength;
+  }
+}
+
+export type ShmTypedArray =
+  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
+  | BigUint64Array | BigInt64Array | Float32Array | Float64Array;
+
+// KServe v2 datatype -> element size and view; FP16/BF16 as raw Uint16 bits, BOOL as Uint8.
+const VIEWS: Record<string, [number, (b: ArrayBuffer, o: number, n: number) => ShmTypedArray]> = {
+  BOOL: [1, (b, o, n) => new Uint8Array(b, o, n)],
+  UINT8: [1, (b, o, n) => new Uint8Array(b, o, n)],
+  INT8: [1, (b, o, n) => new Int8Array(b, o, n)],
+  UINT16: [2, (b, o, n) => new Uint16Array(b, o, n)],
+  INT16: [2, (b, o, n) => new Int16Array(b, o, n)],
+  FP16: [2, (b, o, n) => new Uint16Array(b, o, n)],
+  BF16: [2, (b, o, n) => new Uint16Array(b, o, n)],
+  UINT32: [4, (b, o, n) => new Uint32Array(b, o, n)],
+  INT32: [4, (b, o, n) => new Int32Array(b, o, n)],
+  FP32: [4, (b, o, n) => new Float32Array(b, o, n)],
+  UINT64: [8, (b, o, n) => new BigUint64Array(b, o, n)],
+  INT64: [8, (b, o, n) => new BigInt64Array(b, o, n)],
+  FP64: [8, (b, o, n) => new Float64Array(b, o, n)],
+};
+
+/**
+ * The tensor of `datatype` and `shape` at `offset`, as a typed view over the
+ * region when aligned (a copy otherwise). BYTES returns the Uint8Array spanning
+ * its serialized elements (4-byte LE length + bytes each); see getBytesElements.
+ */
+export function getContents(handle: ShmRegionHandle, datatype: string, shape: number[], offset = 0): ArrayBufferView {
+  const bytes = liveBytes(handle);
+  const count = elementCount(shape);
+  if (datatype === 'BYTES') return bytes.subarray(offset, walkBytes(handle, count, offset).end);
+  const entry = VIEWS[datatype];
+  if (!entry) throw new TypeError(`unknown datatype '${datatype}'`);
+  const [size, view] = entry;
+  const byteLength = count * size;
+  checkRange(handle, offset, byteLength);
+  const start = bytes.byteOffset + offset;
+  if (start % size === 0) return view(bytes.buffer as ArrayBuffer, start, count);
+  const copy = bytes.slice(offset, offset + byteLength);
+  return view(copy.buffer, 0, count);
+}
+
+/** The elements of a BYTES tensor at `offset` (views into the region). */
+export function getBytesElements(handle: ShmRegionHandle, shape: number[], offset = 0): Uint8Array[] {
+  liveBytes(handle);
+  return walkBytes(handle, elementCount(shape), offset).elems;
+}
+
+/** Serialize strings / byte strings as a BYTES tensor (4-byte LE length + bytes each), for setSharedMemoryRegion. */
+export function serializeBytesTensor(items: ReadonlyArray<string | Uint8Array>): Uint8Array {
+  const enc = new TextEncoder();
+  const parts = items.map((x) => (typeof x === 'string' ? enc.encode(x) : x));
+  const out = new Uint8Array(parts.reduce((n, p) => n + 4 + p.byteLength, 0));
+  const dv = new DataView(out.buffer);
+  let o = 0;
+  for (const p of parts) {
+    dv.setUint32(o, p.byteLength, true);
+    out.set(p, o + 4);
+    o += 4 + p.byteLength;
+  }
+  return out;
+}
+
+/** Unmap the region and unlink its key (the engine's own mapping, if registered, stays valid). */
+export function destroySharedMemoryRegion(handle: ShmRegionHandle): void {
+  const mapping = mappings.get(handle);
+  if (!mapping) throw new TypeError(`shared memory region '${handle.name}' was not created by createSharedMemoryRegion`);
+  mapping.close();
+  mappings.delete(handle);
+  shmUnlinkIfExists(handle.key);
+}
+
+/** Keys ('/name') of the shm objects under /dev/shm, optionally only those starting with `prefix`. */
+export function listSharedMemoryKeys(prefix = '/'): string[] {
+  const p = prefix.startsWith('/') ? prefix : `/${prefix}`;
+  let names: string[];
+  try {
+    names = readdirSync('/dev/shm');
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => !n.startsWith('sem.') && `/${n}`.startsWith(p))
+    .filter((n) => {
+      try {
+        return statSync(`/dev/shm/${n}`).isFile();
+      } catch {
+        return false; // removed meanwhile
+      }
+    })
+    .map((n) => `/${n}`)
+    .sort();
+}
+
+// Fault every page in: write zeros past what the object held before (fresh
+// pages), only read below it (keep what another process wrote there).
+let touchSink = 0;
+function touchPages(bytes: Uint8Array, keepBelow: number): void {
+  for (let i = 0; i < bytes.byteLength; i += pageSize) {
+    if (i < keepBelow) touchSink ^= bytes[i]!;
+    else bytes[i] = 0;
+  }
+}
+
+function walkBytes(handle: ShmRegionHandle, count: number, offset: number): { elems: Uint8Array[]; end: number } {
+  const bytes = handle.bytes;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const elems: Uint8Array[] = [];
+  let o = offset;
+  for (let i = 0; i < count; i++) {
+    checkRange(handle, o, 4);
+    const len = dv.getUint32(o, true);
+    checkRange(handle, o + 4, len);
+    elems.push(bytes.subarray(o + 4, o + 4 + len));
+    o += 4 + len;
+  }
+  return { elems, end: o };
+}
+
+function liveBytes(handle: ShmRegionHandle): Uint8Array {
+  const mapping = mappings.get(handle);
+  if (!mapping || mapping.closed) throw new Error(`shared memory region '${handle.name}' is destroyed or unknown`);
+  return handle.bytes;
+}
+
+function checkRange(handle: ShmRegionHandle, offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > handle.byteSize) {
+    throw new RangeError(
+      `shared memory region '${handle.name}': ${length} bytes at offset ${offset} are beyond its ${handle.byteSize} bytes`,
+    );
+  }
+}
+
+function elementCount(shape: number[]): number {
+  let n = 1;
+  for (const d of shape) {
+    if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`invalid shape [${shape.join(', ')}]`);
+    n *= d;
+  }
+  return n;
+}

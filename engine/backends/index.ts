@@ -1,0 +1,15 @@
+// The built-in backends, registered by name.
+import { registerBackend } from '../backend.ts';
+import { onnxruntimeBackend } from './onnxruntime-backend.ts';
+import { jsBackend } from './js-backend.ts';
+import { ensembleBackend } from './ensemble-backend.ts';
+
+let done = false;
+/** Register onnxruntime, js and ensemble (idempotent). */
+export function registerBuiltinBackends(): void {
+  if (done) return;
+  done = true;
+  registerBackend(onnxruntimeBackend);
+  registerBackend(jsBackend);
+  registerBackend(ensembleBackend);
+}

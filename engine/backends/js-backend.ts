@@ -1,0 +1,123 @@
+// The js backend: this project's answer to Triton's Python backend. A model is
+// `<version>/model.js` or `model.ts` exporting initialize / execute(requests)
+// / finalize over raw little-endian tensor bytes. It runs in the engine's
+// process and thread (no IPC per hop): execute must stay asynchronous (sharp,
+// I/O) or cheap, since it shares the event loop with the frontends.
+import path from 'node:path';
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import type { Backend, BackendContext, BackendModel } from '../backend.ts';
+import type { ExecuteResult, ExecutionInstance } from '../scheduler.ts';
+import type { InferRequest, InferResponse } from '../infer-request.ts';
+import { StatusError, invalidArg, internal, type StatusCode } from '../status.ts';
+import { fromConfigType, isDatatype, type Datatype } from '../datatypes.ts';
+
+interface JsTensor {
+  datatype: string;
+  shape: number[];
+  data: Uint8Array;
+}
+interface JsModule {
+  initialize?(ctx: unknown): Promise<void> | void;
+  execute(requests: Array<{ inputs: Record<string, JsTensor>; requestedOutputs: string[]; parameters: Record<string, unknown> }>): Promise<JsResult[]>;
+  finalize?(): Promise<void> | void;
+}
+type JsResult =
+  | { outputs: Record<string, { datatype?: string; shape: number[]; data: ArrayBufferView }> }
+  | { error: { code?: string; message: string } };
+
+const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
+
+class JsInstance implements ExecutionInstance {
+  constructor(
+    readonly name: string,
+    private readonly mod: JsModule,
+    private readonly ctx: BackendContext,
+  ) {}
+
+  async execute(requests: InferRequest[]): Promise<ExecuteResult> {
+    const t0 = process.hrtime.bigint();
+    const { config } = this.ctx;
+    const jsReqs = requests.map((r) => ({
+      inputs: Object.fromEntries(r.inputs.map((t) => [t.name, { datatype: t.datatype, shape: t.shape, data: t.data }])),
+      requestedOutputs: r.outputs.length ? r.outputs.map((o) => o.name) : config.output.map((o) => o.name),
+      parameters: r.parameters as Record<string, unknown>,
+    }));
+    const t1 = process.hrtime.bigint();
+    let results: JsResult[];
+    try {
+      results = await this.mod.execute(jsReqs);
+    } catch (err) {
+      const e = internal(`js model '${this.ctx.modelName}' failed: ${(err as Error).message}`, err);
+      return { responses: requests.map(() => e), timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 } };
+    }
+    const t2 = process.hrtime.bigint();
+    const responses = requests.map((r, i) => this.toResponse(r, results?.[i]));
+    const t3 = process.hrtime.bigint();
+    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) } };
+  }
+
+  private toResponse(r: InferRequest, res: JsResult | undefined): InferResponse | StatusError {
+    const model = this.ctx.modelName;
+    if (!res) return internal(`js model '${model}' returned no response for a request`);
+    if ('error' in res) {
+      const code = (res.error.code && CODES.has(res.error.code) ? res.error.code : 'INTERNAL') as StatusCode;
+      return new StatusError(code, res.error.message);
+    }
+    const want = r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
+    const outputs = [];
+    for (const name of want) {
+      const o = res.outputs[name];
+      if (!o) return internal(`js model '${model}' did not produce output '${name}'`);
+      const decl = this.ctx.config.output.find((x) => x.name === name);
+      const datatype: Datatype = o.datatype && isDatatype(o.datatype) ? o.datatype : fromConfigType(decl?.data_type ?? 'TYPE_UINT8');
+      const d = o.data;
+      outputs.push({ name, datatype, shape: o.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) });
+    }
+    return { modelName: model, modelVersion: String(this.ctx.version), id: r.id, outputs };
+  }
+}
+
+function modelFile(ctx: BackendContext): string {
+  const names = ctx.config.default_model_filename ? [ctx.config.default_model_filename] : ['model.js', 'model.ts', 'model.mjs'];
+  for (const n of names) {
+    const p = path.join(ctx.versionDir, n);
+    if (fs.existsSync(p)) return p;
+  }
+  throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${names.join(' or ')} in ${ctx.versionDir}`);
+}
+
+export const jsBackend: Backend = {
+  name: 'js',
+  defaultModelFilename: ['model.js', 'model.ts'],
+  async load(ctx: BackendContext): Promise<BackendModel> {
+    const file = modelFile(ctx);
+    const instances: JsInstance[] = [];
+    const mods: JsModule[] = [];
+    const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU', count: 1 }];
+    let stamp = Date.now();
+    for (const g of groups) {
+      for (let i = 0; i < g.count; i++) {
+        const name = `${g.name}_${i}`;
+        // A module instance per execution instance, so module state is per instance.
+        const url = `${pathToFileURL(file).href}?instance=${encodeURIComponent(name)}&t=${stamp++}`;
+        let mod: JsModule;
+        try {
+          mod = (await import(url)) as JsModule;
+        } catch (err) {
+          throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
+        }
+        if (typeof mod.execute !== 'function') throw invalidArg(`model '${ctx.modelName}': ${path.basename(file)} exports no execute()`);
+        await mod.initialize?.({ config: ctx.config, modelName: ctx.modelName, version: String(ctx.version), modelDir: ctx.modelDir, instanceName: name });
+        mods.push(mod);
+        instances.push(new JsInstance(name, mod, ctx));
+      }
+    }
+    return {
+      instances,
+      finalize: async () => {
+        for (const m of mods) await m.finalize?.();
+      },
+    };
+  },
+};

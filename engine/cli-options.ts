@@ -1,0 +1,71 @@
+// Triton's command-line flags for the engine, parsed into EngineOptions.
+// Both `--flag=value` and `--flag value` work.
+import { parseArgs } from 'node:util';
+import type { EngineOptions } from './server.ts';
+import type { ControlMode } from './model-repository-manager.ts';
+
+export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
+  --model-repository=DIR        model repository (required)
+  --grpc-port=8001 --http-port=8000 --metrics-port=8002
+  --http-address=0.0.0.0        address all frontends bind
+  --allow-grpc=true --allow-http=true --allow-metrics=true
+  --model-control-mode=none     none | poll | explicit
+  --load-model=NAME             explicit mode: load at start (repeatable; * = all)
+  --repository-poll-secs=15     poll mode interval
+  --strict-model-config=false   false: complete missing inputs/outputs from the model file
+  --strict-readiness=true       server ready only when every model is ready
+  --allow-client-shm=false      accept system shared-memory registrations
+  --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
+  --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
+
+const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
+  if (v === undefined) return dflt;
+  if (/^(true|1|yes|on)$/i.test(v)) return true;
+  if (/^(false|0|no|off)$/i.test(v)) return false;
+  throw new Error(`--${flag}: expected true or false, got '${v}'`);
+};
+const int = (v: string | undefined, dflt: number, flag: string): number => {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new Error(`--${flag}: expected an integer, got '${v}'`);
+  return n;
+};
+
+/** Parse argv (without node and script) into engine options and the log verbosity. */
+export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: number } {
+  const s = { type: 'string' } as const;
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'model-repository': s, 'model-store': s, 'grpc-port': s, 'http-port': s, 'metrics-port': s,
+      'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
+      'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
+      'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
+      'allow-client-shm': s, 'shm-key-prefix': s, 'log-verbose': s, help: { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) throw new Error(USAGE);
+  const repo = values['model-repository'] ?? values['model-store'];
+  if (!repo) throw new Error(`--model-repository is required\n${USAGE}`);
+  const mode = (values['model-control-mode'] ?? 'none') as ControlMode;
+  if (!['none', 'poll', 'explicit'].includes(mode)) throw new Error(`--model-control-mode: expected none, poll or explicit, got '${mode}'`);
+  const loadModels = values['load-model'] ?? [];
+  if (loadModels.length && mode !== 'explicit') throw new Error('--load-model needs --model-control-mode=explicit');
+  return {
+    modelRepository: repo,
+    host: values['http-address'] ?? '0.0.0.0',
+    grpcPort: bool(values['allow-grpc'], true, 'allow-grpc') ? int(values['grpc-port'], 8001, 'grpc-port') : -1,
+    httpPort: bool(values['allow-http'], true, 'allow-http') ? int(values['http-port'], 8000, 'http-port') : -1,
+    metricsPort: bool(values['allow-metrics'], true, 'allow-metrics') ? int(values['metrics-port'], 8002, 'metrics-port') : -1,
+    controlMode: mode,
+    loadModels,
+    repositoryPollSecs: int(values['repository-poll-secs'], 15, 'repository-poll-secs'),
+    strictModelConfig: bool(values['strict-model-config'], false, 'strict-model-config'),
+    strictReadiness: bool(values['strict-readiness'], true, 'strict-readiness'),
+    allowClientShm: bool(values['allow-client-shm'], false, 'allow-client-shm'),
+    shmKeyPrefix: values['shm-key-prefix'],
+    logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
+  };
+}

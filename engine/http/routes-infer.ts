@@ -1,0 +1,31 @@
+// POST /v2/models/{m}[/versions/{v}]/infer: read the body, build the engine
+// request, submit, reply (JSON, or JSON header + binary outputs).
+import type { Hono } from 'hono';
+import type { ServerApi } from '../server-api.ts';
+import { HEADER_LENGTH } from './binary-extension.ts';
+import { readBody, versionParam, type HttpEnv } from './http-util.ts';
+import { encodeInferResponse, parseInferRequest } from './infer-json.ts';
+import { modelRoute } from './routes-models.ts';
+
+export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number): void {
+  modelRoute(app, 'post', '/infer', async (c) => {
+    const arrivalNs = process.hrtime.bigint();
+    const body = await readBody(c, maxInputBytes);
+    const { request, binaryOutputDefault } = parseInferRequest(
+      body,
+      c.req.header(HEADER_LENGTH),
+      c.req.param('model')!,
+      versionParam(c),
+    );
+    request.arrivalNs = arrivalNs;
+    request.signal = c.req.raw.signal;
+    const response = await api.infer(request);
+    const encoded = encodeInferResponse(response, request.outputs, binaryOutputDefault);
+    const out = encoded.body as Uint8Array<ArrayBuffer>;
+    if (encoded.headerLength === undefined) return c.body(out, 200, { 'Content-Type': 'application/json' });
+    return c.body(out, 200, {
+      'Content-Type': 'application/octet-stream',
+      [HEADER_LENGTH]: String(encoded.headerLength),
+    });
+  });
+}

@@ -1,0 +1,90 @@
+// The engine's protocol-neutral request and response (Triton's
+// InferenceRequest / InferenceResponse). Frontends (gRPC, HTTP) translate
+// wire messages to these; schedulers and backends see only these.
+import type { Datatype } from './datatypes.ts';
+
+/** Where a tensor's bytes live in a registered system shared-memory region. */
+export interface ShmRef {
+  /** Registered region name (as given to SystemSharedMemoryRegister). */
+  region: string;
+  /** Offset inside the registered region (not the shm object). */
+  offset: number;
+  byteSize: number;
+}
+
+/**
+ * A tensor. `data` holds its bytes (little-endian, BYTES serialized with
+ * 4-byte lengths). The bytes may be a view over a shm mapping: consumers must
+ * not keep them past the request's completion.
+ */
+export interface Tensor {
+  name: string;
+  datatype: Datatype;
+  shape: number[];
+  data: Uint8Array;
+}
+
+/** Where the engine found an input's shm bytes: enough for a worker thread to map them itself. */
+export interface ShmLocation {
+  key: string;
+  /** Offset in the shm object (region offset + tensor offset). */
+  offset: number;
+  byteSize: number;
+  /** The registered region's own offset and size in the object (what a worker maps once). */
+  regionOffset: number;
+  regionSize: number;
+}
+
+/**
+ * A request input. A frontend sets `shm` (and leaves `data` empty) when the
+ * client sent the bytes in a registered region; the engine then resolves it,
+ * filling `data` with a view over the mapping and `shmLocation`.
+ */
+export interface InferInput extends Tensor {
+  shm?: ShmRef;
+  shmLocation?: ShmLocation;
+}
+
+export interface RequestedOutput {
+  name: string;
+  /** Write this output into a registered region instead of returning its bytes. */
+  shm?: ShmRef;
+  /** classification extension (unsupported values rejected at the frontend). */
+  classification?: number;
+  /** HTTP only: return as binary. */
+  binary?: boolean;
+}
+
+export type ParamValue = boolean | number | string | bigint;
+
+/** One inference request as the engine sees it. */
+export interface InferRequest {
+  modelName: string;
+  /** '' or undefined = policy default (latest ready). */
+  modelVersion?: string;
+  id?: string;
+  inputs: InferInput[];
+  /** Empty = all outputs. */
+  outputs: RequestedOutput[];
+  parameters: Record<string, ParamValue>;
+  /** Priority level (1 = highest); 0 = model default. */
+  priority?: number;
+  /** Queue timeout override in microseconds; 0 = model default. */
+  timeoutUs?: number;
+  /** Set by the frontend: when the request arrived (process.hrtime.bigint()). */
+  arrivalNs?: bigint;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+}
+
+export interface InferResponse {
+  modelName: string;
+  modelVersion: string;
+  id?: string;
+  /**
+   * Outputs in requested order. An output written to shm has `shm` set and an
+   * empty `data`.
+   */
+  outputs: Array<Tensor & { shm?: ShmRef }>;
+  parameters?: Record<string, ParamValue>;
+}

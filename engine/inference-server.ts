@@ -1,0 +1,264 @@
+// The engine's ServerApi (Triton's TRITONSERVER_Server): owns the repository
+// manager and the shared-memory manager, checks requests, resolves shm
+// tensors, routes each request to its model's scheduler and writes shm
+// outputs. All on the main thread; models run on their instances.
+import type {
+  LoadParameters, ModelIndexEntry, ModelMetadata, ModelStatistics, ServerApi, ShmRegionStatus,
+} from './server-api.ts';
+import type { InferRequest, InferResponse } from './infer-request.ts';
+import type { ModelConfig } from './model-config.ts';
+import { ModelRepositoryManager, type ControlMode } from './model-repository-manager.ts';
+import { SharedMemoryManager, type ShmAcquired } from './shared-memory-manager.ts';
+import { validateRequest, fullShape } from './infer-validation.ts';
+import { fromConfigType } from './datatypes.ts';
+import { invalidArg, notFound, toStatusError, unavailable, unsupported } from './status.ts';
+import { setLogVerbose, logVerbose } from './trace.ts';
+import { registerBuiltinBackends } from './backends/index.ts';
+
+export interface InferenceServerOptions {
+  modelRepository: string;
+  controlMode?: ControlMode;
+  loadModels?: string[];
+  strictModelConfig?: boolean;
+  repositoryPollSecs?: number;
+  allowClientShm?: boolean;
+  shmKeyPrefix?: string;
+  shmMaxRegions?: number;
+  shmMaxBytes?: number;
+  /** Server ready only when every model is ready (Triton's --strict-readiness). */
+  strictReadiness?: boolean;
+}
+
+export const SERVER_NAME = 'tritonish';
+export const SERVER_VERSION = '0.1.0';
+
+export class InferenceServer implements ServerApi {
+  readonly name = SERVER_NAME;
+  readonly version = SERVER_VERSION;
+  readonly extensions = [
+    'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
+    'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data',
+    'parameters', 'statistics', 'trace', 'logging',
+  ];
+  readonly shm: SharedMemoryManager;
+  readonly repository: ModelRepositoryManager;
+  private live = false;
+  private stopping = false;
+  private readonly logs: Record<string, boolean | number | string> = {
+    log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
+  };
+  private readonly traces = new Map<string, Record<string, string[]>>();
+
+  constructor(private readonly opts: InferenceServerOptions) {
+    registerBuiltinBackends();
+    this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
+    this.repository = new ModelRepositoryManager({
+      repository: opts.modelRepository,
+      controlMode: opts.controlMode ?? 'none',
+      startupModels: opts.loadModels ?? [],
+      strict: opts.strictModelConfig ?? false,
+      pollSecs: opts.repositoryPollSecs ?? 15,
+      shm: this.shm,
+      infer: (r) => this.inferValidated(r),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.live = true;
+    await this.repository.start();
+  }
+
+  /** Stop taking requests, drain, unload every model, unmap regions. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.repository.stop();
+    this.shm.close();
+    this.live = false;
+  }
+
+  isLive(): boolean {
+    return this.live;
+  }
+
+  isReady(): boolean {
+    if (!this.live || this.stopping) return false;
+    return this.opts.strictReadiness === false || this.repository.allReady();
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    try {
+      return this.repository.get(name, version).state === 'READY';
+    } catch {
+      return false;
+    }
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const mv = this.repository.get(name, version);
+    const c = mv.config;
+    const meta = (t: ModelConfig['input'][number]) => ({ name: t.name, datatype: fromConfigType(t.data_type), shape: fullShape(c, t) });
+    return {
+      name,
+      versions: this.repository.allVersions().filter((v) => v.name === name && v.state === 'READY').map((v) => String(v.version)),
+      platform: c.platform || c.backend || '',
+      inputs: c.input.map(meta),
+      outputs: c.output.map(meta),
+    };
+  }
+
+  modelConfig(name: string, version?: string): ModelConfig {
+    return this.repository.get(name, version).config;
+  }
+
+  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+    if (name) {
+      if (version) return [this.repository.get(name, version).stats.snapshot()];
+      const vs = this.repository.allVersions().filter((v) => v.name === name);
+      if (!vs.length) this.repository.get(name);
+      return vs.map((v) => v.stats.snapshot());
+    }
+    return this.repository.allVersions().map((v) => v.stats.snapshot());
+  }
+
+  repositoryIndex(readyOnly: boolean): ModelIndexEntry[] {
+    return this.repository.index(readyOnly);
+  }
+
+  async loadModel(name: string, params?: LoadParameters): Promise<void> {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+      throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
+    }
+    await this.repository.load(name, params);
+  }
+
+  async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+      throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
+    }
+    await this.repository.unload(name, opts);
+  }
+
+  /** A client request: resolve shm inputs, run, write shm outputs, release. */
+  async infer(req: InferRequest): Promise<InferResponse> {
+    if (this.stopping) throw unavailable('server is shutting down');
+    req.arrivalNs ??= process.hrtime.bigint();
+    const held: ShmAcquired[] = [];
+    try {
+      for (const t of req.inputs) {
+        if (!t.shm) continue;
+        if (t.data.byteLength) throw invalidArg(`input '${t.name}' has both shared memory parameters and data`);
+        const a = this.shm.acquire(t.shm, { tensor: t.name, kind: 'input' });
+        held.push(a);
+        const region = this.shm.status(t.shm.region)[0]!;
+        t.data = a.bytes;
+        t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: region.offset, regionSize: region.byte_size };
+      }
+      const res = await this.inferValidated(req);
+      this.writeShmOutputs(req, res);
+      return res;
+    } finally {
+      for (const a of held) a.release();
+    }
+  }
+
+  /** Check against the model's config and enqueue on its scheduler (also used by ensemble steps). */
+  async inferValidated(req: InferRequest): Promise<InferResponse> {
+    const mv = this.repository.get(req.modelName, req.modelVersion);
+    req.arrivalNs ??= process.hrtime.bigint();
+    try {
+      validateRequest(mv.config, req);
+    } catch (err) {
+      mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
+      throw err;
+    }
+    const res = await mv.scheduler.enqueue(req);
+    // Outputs in the order asked for, else the config's order.
+    if (req.outputs.length > 1) {
+      const order = new Map(req.outputs.map((o, i) => [o.name, i]));
+      res.outputs.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
+    }
+    return res;
+  }
+
+  private writeShmOutputs(req: InferRequest, res: InferResponse): void {
+    for (const o of req.outputs) {
+      if (!o.shm) continue;
+      const out = res.outputs.find((t) => t.name === o.name);
+      if (!out || out.shm) continue;
+      if (out.data.byteLength > o.shm.byteSize) {
+        throw invalidArg(
+          `shared memory size specified with the request for output '${o.name}' should be at least ${out.data.byteLength} bytes to hold the results`,
+        );
+      }
+      const a = this.shm.acquire({ ...o.shm, byteSize: out.data.byteLength }, { tensor: o.name, kind: 'output' });
+      try {
+        a.bytes.set(out.data);
+      } finally {
+        a.release();
+      }
+      out.shm = { ...o.shm, byteSize: out.data.byteLength };
+      out.data = new Uint8Array(0);
+    }
+  }
+
+  shmRegister(name: string, key: string, offset: number, byteSize: number): void {
+    if (!this.opts.allowClientShm) {
+      throw unsupported(`system shared memory is disabled on this server (start it with --allow-client-shm=true)`);
+    }
+    this.shm.register(name, key, offset, byteSize);
+  }
+
+  shmUnregister(name: string, who?: string): void {
+    const keys = name ? this.shm.status().filter((r) => r.name === name).map((r) => r.key) : this.shm.status().map((r) => r.key);
+    this.shm.unregister(name, who);
+    for (const key of keys) for (const v of this.repository.allVersions()) v.backend.forgetShm?.(key);
+  }
+
+  shmStatus(name?: string): ShmRegionStatus[] {
+    return this.shm.status(name);
+  }
+
+  cudaShmRegister(name: string): void {
+    throw unsupported(
+      `CUDA shared memory region '${name}' cannot be registered: this engine has no CUDA support on this host (no GPU / CUDA runtime found)`,
+    );
+  }
+
+  cudaShmUnregister(_name: string): void {
+    // Nothing is ever registered without CUDA; unknown names succeed, as in Triton.
+  }
+
+  cudaShmStatus(name?: string): Array<{ name: string; device_id: number; byte_size: number }> {
+    if (name) throw notFound(`Unable to find cuda shared memory region: '${name}'`);
+    return [];
+  }
+
+  logSettings(update?: Record<string, boolean | number | string>): Record<string, boolean | number | string> {
+    for (const [k, v] of Object.entries(update ?? {})) {
+      if (!(k in this.logs)) throw invalidArg(`unknown log setting '${k}'`);
+      if (typeof v !== typeof this.logs[k]) throw invalidArg(`log setting '${k}' expects a ${typeof this.logs[k]}`);
+      this.logs[k] = v;
+      if (k === 'log_verbose_level') setLogVerbose(Number(v));
+    }
+    this.logs.log_verbose_level = logVerbose();
+    return { ...this.logs };
+  }
+
+  traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]> {
+    const key = model ?? '';
+    if (model) this.repository.get(model);
+    const base = this.traces.get('') ?? {
+      trace_file: [''], trace_level: ['OFF'], trace_rate: ['1000'], trace_count: ['-1'], log_frequency: ['0'], trace_mode: ['triton'],
+    };
+    if (!this.traces.has('')) this.traces.set('', base);
+    const cur = { ...base, ...(this.traces.get(key) ?? {}) };
+    for (const [k, v] of Object.entries(update ?? {})) {
+      if (!(k in base)) throw invalidArg(`unknown trace setting '${k}'`);
+      cur[k] = v;
+    }
+    if (update) this.traces.set(key, cur);
+    return cur;
+  }
+}
+
+export { toStatusError };

@@ -1,0 +1,37 @@
+// The free list of a model's execution instances. Owns no threads: callers
+// acquire an instance, run one execute() on it, and release it. Waiters are
+// served FIFO, so instances never run two executions at once.
+import type { ExecutionInstance } from './scheduler.ts';
+
+export class InstancePool {
+  private readonly free: ExecutionInstance[];
+  private readonly waiters: Array<(i: ExecutionInstance) => void> = [];
+
+  constructor(readonly instances: readonly ExecutionInstance[]) {
+    this.free = [...instances];
+  }
+
+  /** Number of instances idle right now. */
+  idleCount(): number {
+    return this.free.length;
+  }
+
+  /** Take an idle instance without waiting, or undefined. */
+  tryAcquire(): ExecutionInstance | undefined {
+    return this.free.shift();
+  }
+
+  /** Wait for an idle instance. */
+  acquire(): Promise<ExecutionInstance> {
+    const i = this.free.shift();
+    if (i) return Promise.resolve(i);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Give an instance back: to the longest waiter, else to the free list. */
+  release(instance: ExecutionInstance): void {
+    const w = this.waiters.shift();
+    if (w) w(instance);
+    else this.free.push(instance);
+  }
+}

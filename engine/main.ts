@@ -1,0 +1,43 @@
+// `npm run engine -- --model-repository=DIR ...`: the engine process.
+// SIGTERM/SIGINT: stop accepting, finish in-flight requests, unload, exit 0.
+import { parseEngineArgs } from './cli-options.ts';
+import { startEngine } from './server.ts';
+import { log, setLogVerbose } from './trace.ts';
+
+async function main(): Promise<void> {
+  let opts;
+  try {
+    opts = parseEngineArgs(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  setLogVerbose(opts.logVerbose);
+  const engine = await startEngine(opts);
+  const index = engine.server.repositoryIndex(false);
+  for (const m of index) log.info(`model ${m.name}${m.version ? `:${m.version}` : ''} ${m.state}${m.reason ? ` (${m.reason})` : ''}`);
+  log.info(`engine ready: ${index.filter((m) => m.state === 'READY').length}/${index.length} models READY`);
+  let stopping = false;
+  const shutdown = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${sig}: stopping; finishing in-flight requests`);
+    engine.stop().then(
+      () => {
+        log.info('engine stopped');
+        process.exit(0);
+      },
+      (err) => {
+        log.error('engine stop failed', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  log.error(`engine failed to start: ${(err as Error).message}`, err);
+  process.exit(1);
+});

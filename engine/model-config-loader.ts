@@ -1,0 +1,87 @@
+// Reads one model's configuration: config.pbtxt (or a load-time JSON
+// override), then normalize-and-validate once (model-config-utils.ts), with
+// the ONNX file's own metadata for auto-complete and checks.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseModelConfigText } from './model-config-parser.ts';
+import { normalizeModelConfig } from './model-config-utils.ts';
+import type { ModelConfig } from './model-config.ts';
+import { readOnnxIO } from './backends/onnx-metadata.ts';
+import { messageType, TO_OBJECT } from '../protocol/index.ts';
+import { invalidArg } from './status.ts';
+
+export interface ConfigSource {
+  modelName: string;
+  modelDir: string;
+  /** The repository root, so messages name `<model>/config.pbtxt`. */
+  repository: string;
+  strict: boolean;
+  /** JSON override (Triton's load `config` parameter). */
+  overrideJson?: string;
+}
+
+/** The config as written (parsed, not normalized). */
+export function readRawConfig(src: ConfigSource): ModelConfig {
+  const rel = path.relative(src.repository, path.join(src.modelDir, 'config.pbtxt'));
+  if (src.overrideJson !== undefined) {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(src.overrideJson);
+    } catch (err) {
+      throw invalidArg(`load of '${src.modelName}': 'config' parameter is not valid JSON: ${(err as Error).message}`);
+    }
+    const T = messageType('inference.ModelConfig');
+    const bad = T.verify(obj as Record<string, unknown>);
+    if (bad) throw invalidArg(`load of '${src.modelName}': 'config' parameter: ${bad}`);
+    return T.toObject(T.fromObject(obj as Record<string, unknown>), TO_OBJECT) as ModelConfig;
+  }
+  const file = path.join(src.modelDir, 'config.pbtxt');
+  if (!fs.existsSync(file)) {
+    if (src.strict) throw invalidArg(`${rel}: missing (required with --strict-model-config=true)`);
+    return { name: src.modelName, max_batch_size: 0, input: [], output: [], backend: 'onnxruntime' } as ModelConfig;
+  }
+  return parseModelConfigText(fs.readFileSync(file, 'utf8'), rel);
+}
+
+/** Which backend a raw config names (before defaults). */
+export function backendNameOf(raw: ModelConfig): string {
+  if (raw.platform === 'ensemble') return 'ensemble';
+  if (raw.backend) return raw.backend;
+  if (raw.platform === 'onnxruntime_onnx') return 'onnxruntime';
+  return 'onnxruntime';
+}
+
+/** The normalized config of one model version directory. */
+export function loadModelConfig(src: ConfigSource, raw: ModelConfig, versionDir: string): ModelConfig {
+  const rel = path.relative(src.repository, path.join(src.modelDir, 'config.pbtxt'));
+  let onnxIO;
+  if (backendNameOf(raw) === 'onnxruntime') {
+    const f = path.join(versionDir, raw.default_model_filename || 'model.onnx');
+    if (fs.existsSync(f)) onnxIO = readOnnxIO(f);
+  }
+  return normalizeModelConfig(structuredClone(raw), { modelName: src.modelName, file: rel, strict: src.strict, onnxIO });
+}
+
+/** Numeric version folders of a model, ascending. */
+export function versionsOnDisk(modelDir: string): number[] {
+  if (!fs.existsSync(modelDir)) return [];
+  return fs
+    .readdirSync(modelDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && /^\d+$/.test(d.name))
+    .map((d) => Number(d.name))
+    .sort((a, b) => a - b);
+}
+
+/** Versions selected by version_policy (default latest 1). */
+export function versionsToLoad(config: ModelConfig, onDisk: number[], rel: string): number[] {
+  const p = config.version_policy;
+  if (p?.all) return onDisk;
+  if (p?.specific) {
+    const want = p.specific.versions ?? [];
+    const missing = want.filter((v) => !onDisk.includes(v));
+    if (missing.length) throw invalidArg(`${rel}: version_policy.specific names version(s) ${missing.join(', ')} with no folder`);
+    return want.slice().sort((a, b) => a - b);
+  }
+  const n = p?.latest?.num_versions ?? 1;
+  return onDisk.slice(-Math.max(1, n));
+}

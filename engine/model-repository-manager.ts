@@ -1,0 +1,357 @@
+// The model repository manager (Triton's model_repository_manager): scans the
+// repository, loads/unloads/reloads models under the control mode, and owns
+// every loaded ModelVersion. Loads of one model are serialized; a reload
+// builds the new versions fully before swapping, so requests in flight finish
+// on the old ones and a failed reload keeps the old version serving.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import type { ModelConfig } from './model-config.ts';
+import type { InferRequest, InferResponse } from './infer-request.ts';
+import type { ModelIndexEntry, ModelState, LoadParameters } from './server-api.ts';
+import type { SharedMemoryManager } from './shared-memory-manager.ts';
+import { backendFor } from './backend.ts';
+import { ModelVersion } from './model-lifecycle.ts';
+import { ModelStatistics } from './model-statistics.ts';
+import { InstancePool } from './instance-pool.ts';
+import { DefaultScheduler } from './default-scheduler.ts';
+import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
+import type { Scheduler } from './scheduler.ts';
+import { runWarmup } from './model-warmup.ts';
+import { backendNameOf, loadModelConfig, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
+import { StatusError, invalidArg, notFound, toStatusError, unavailable } from './status.ts';
+import { log, tracer } from './trace.ts';
+
+const trace = tracer('repository');
+
+export type ControlMode = 'none' | 'poll' | 'explicit';
+
+export interface RepositoryOptions {
+  repository: string;
+  controlMode: ControlMode;
+  /** --load-model (explicit mode); '*' = all. */
+  startupModels: string[];
+  strict: boolean;
+  pollSecs: number;
+  shm: SharedMemoryManager;
+  /** Route a request through the target model's own scheduler (ensemble steps). */
+  infer: (request: InferRequest) => Promise<InferResponse>;
+}
+
+interface ModelEntry {
+  name: string;
+  versions: Map<number, ModelVersion>;
+  /** State and reason reported for the model when no version is loaded. */
+  state: ModelState;
+  reason: string;
+  fingerprint?: string;
+  /** Serializes load/unload of this model. */
+  lock: Promise<unknown>;
+  /** Temp dir of a load with file overrides. */
+  tmpDir?: string;
+}
+
+export class ModelRepositoryManager {
+  private readonly models = new Map<string, ModelEntry>();
+  private poller?: NodeJS.Timeout;
+  private polling = false;
+
+  constructor(private readonly opts: RepositoryOptions) {}
+
+  /** Load what the control mode says to load at startup. */
+  async start(): Promise<void> {
+    const { controlMode, startupModels } = this.opts;
+    const names =
+      controlMode === 'explicit' && !startupModels.includes('*') ? startupModels : this.modelDirs();
+    await this.loadMany(names);
+    if (controlMode === 'poll') {
+      for (const n of this.modelDirs()) this.entry(n).fingerprint = this.fingerprint(n);
+      this.poller = setInterval(() => void this.poll(), Math.max(1, this.opts.pollSecs) * 1000);
+      this.poller.unref();
+    }
+  }
+
+  /** Load plain models first, in parallel, then ensembles (they need their steps' configs). */
+  private async loadMany(names: string[]): Promise<void> {
+    const isEnsemble = (n: string) => {
+      try {
+        return backendNameOf(readRawConfig(this.source(n))) === 'ensemble';
+      } catch {
+        return false;
+      }
+    };
+    const plain = names.filter((n) => !isEnsemble(n));
+    const ens = names.filter((n) => isEnsemble(n));
+    const settle = (n: string) => this.load(n).catch((e: unknown) => log.error(`failed to load '${n}': ${(e as Error).message}`));
+    await Promise.all(plain.map(settle));
+    for (const n of ens) await settle(n);
+  }
+
+  async stop(): Promise<void> {
+    if (this.poller) clearInterval(this.poller);
+    // Ensembles first: they hold requests on their composing models.
+    const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
+    for (const e of entries) await this.unload(e.name).catch(() => undefined);
+  }
+
+  private isEnsembleEntry(e: ModelEntry): boolean {
+    return [...e.versions.values()].some((v) => v.config.platform === 'ensemble');
+  }
+
+  /** Model folder names in the repository. */
+  modelDirs(): string[] {
+    if (!fs.existsSync(this.opts.repository)) return [];
+    return fs
+      .readdirSync(this.opts.repository, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.') && !d.name.startsWith('_'))
+      .map((d) => d.name)
+      .sort();
+  }
+
+  private entry(name: string): ModelEntry {
+    let e = this.models.get(name);
+    if (!e) this.models.set(name, (e = { name, versions: new Map(), state: 'UNKNOWN', reason: '', lock: Promise.resolve() }));
+    return e;
+  }
+
+  private source(name: string, overrideJson?: string, dir?: string) {
+    return {
+      modelName: name,
+      modelDir: dir ?? path.join(this.opts.repository, name),
+      repository: dir ? path.dirname(dir) : this.opts.repository,
+      strict: this.opts.strict,
+      overrideJson,
+    };
+  }
+
+  private withLock<T>(e: ModelEntry, fn: () => Promise<T>): Promise<T> {
+    const run = e.lock.then(fn, fn);
+    e.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */
+  load(name: string, params: LoadParameters = {}): Promise<void> {
+    const e = this.entry(name);
+    return this.withLock(e, () => this.loadLocked(e, params));
+  }
+
+  private async loadLocked(e: ModelEntry, params: LoadParameters): Promise<void> {
+    const { name } = e;
+    let dir = path.join(this.opts.repository, name);
+    if (params.files && Object.keys(params.files).length) {
+      if (params.config === undefined) throw invalidArg(`load of '${name}': file overrides need the 'config' parameter too`);
+      dir = this.writeOverrideDir(e, params.files);
+    } else if (!fs.existsSync(dir) && params.config === undefined) {
+      this.models.delete(name);
+      throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+    }
+    const src = this.source(name, params.config, dir === path.join(this.opts.repository, name) ? undefined : dir);
+    const loaded: ModelVersion[] = [];
+    try {
+      const raw = readRawConfig(src);
+      const rel = `${name}/config.pbtxt`;
+      if (raw.platform === 'ensemble' && this.opts.controlMode === 'explicit') {
+        // Triton loads an ensemble's composing models with it.
+        for (const s of raw.ensemble_scheduling?.step ?? []) {
+          if (!this.readyVersion(s.model_name)) await this.load(s.model_name);
+        }
+      }
+      const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
+      if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
+      for (const v of versions) loaded.push(await this.loadVersion(src, raw, v));
+    } catch (err) {
+      await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
+      const se = toStatusError(err);
+      const reason = se.code === 'INTERNAL' && se.message === 'internal error' ? String((err as Error).message) : se.message;
+      if (e.versions.size === 0) {
+        e.state = 'UNAVAILABLE';
+        e.reason = reason;
+      } else {
+        log.warn(`reload of '${name}' failed, previous version keeps serving: ${reason}`);
+      }
+      throw se.code === 'INTERNAL' ? new StatusError('INVALID_ARG', reason, err) : se;
+    }
+    const old = [...e.versions.values()];
+    e.versions = new Map(loaded.map((v) => [v.version, v]));
+    e.state = 'READY';
+    e.reason = '';
+    log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
+    // Old versions drain their in-flight requests, then go.
+    await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
+  }
+
+  private async loadVersion(src: ReturnType<ModelRepositoryManager['source']>, raw: ModelConfig, version: number): Promise<ModelVersion> {
+    const versionDir = path.join(src.modelDir, String(version));
+    log.info(`loading: ${src.modelName}:${version}`);
+    const config = loadModelConfig(src, raw, versionDir);
+    const backend = backendFor(config);
+    const bm = await backend.load({
+      modelName: src.modelName,
+      version,
+      modelDir: src.modelDir,
+      versionDir,
+      config,
+      shm: this.opts.shm,
+      infer: this.opts.infer,
+      lookupConfig: (n, v) => this.readyVersion(n, v)?.config,
+    });
+    const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
+    let scheduler: Scheduler;
+    if (bm.createScheduler) scheduler = bm.createScheduler(stats);
+    else {
+      const pool = new InstancePool(bm.instances);
+      scheduler =
+        config.dynamic_batching && config.max_batch_size > 0
+          ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
+          : new DefaultScheduler({ modelName: src.modelName, pool, stats });
+    }
+    const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
+    mv.setState('LOADING');
+    try {
+      await runWarmup(config, scheduler, src.modelDir);
+    } catch (err) {
+      mv.setState('UNAVAILABLE', (err as Error).message);
+      await scheduler.stop();
+      await bm.finalize();
+      throw err;
+    }
+    mv.setState('READY');
+    trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
+    return mv;
+  }
+
+  private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
+    if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
+    const dir = path.join(root, e.name);
+    for (const [rel, data] of Object.entries(files)) {
+      const target = path.resolve(dir, rel);
+      if (!target.startsWith(dir + path.sep)) throw invalidArg(`load of '${e.name}': file override '${rel}' escapes the model folder`);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, data);
+    }
+    e.tmpDir = root;
+    return dir;
+  }
+
+  /** Unload every version of a model; with unloadDependents, also the ensembles that use it. */
+  async unload(name: string, opts: { unloadDependents?: boolean } = {}): Promise<void> {
+    const e = this.models.get(name);
+    if (!e) return;
+    if (opts.unloadDependents) {
+      for (const other of this.models.values()) {
+        const uses = [...other.versions.values()].some((v) => v.config.ensemble_scheduling?.step.some((s) => s.model_name === name));
+        if (uses) await this.unload(other.name, opts);
+      }
+    }
+    await this.withLock(e, async () => {
+      const old = [...e.versions.values()];
+      e.versions = new Map();
+      e.state = 'UNAVAILABLE';
+      e.reason = 'unloaded';
+      for (const v of old) v.setState('UNLOADING');
+      await Promise.all(old.map((v) => v.unload()));
+      if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
+      e.tmpDir = undefined;
+      log.info(`successfully unloaded '${name}'`);
+    });
+  }
+
+  /** The READY version to serve: the requested one, or the highest. */
+  readyVersion(name: string, version?: number): ModelVersion | undefined {
+    const e = this.models.get(name);
+    if (!e) return undefined;
+    if (version !== undefined && version >= 0) {
+      const v = e.versions.get(version);
+      return v?.state === 'READY' ? v : undefined;
+    }
+    return [...e.versions.values()].filter((v) => v.state === 'READY').sort((a, b) => b.version - a.version)[0];
+  }
+
+  /** Like readyVersion, but throws Triton's errors. `version` is the wire string ('' = latest). */
+  get(name: string, version?: string): ModelVersion {
+    const e = this.models.get(name);
+    if (!e || (e.versions.size === 0 && e.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
+    let v: number | undefined;
+    if (version) {
+      v = Number(version);
+      if (!Number.isInteger(v) || v < 0) throw invalidArg(`invalid model version '${version}' for '${name}'`);
+    }
+    const mv = this.readyVersion(name, v);
+    if (mv) return mv;
+    if (e.versions.size === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions${e.reason ? `: ${e.reason}` : ''}`);
+    throw unavailable(v !== undefined ? `Request for unknown model: '${name}' version ${v} is not at ready state` : `Request for unknown model: '${name}' has no available versions`);
+  }
+
+  /** All loaded versions (statistics). */
+  allVersions(): ModelVersion[] {
+    return [...this.models.values()].flatMap((e) => [...e.versions.values()]);
+  }
+
+  /** Every model of the repository with its state (Triton's RepositoryIndex). */
+  index(readyOnly: boolean): ModelIndexEntry[] {
+    const names = new Set([...this.modelDirs(), ...this.models.keys()]);
+    const out: ModelIndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const e = this.models.get(name);
+      if (e && e.versions.size) {
+        for (const v of e.versions.values()) out.push({ name, version: String(v.version), state: v.state, reason: v.reason });
+      } else {
+        out.push({ name, version: '', state: e ? e.state : 'UNAVAILABLE', reason: e ? e.reason : 'not loaded' });
+      }
+    }
+    return readyOnly ? out.filter((m) => m.state === 'READY') : out;
+  }
+
+  /** True when every model the control mode meant to load is READY. */
+  allReady(): boolean {
+    return [...this.models.values()].every((e) => e.state === 'READY' || e.reason === 'unloaded');
+  }
+
+  /** A fingerprint of a model folder's files (names, sizes, mtimes). */
+  private fingerprint(name: string): string {
+    const h = crypto.createHash('sha1');
+    const walk = (d: string) => {
+      if (!fs.existsSync(d)) return;
+      for (const ent of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+        const p = path.join(d, ent.name);
+        if (ent.isDirectory()) walk(p);
+        else {
+          const st = fs.statSync(p);
+          h.update(`${p}:${st.size}:${st.mtimeMs}\n`);
+        }
+      }
+    };
+    walk(path.join(this.opts.repository, name));
+    return h.digest('hex');
+  }
+
+  /** Poll mode: load new models, reload changed ones, unload removed ones. */
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const dirs = new Set(this.modelDirs());
+      for (const [name, e] of this.models) {
+        if (!dirs.has(name) && !e.tmpDir) await this.unload(name).catch(() => undefined);
+      }
+      const changed: string[] = [];
+      for (const name of dirs) {
+        const fp = this.fingerprint(name);
+        const e = this.entry(name);
+        if (e.fingerprint !== fp) {
+          e.fingerprint = fp;
+          changed.push(name);
+        }
+      }
+      if (changed.length) {
+        log.info(`poll: reloading ${changed.join(', ')}`);
+        await this.loadMany(changed);
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+}

@@ -1,0 +1,90 @@
+// Per model-version statistics (Triton's statistics extension). Owned by one
+// model version; written by its scheduler on the main thread, read by the
+// frontends and the metrics collector.
+import type { StatsSink, ExecutionTiming } from './scheduler.ts';
+import type { Duration, ModelStatistics as Snapshot } from './server-api.ts';
+
+const dur = (): Duration => ({ count: 0, ns: 0 });
+const add = (d: Duration, ns: number, n = 1) => {
+  d.count += n;
+  d.ns += Math.max(0, Math.round(ns));
+};
+
+export class ModelStatistics implements StatsSink {
+  private lastInference = 0;
+  private inferenceCount = 0;
+  private executionCount = 0;
+  private readonly s = {
+    success: dur(), fail: dur(), queue: dur(), compute_input: dur(), compute_infer: dur(),
+    compute_output: dur(), cache_hit: dur(), cache_miss: dur(),
+  };
+  private readonly batch = new Map<number, { compute_input: Duration; compute_infer: Duration; compute_output: Duration }>();
+
+  constructor(
+    readonly name: string,
+    readonly version: string,
+    private readonly memoryBytes: () => number = () => 0,
+  ) {}
+
+  queued(ns: number): void {
+    add(this.s.queue, ns);
+  }
+
+  executed(batchSize: number, requestCount: number, t: ExecutionTiming): void {
+    this.executionCount++;
+    this.inferenceCount += batchSize;
+    // Triton charges each request of a batch the batch's compute time.
+    add(this.s.compute_input, t.computeInputNs * requestCount, requestCount);
+    add(this.s.compute_infer, t.computeInferNs * requestCount, requestCount);
+    add(this.s.compute_output, t.computeOutputNs * requestCount, requestCount);
+    let b = this.batch.get(batchSize);
+    if (!b) this.batch.set(batchSize, (b = { compute_input: dur(), compute_infer: dur(), compute_output: dur() }));
+    add(b.compute_input, t.computeInputNs);
+    add(b.compute_infer, t.computeInferNs);
+    add(b.compute_output, t.computeOutputNs);
+  }
+
+  /** An ensemble counts its own inferences (its steps are counted by their models). */
+  countInference(batchSize: number): void {
+    this.inferenceCount += batchSize;
+    this.executionCount++;
+  }
+
+  /** An ensemble's time: before its first step, inside its steps, after its last step. */
+  ensembleTimes(inputNs: number, inferNs: number, outputNs: number): void {
+    add(this.s.compute_input, inputNs);
+    add(this.s.compute_infer, inferNs);
+    add(this.s.compute_output, outputNs);
+  }
+
+  succeeded(ns: number): void {
+    add(this.s.success, ns);
+    this.lastInference = Date.now();
+  }
+
+  failed(ns: number): void {
+    add(this.s.fail, ns);
+    this.lastInference = Date.now();
+  }
+
+  snapshot(): Snapshot {
+    const copy = (d: Duration) => ({ ...d });
+    return {
+      name: this.name,
+      version: this.version,
+      last_inference: this.lastInference,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: Object.fromEntries(Object.entries(this.s).map(([k, v]) => [k, copy(v)])) as Snapshot['inference_stats'],
+      batch_stats: [...this.batch.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([batch_size, b]) => ({
+          batch_size,
+          compute_input: copy(b.compute_input),
+          compute_infer: copy(b.compute_infer),
+          compute_output: copy(b.compute_output),
+        })),
+      memory_usage: this.memoryBytes() ? [{ type: 'CPU', id: 0, byte_size: this.memoryBytes() }] : [],
+    };
+  }
+}

@@ -1,0 +1,53 @@
+// Parsing of the request/tensor parameters both frontends share: Triton's
+// shared-memory parameters and the scheduling parameters (priority, timeout).
+import { invalidArg } from './status.ts';
+import type { ParamValue, ShmRef } from './infer-request.ts';
+
+const num = (v: ParamValue | undefined): number | undefined =>
+  v === undefined ? undefined : typeof v === 'bigint' ? Number(v) : typeof v === 'number' ? v : Number(v);
+
+/**
+ * The shared_memory_region / _offset / _byte_size parameters of one tensor,
+ * with Triton's checks; undefined when the tensor does not use shm.
+ */
+export function parseShmParams(
+  params: Record<string, ParamValue> | undefined,
+  tensor: string,
+  kind: 'input' | 'output',
+): ShmRef | undefined {
+  if (!params) return undefined;
+  const region = params.shared_memory_region;
+  const offset = num(params.shared_memory_offset);
+  const size = num(params.shared_memory_byte_size);
+  if (region === undefined) {
+    if (offset !== undefined || size !== undefined) {
+      throw invalidArg(
+        `'shared_memory_offset' and 'shared_memory_byte_size' can only be given with 'shared_memory_region' for ${kind} '${tensor}'`,
+      );
+    }
+    return undefined;
+  }
+  if (typeof region !== 'string' || region === '') {
+    throw invalidArg(`'shared_memory_region' must be a non-empty string for ${kind} '${tensor}'`);
+  }
+  if (size === undefined) {
+    throw invalidArg(`'shared_memory_byte_size' must be given with 'shared_memory_region' for ${kind} '${tensor}'`);
+  }
+  if (!Number.isInteger(size) || size < 0 || (offset !== undefined && (!Number.isInteger(offset) || offset < 0))) {
+    throw invalidArg(`shared memory offset and byte size must be non-negative integers for ${kind} '${tensor}'`);
+  }
+  return { region, offset: offset ?? 0, byteSize: size };
+}
+
+/** The request-level `priority` and `timeout` (µs) parameters. */
+export function parseSchedulingParams(params: Record<string, ParamValue>): { priority?: number; timeoutUs?: number } {
+  const priority = num(params.priority);
+  const timeoutUs = num(params.timeout);
+  if (priority !== undefined && (!Number.isInteger(priority) || priority < 0)) {
+    throw invalidArg(`request parameter 'priority' must be a non-negative integer`);
+  }
+  if (timeoutUs !== undefined && (!Number.isInteger(timeoutUs) || timeoutUs < 0)) {
+    throw invalidArg(`request parameter 'timeout' must be a non-negative integer (microseconds)`);
+  }
+  return { priority, timeoutUs };
+}

@@ -1,0 +1,54 @@
+// One scheduler contract (Triton's src/scheduler.h): instance pool, dynamic
+// batcher and ensemble scheduler all offer enqueue / inflightCount / stop, and
+// a model only delegates to its scheduler.
+import type { InferRequest, InferResponse } from './infer-request.ts';
+import type { StatusError } from './status.ts';
+
+export interface Scheduler {
+  /** Queue a request; resolves with its response or rejects with a StatusError. */
+  enqueue(request: InferRequest): Promise<InferResponse>;
+  /** Requests accepted and not yet answered. */
+  inflightCount(): number;
+  /** Stop accepting (new enqueues reject UNAVAILABLE) and resolve once in-flight work is done. */
+  stop(): Promise<void>;
+}
+
+/** Time spent by one execution of a batch, in nanoseconds. */
+export interface ExecutionTiming {
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+}
+
+export interface ExecuteResult {
+  /** One entry per request, same order; a StatusError fails only that request. */
+  responses: Array<InferResponse | StatusError>;
+  timing: ExecutionTiming;
+}
+
+/**
+ * One execution instance of a backend model (Triton's TRITONBACKEND_ModelInstance).
+ * `execute` is never called twice at once on one instance: the pool guarantees it.
+ */
+export interface ExecutionInstance {
+  readonly name: string;
+  execute(requests: InferRequest[]): Promise<ExecuteResult>;
+}
+
+/** Records what a scheduler observed into the model's statistics. */
+export interface StatsSink {
+  /** A request left the queue after waiting this long. */
+  queued(ns: number): void;
+  /** One execution of `batchSize` (sum of request batch sizes, or request count when not batching). */
+  executed(batchSize: number, requestCount: number, timing: ExecutionTiming): void;
+  /** A request finished; total ns from arrival. */
+  succeeded(ns: number): void;
+  failed(ns: number): void;
+}
+
+/** The batch size a request contributes: its inputs' first dim when the model batches, else 1. */
+export function requestBatchSize(request: InferRequest, maxBatchSize: number): number {
+  if (maxBatchSize <= 0) return 1;
+  const first = request.inputs[0];
+  return first && first.shape.length > 0 ? first.shape[0]! : 1;
+}

@@ -1,0 +1,84 @@
+// The engine's closed set of error codes (Triton's TRITONSERVER_Error_Code),
+// mapped once to HTTP and once to gRPC. Every engine error is a StatusError.
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
+export type StatusCode =
+  | 'INTERNAL'
+  | 'NOT_FOUND'
+  | 'INVALID_ARG'
+  | 'UNAVAILABLE'
+  | 'UNSUPPORTED'
+  | 'ALREADY_EXISTS'
+  | 'CANCELLED'
+  | 'UNKNOWN';
+
+/** An error carrying one of the engine's status codes; its message is safe to send to clients. */
+export class StatusError extends Error {
+  constructor(
+    readonly code: StatusCode,
+    message: string,
+    /** Detail for the log only (errno, stack of a cause); never sent to clients. */
+    readonly detail?: unknown,
+  ) {
+    super(message);
+    this.name = 'StatusError';
+  }
+}
+
+export const internal = (m: string, d?: unknown) => new StatusError('INTERNAL', m, d);
+export const notFound = (m: string) => new StatusError('NOT_FOUND', m);
+export const invalidArg = (m: string) => new StatusError('INVALID_ARG', m);
+export const unavailable = (m: string) => new StatusError('UNAVAILABLE', m);
+export const unsupported = (m: string) => new StatusError('UNSUPPORTED', m);
+export const alreadyExists = (m: string) => new StatusError('ALREADY_EXISTS', m);
+export const cancelled = (m: string) => new StatusError('CANCELLED', m);
+
+/** Turn anything thrown into a StatusError; unknown errors become INTERNAL with a generic message. */
+export function toStatusError(err: unknown): StatusError {
+  if (err instanceof StatusError) return err;
+  return new StatusError('INTERNAL', 'internal error', err);
+}
+
+/** Triton's HTTP mapping (server src/http_server.cc). */
+export function httpStatusOf(code: StatusCode): number {
+  switch (code) {
+    case 'INVALID_ARG':
+      return 400;
+    case 'NOT_FOUND':
+      return 404;
+    case 'UNAVAILABLE':
+      return 503;
+    case 'UNSUPPORTED':
+      return 501;
+    case 'ALREADY_EXISTS':
+      return 409;
+    case 'CANCELLED':
+      return 499;
+    case 'INTERNAL':
+    case 'UNKNOWN':
+    default:
+      return 500;
+  }
+}
+
+/** Triton's gRPC mapping (server src/grpc/grpc_utils.cc). */
+export function grpcStatusOf(code: StatusCode): GrpcStatus {
+  switch (code) {
+    case 'INVALID_ARG':
+      return GrpcStatus.INVALID_ARGUMENT;
+    case 'NOT_FOUND':
+      return GrpcStatus.NOT_FOUND;
+    case 'UNAVAILABLE':
+      return GrpcStatus.UNAVAILABLE;
+    case 'UNSUPPORTED':
+      return GrpcStatus.UNIMPLEMENTED;
+    case 'ALREADY_EXISTS':
+      return GrpcStatus.ALREADY_EXISTS;
+    case 'CANCELLED':
+      return GrpcStatus.CANCELLED;
+    case 'INTERNAL':
+      return GrpcStatus.INTERNAL;
+    default:
+      return GrpcStatus.UNKNOWN;
+  }
+}

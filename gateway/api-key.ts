@@ -1,0 +1,35 @@
+// API-key checks for functions that declare `auth.apiKeyEnv`: the accepted
+// keys come from environment variables (each may hold several, comma-separated),
+// read at call time so a rotated key applies without a restart. Keys are
+// compared by SHA-256 digest with timingSafeEqual (no early exit on a prefix).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { gatewayError } from './errors.ts';
+import type { FunctionDefinition } from './function-schema.ts';
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** The key a request presents: `X-API-Key`, or `Authorization: Bearer <key>`. */
+export function presentedKey(header: (name: string) => string | undefined): string | undefined {
+  const k = header('x-api-key');
+  if (k) return k;
+  const auth = header('authorization');
+  const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
+  return m ? m[1]!.trim() : undefined;
+}
+
+/** Throws API_KEY_MISSING (401) / API_KEY_INVALID (403) unless the call may proceed. */
+export function checkApiKey(def: FunctionDefinition, header: (name: string) => string | undefined, env = process.env): void {
+  if (!def.auth) return;
+  const key = presentedKey(header);
+  if (!key) throw gatewayError('API_KEY_MISSING', { name: def.name });
+  const d = digest(key);
+  let ok = false;
+  for (const v of def.auth.apiKeyEnv) {
+    for (const accepted of (env[v] ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+      if (timingSafeEqual(d, digest(accepted))) ok = true; // no early exit
+    }
+  }
+  if (!ok) throw gatewayError('API_KEY_INVALID', { name: def.name });
+}

@@ -1,0 +1,66 @@
+// Reading request bodies under a byte limit. On @hono/node-server the body is
+// read from the Node IncomingMessage itself (c.env.incoming): Hono's web
+// Request wrapper costs about twice as much for megabyte bodies (FACTS.md),
+// and reading the socket directly lets a staged body land straight in its
+// shm slice with no intermediate buffer. Elsewhere (app.request() in tests)
+// the web stream is used.
+import type { Context } from 'hono';
+import type { IncomingMessage } from 'node:http';
+import { gatewayError } from './errors.ts';
+
+type Chunks = AsyncIterable<Uint8Array>;
+
+function incomingOf(c: Context): IncomingMessage | undefined {
+  const env = c.env as { incoming?: IncomingMessage } | undefined;
+  return env?.incoming && typeof env.incoming.on === 'function' ? env.incoming : undefined;
+}
+
+async function* webChunks(c: Context): Chunks {
+  const body = c.req.raw.body;
+  if (!body) return;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    yield value;
+  }
+}
+
+function chunks(c: Context): Chunks {
+  return incomingOf(c) ?? webChunks(c);
+}
+
+/** The declared Content-Length, or undefined (chunked / absent / malformed). */
+export function contentLength(c: Context): number | undefined {
+  const v = c.req.header('content-length');
+  if (v === undefined || !/^\d+$/.test(v)) return undefined;
+  return Number(v);
+}
+
+/** The whole body as one Buffer; 413 (BODY_TOO_LARGE) once it passes `limit`. */
+export async function readBody(c: Context, limit: number, fn: string): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const chunk of chunks(c)) {
+    n += chunk.byteLength;
+    if (n > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn, limit });
+    parts.push(chunk);
+  }
+  return parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts, n);
+}
+
+/**
+ * Stream exactly `length` body bytes into `dest` (a staging slice) with no
+ * intermediate copy of the whole body; a body of any other length is BODY_INVALID.
+ */
+export async function readBodyInto(c: Context, dest: Uint8Array, length: number): Promise<void> {
+  let pos = 0;
+  for await (const chunk of chunks(c)) {
+    if (pos + chunk.byteLength > length) {
+      throw gatewayError('BODY_INVALID', { reason: `body is longer than its Content-Length of ${length} bytes` });
+    }
+    dest.set(chunk, pos);
+    pos += chunk.byteLength;
+  }
+  if (pos !== length) throw gatewayError('BODY_INVALID', { reason: `body ended after ${pos} of ${length} bytes` });
+}

@@ -1,0 +1,204 @@
+// The only place the gateway talks to the engine. Wraps TritonGrpcClient:
+// maps gRPC failures to catalog errors (504 deadline, 503 engine down, 400
+// rejected input), caches model metadata, notices when the engine goes away
+// and probes until it is back (then emits 'up' so the staging arena can
+// register its regions again). Works against any KServe v2 gRPC server.
+//
+// Ownership: owns one gRPC channel and the probe timer; close() ends both.
+// Event loop only.
+import { EventEmitter } from 'node:events';
+import {
+  TritonGrpcClient,
+  GrpcStatus,
+  isGrpcStatus,
+  type ModelIndex,
+  type ModelInferRequest,
+  type ModelInferResponse,
+  type ModelMetadataResponse,
+  type RegionStatus,
+} from '../client/grpc-client.ts';
+import { gatewayError, GatewayError } from './errors.ts';
+import { log, tracer } from './trace.ts';
+
+const trace = tracer('engine');
+
+export interface EngineClientOptions {
+  /** How long metadata stays cached (ms). */
+  metadataTtlMs?: number;
+  /** Deadline of control calls: metadata, region (un)registration, probes (ms). */
+  controlTimeoutMs?: number;
+  /** Interval of the probe while the engine is down (ms). */
+  probeIntervalMs?: number;
+}
+
+/** The engine as the gateway needs it (tests may substitute a fake). */
+export interface EngineApi extends EventEmitter {
+  readonly address: string;
+  readonly up: boolean;
+  infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse>;
+  modelMetadata(name: string, version?: string): Promise<ModelMetadataResponse>;
+  listModels(): Promise<ModelIndex[]>;
+  registerRegion(name: string, key: string, byteSize: number): Promise<void>;
+  unregisterRegion(name: string): Promise<void>;
+  regionStatus(): Promise<Record<string, RegionStatus>>;
+  /** Probe now; true when the engine answers ServerReady with ready. */
+  check(): Promise<boolean>;
+  close(): void;
+}
+
+export class EngineClient extends EventEmitter implements EngineApi {
+  readonly address: string;
+  private readonly client: TritonGrpcClient;
+  private readonly metadataTtlMs: number;
+  private readonly controlTimeoutMs: number;
+  private readonly probeIntervalMs: number;
+  private readonly metadata = new Map<string, { at: number; md: Promise<ModelMetadataResponse> }>();
+  private isUp = true;
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(address: string, opts: EngineClientOptions = {}) {
+    super();
+    this.address = address;
+    this.metadataTtlMs = opts.metadataTtlMs ?? 10_000;
+    this.controlTimeoutMs = opts.controlTimeoutMs ?? 3000;
+    this.probeIntervalMs = opts.probeIntervalMs ?? 250;
+    this.client = new TritonGrpcClient(address, {
+      // Reconnect quickly after an engine restart (grpc-js backs off up to 120 s by default).
+      channelOptions: {
+        'grpc.initial_reconnect_backoff_ms': 100,
+        'grpc.max_reconnect_backoff_ms': 1000,
+        'grpc.keepalive_time_ms': 10_000,
+      },
+    });
+  }
+
+  get up(): boolean {
+    return this.isUp;
+  }
+
+  async infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse> {
+    try {
+      return await this.client.modelInfer(req, { timeoutMs });
+    } catch (e) {
+      throw await this.translate(e, fn, timeoutMs, req.model_name);
+    }
+  }
+
+  modelMetadata(name: string, version = ''): Promise<ModelMetadataResponse> {
+    const k = `${name}\u0000${version}`;
+    const hit = this.metadata.get(k);
+    if (hit && Date.now() - hit.at < this.metadataTtlMs) return hit.md;
+    const md = this.client.modelMetadata(name, version, { timeoutMs: this.controlTimeoutMs }).catch(async (e) => {
+      this.metadata.delete(k);
+      throw await this.translate(e, name, this.controlTimeoutMs);
+    });
+    this.metadata.set(k, { at: Date.now(), md });
+    return md;
+  }
+
+  async listModels(): Promise<ModelIndex[]> {
+    try {
+      return await this.client.repositoryIndex(true, '', { timeoutMs: this.controlTimeoutMs });
+    } catch (e) {
+      throw await this.translate(e, '', this.controlTimeoutMs);
+    }
+  }
+
+  async registerRegion(name: string, key: string, byteSize: number): Promise<void> {
+    try {
+      await this.client.systemSharedMemoryRegister(name, key, byteSize, 0, { timeoutMs: this.controlTimeoutMs });
+    } catch (e) {
+      throw await this.translate(e, '', this.controlTimeoutMs);
+    }
+  }
+
+  /** Unregister one region by name (never all); a region the engine does not know is fine. */
+  async unregisterRegion(name: string): Promise<void> {
+    if (!name) throw new Error('refusing to unregister with an empty name (that would unregister every region)');
+    try {
+      await this.client.systemSharedMemoryUnregister(name, { timeoutMs: this.controlTimeoutMs });
+    } catch (e) {
+      if (isGrpcStatus(e, GrpcStatus.NOT_FOUND) || isGrpcStatus(e, GrpcStatus.INVALID_ARGUMENT)) return;
+      throw await this.translate(e, '', this.controlTimeoutMs);
+    }
+  }
+
+  async regionStatus(): Promise<Record<string, RegionStatus>> {
+    try {
+      return await this.client.systemSharedMemoryStatus('', { timeoutMs: this.controlTimeoutMs });
+    } catch (e) {
+      throw await this.translate(e, '', this.controlTimeoutMs);
+    }
+  }
+
+  async check(): Promise<boolean> {
+    try {
+      const r = await this.client.serverReady({ timeoutMs: Math.min(this.controlTimeoutMs, 1000) });
+      if (!this.isUp) this.markUp();
+      return r.ready;
+    } catch (e) {
+      if (isGrpcStatus(e, GrpcStatus.UNAVAILABLE) || isGrpcStatus(e, GrpcStatus.DEADLINE_EXCEEDED)) this.markDown(e);
+      return false;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.probe) clearInterval(this.probe);
+    this.probe = undefined;
+    this.client.close();
+  }
+
+  /** Map a gRPC failure of a call for function `fn` to a catalog error. */
+  private async translate(e: unknown, fn: string, timeoutMs: number, model = fn): Promise<GatewayError> {
+    if (e instanceof GatewayError) return e;
+    const details = (e as { details?: string }).details ?? (e as Error).message;
+    if (isGrpcStatus(e, GrpcStatus.DEADLINE_EXCEEDED)) return gatewayError('ENGINE_TIMEOUT', { name: fn, timeoutMs }, e);
+    if (isGrpcStatus(e, GrpcStatus.UNAVAILABLE) || isGrpcStatus(e, GrpcStatus.CANCELLED)) {
+      // UNAVAILABLE is also how a server reports a model that is not ready: ask the server itself.
+      if (this.isUp && !this.closed && (await this.live())) {
+        return gatewayError('FUNCTION_UNAVAILABLE', { name: fn, model }, e);
+      }
+      this.markDown(e);
+      return gatewayError('ENGINE_UNAVAILABLE', { address: this.address }, e);
+    }
+    if (isGrpcStatus(e, GrpcStatus.INVALID_ARGUMENT) || isGrpcStatus(e, GrpcStatus.OUT_OF_RANGE)) {
+      return gatewayError('ENGINE_REJECTED', { name: fn, reason: details }, e);
+    }
+    if (isGrpcStatus(e, GrpcStatus.NOT_FOUND)) return gatewayError('FUNCTION_UNAVAILABLE', { name: fn, model }, e);
+    log.error(`engine call for '${fn}' failed`, details);
+    return gatewayError('ENGINE_ERROR', { name: fn }, e);
+  }
+
+  private async live(): Promise<boolean> {
+    try {
+      return (await this.client.serverLive({ timeoutMs: 500 })).live;
+    } catch {
+      return false;
+    }
+  }
+
+  private markDown(e: unknown): void {
+    if (this.closed) return;
+    if (this.isUp) {
+      this.isUp = false;
+      log.warn(`engine at ${this.address} is unavailable (${(e as Error).message}); probing until it is back`);
+      this.emit('down');
+    }
+    if (!this.probe) {
+      this.probe = setInterval(() => void this.check(), this.probeIntervalMs);
+      this.probe.unref();
+    }
+  }
+
+  private markUp(): void {
+    this.isUp = true;
+    this.metadata.clear();
+    if (this.probe) clearInterval(this.probe);
+    this.probe = undefined;
+    log.info(`engine at ${this.address} is back`);
+    trace('engine up: emitting up');
+    this.emit('up');
+  }
+}

@@ -1,0 +1,76 @@
+// The gateway's error catalog (after fastify lib/errors.js): every error a
+// client can see has a stable code, a message template and an HTTP status.
+// gateway/README.md carries the same table; test/unit/gateway-errors.test.ts
+// keeps the two in step. Handlers throw GatewayError; app.ts's one onError
+// turns it into `{"error": {"code", "message"}}`.
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+interface CatalogEntry {
+  readonly status: ContentfulStatusCode;
+  /** `{param}` placeholders are filled from the params object. */
+  readonly message: string;
+}
+
+/** The closed set of gateway errors. */
+export const ERROR_CATALOG = {
+  FUNCTION_NOT_FOUND: { status: 404, message: "function '{name}' not found" },
+  FUNCTION_UNAVAILABLE: { status: 503, message: "function '{name}' is unavailable: target model '{model}' is not ready" },
+  FUNCTION_MISCONFIGURED: { status: 500, message: "function '{name}' does not match its target '{model}': {reason}" },
+  BODY_INVALID: { status: 400, message: 'request body is invalid: {reason}' },
+  INPUT_MISSING: { status: 400, message: "function '{name}' requires input '{input}'" },
+  INPUT_UNKNOWN: { status: 400, message: "function '{name}' has no input '{input}'" },
+  INPUT_INVALID: { status: 400, message: "input '{input}' of function '{name}' is invalid: {reason}" },
+  RAW_BODY_AMBIGUOUS: { status: 400, message: "function '{name}' needs a JSON or multipart body: a raw body fills only a single UINT8 or BYTES input" },
+  MEDIA_TYPE_UNSUPPORTED: { status: 415, message: "content type '{type}' is not supported; send JSON, multipart/form-data or raw bytes" },
+  OUTPUT_NOT_ACCEPTABLE: { status: 406, message: "function '{name}' has {count} outputs; 'Accept: application/octet-stream' needs exactly one (choose it with ?output=NAME)" },
+  OUTPUT_UNKNOWN: { status: 400, message: "function '{name}' has no output '{output}'" },
+  BODY_TOO_LARGE: { status: 413, message: "request body exceeds the limit of {limit} bytes for function '{name}'" },
+  API_KEY_MISSING: { status: 401, message: "function '{name}' requires an API key (header X-API-Key or Authorization: Bearer)" },
+  API_KEY_INVALID: { status: 403, message: "the API key is not valid for function '{name}'" },
+  ENGINE_REJECTED: { status: 400, message: "the engine rejected the call to '{name}': {reason}" },
+  ENGINE_TIMEOUT: { status: 504, message: "the engine did not answer the call to '{name}' within {timeoutMs} ms" },
+  ENGINE_UNAVAILABLE: { status: 503, message: 'the inference engine at {address} is unavailable; retry later' },
+  ENGINE_ERROR: { status: 502, message: "the engine failed the call to '{name}'" },
+  ROUTE_NOT_FOUND: { status: 404, message: "no route for {method} {path}" },
+  INTERNAL: { status: 500, message: 'internal gateway error' },
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** An error from the catalog, carrying its code, status and filled message. */
+export class GatewayError extends HTTPException {
+  readonly code: ErrorCode;
+  readonly params: Record<string, string | number>;
+
+  constructor(code: ErrorCode, params: Record<string, string | number> = {}, cause?: unknown) {
+    const entry: CatalogEntry = ERROR_CATALOG[code];
+    super(entry.status, { message: formatMessage(entry.message, params), cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.params = params;
+  }
+
+  /** The JSON body of the reply. */
+  toJSON(): { error: { code: ErrorCode; message: string } } {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+/** Fill `{param}` placeholders; unknown ones stay visible to show the bug. */
+export function formatMessage(template: string, params: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
+}
+
+/** Shorthand: `throw gatewayError('INPUT_MISSING', { name, input })`. */
+export function gatewayError(code: ErrorCode, params: Record<string, string | number> = {}, cause?: unknown): GatewayError {
+  return new GatewayError(code, params, cause);
+}
+
+/** The catalog as a Markdown table (the README's copy; kept in step by a test). */
+export function catalogMarkdown(): string {
+  const rows = Object.entries(ERROR_CATALOG).map(
+    ([code, e]) => `| \`${code}\` | ${e.status} | ${e.message.replace(/\|/g, '\\|')} |`,
+  );
+  return ['| code | HTTP | message |', '|---|---|---|', ...rows].join('\n');
+}

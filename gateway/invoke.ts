@@ -1,0 +1,243 @@
+// POST /fn/<name>, top to bottom with one error exit (thrown catalog errors
+// reach app.ts's onError): resolve the function, check the key and the size,
+// read the inputs (a large raw body streams straight into a staging slice),
+// build ModelInfer (inline bytes, or shm region/offset/size parameters with
+// outputs landing in an output slice), submit through the engine client,
+// reply JSON or one output's raw bytes. Slices go back to the arena when the
+// reply has been built.
+import type { Context } from 'hono';
+import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
+import { checkApiKey } from './api-key.ts';
+import { contentLength, readBody, readBodyInto } from './body-reader.ts';
+import type { EngineApi } from './engine-client.ts';
+import { gatewayError, GatewayError } from './errors.ts';
+import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { jsonInputs, multipartInputs, outputsJson, predictOutputBytes, rawBodySpec, bytesInput, type InputTensor, type OutputTensor } from './payload-codec.ts';
+import type { StagingArena, StagingSlice } from './staging-arena.ts';
+import { elementCount, elementSize } from './tensor-data.ts';
+import { tracer } from './trace.ts';
+
+const trace = tracer('invoke');
+
+export interface InvokeDeps {
+  registry: FunctionRegistry;
+  engine: EngineApi;
+  arena?: StagingArena;
+  metrics?: GatewayMetrics;
+  /** Bodies above this many bytes are staged through shm. */
+  shmThreshold: number;
+}
+
+/** An input with where its bytes live: a staging slice or (absent) inline. */
+interface Placed extends InputTensor {
+  at?: { region: string; offset: number };
+}
+
+/** Slices one call holds; all go back to the arena at the end of the call. */
+class CallSlices {
+  private readonly held: StagingSlice[] = [];
+  constructor(private readonly arena: StagingArena | undefined) {}
+  alloc(size: number): StagingSlice | null {
+    const s = this.arena?.alloc(size) ?? null;
+    if (s) this.held.push(s);
+    return s;
+  }
+  releaseAll(): void {
+    for (const s of this.held.splice(0)) s.release();
+  }
+}
+
+const shmParams = (region: string, offset: number, size: number) => ({
+  shared_memory_region: { string_param: region },
+  shared_memory_offset: { int64_param: offset },
+  shared_memory_byte_size: { int64_param: size },
+});
+
+function isRawType(type: string): boolean {
+  return type.startsWith('image/') || type === 'application/octet-stream' || type.startsWith('audio/') || type.startsWith('video/');
+}
+
+/** Read the inputs of a call, staging a large raw body straight into a slice when possible. */
+async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
+  const limit = fn.definition.limits.maxBodyBytes;
+  const len = contentLength(c);
+  if (len !== undefined && len > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn.name, limit });
+  const type = (c.req.header('content-type') ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
+  if (type === 'application/json' || type.endsWith('+json')) {
+    const text = await readBody(c, limit, fn.name);
+    let body: unknown;
+    try {
+      body = JSON.parse(text.toString('utf8'));
+    } catch (e) {
+      throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
+    }
+    return jsonInputs(fn, body);
+  }
+  if (type === 'multipart/form-data') {
+    let form: FormData;
+    try {
+      form = await c.req.formData();
+    } catch (e) {
+      throw gatewayError('BODY_INVALID', { reason: `malformed multipart body: ${(e as Error).message}` });
+    }
+    return { inputs: await multipartInputs(fn, form) };
+  }
+  if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
+  const spec = rawBodySpec(fn);
+  if (len !== undefined && len > deps.shmThreshold) {
+    const prefix = spec.datatype === 'BYTES' ? 4 : 0;
+    const slice = slices.alloc(len + prefix);
+    if (slice) {
+      if (prefix) new DataView(slice.bytes.buffer, slice.bytes.byteOffset, 4).setUint32(0, len, true);
+      await readBodyInto(c, slice.bytes.subarray(prefix), len);
+      const t = bytesInput(fn, spec, slice.bytes.subarray(prefix));
+      return { inputs: [{ spec, shape: t.shape, bytes: slice.bytes, at: { region: slice.region, offset: slice.offset } }] };
+    }
+  }
+  return { inputs: [bytesInput(fn, spec, await readBody(c, limit, fn.name))] };
+}
+
+/** Place every input in shm (all or none: inline and shm inputs are never mixed in one request). */
+function stageInputs(inputs: Placed[], slices: CallSlices): boolean {
+  for (const t of inputs) {
+    if (t.at) continue;
+    const s = slices.alloc(t.bytes.byteLength);
+    if (!s) return false;
+    s.bytes.set(t.bytes);
+    t.bytes = s.bytes;
+    t.at = { region: s.region, offset: s.offset };
+  }
+  return true;
+}
+
+function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
+  let specs = fn.outputs;
+  const q = c.req.query('output');
+  const names = q ? [q] : wanted;
+  if (names) {
+    specs = names.map((n) => {
+      const s = fn.outputs.find((o) => o.name === n);
+      if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
+      return s;
+    });
+  }
+  const binary = (c.req.header('accept') ?? '').includes('application/octet-stream');
+  if (binary && specs.length !== 1) throw gatewayError('OUTPUT_NOT_ACCEPTABLE', { name: fn.name, count: specs.length });
+  return { specs, binary: binary ? specs[0] : undefined };
+}
+
+function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
+  const tensors: InferInputTensor[] = inputs.map((t) => ({
+    name: t.spec.tensor,
+    datatype: t.spec.datatype,
+    shape: t.shape,
+    ...(staged && t.at ? { parameters: shmParams(t.at.region, t.at.offset, t.bytes.byteLength) } : {}),
+  }));
+  return {
+    model_name: fn.model,
+    model_version: fn.version,
+    id,
+    inputs: tensors,
+    outputs,
+    ...(staged ? {} : { raw_input_contents: inputs.map((t) => t.bytes) }),
+  };
+}
+
+/** Requested outputs; for a staged call, those of predictable size land in one output slice. */
+function placeOutputs(fn: ResolvedFunction, specs: TensorSpec[], inputs: Placed[], staged: boolean, slices: CallSlices) {
+  const at = new Map<string, { slice: StagingSlice; offset: number; size: number }>();
+  if (staged) {
+    const sizes = specs.map((s) => predictOutputBytes(fn, s, inputs));
+    const aligned = (n: number) => Math.ceil(n / 64) * 64;
+    const total = sizes.reduce((n, s) => n + (s > 0 ? aligned(s) : 0), 0);
+    const slice = total > 0 ? slices.alloc(total) : null;
+    if (slice) {
+      let off = 0;
+      specs.forEach((s, i) => {
+        if (sizes[i]! <= 0) return;
+        at.set(s.tensor, { slice, offset: off, size: sizes[i]! });
+        off += aligned(sizes[i]!);
+      });
+    }
+  }
+  const requested: InferRequestedOutputTensor[] = specs.map((s) => {
+    const p = at.get(s.tensor);
+    return p ? { name: s.tensor, parameters: shmParams(p.slice.region, p.slice.offset + p.offset, p.size) } : { name: s.tensor };
+  });
+  return { requested, at };
+}
+
+function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<string, { slice: StagingSlice; offset: number; size: number }>): OutputTensor[] {
+  const byTensor = new Map(specs.map((s) => [s.tensor, s]));
+  const raw = res.raw_output_contents ?? [];
+  const aligned = raw.length === res.outputs.length;
+  let next = 0;
+  const out: OutputTensor[] = [];
+  res.outputs.forEach((o, i) => {
+    const spec = byTensor.get(o.name);
+    const shape = (o.shape ?? []).map(Number);
+    const place = at.get(o.name);
+    let bytes: Uint8Array;
+    if (place) {
+      const n = elementCount(shape) * elementSize(o.datatype);
+      bytes = place.slice.bytes.subarray(place.offset, place.offset + Math.min(n, place.size));
+      if (aligned) next++;
+    } else {
+      bytes = (aligned ? raw[i] : raw[next++]) ?? new Uint8Array(0);
+    }
+    if (spec) out.push({ spec, shape, datatype: o.datatype, bytes });
+  });
+  return out;
+}
+
+/** Handle one call; returns the reply and records how the payload travelled in c.var. */
+export async function invoke(c: Context, deps: InvokeDeps, name: string): Promise<Response> {
+  const fn = await deps.registry.resolve(name);
+  c.set('fn' as never, fn.name as never);
+  checkApiKey(fn.definition, (h) => c.req.header(h));
+  const id = c.req.header('x-request-id') ?? crypto.randomUUID();
+  c.header('X-Request-Id', id);
+  const slices = new CallSlices(deps.arena);
+  try {
+    const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
+    const { specs, binary } = selectOutputs(fn, wanted, c);
+    const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
+    let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
+    if (staged) staged = stageInputs(inputs, slices);
+    const timeoutMs = fn.definition.limits.timeoutMs;
+    let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);
+    let res: ModelInferResponse;
+    try {
+      res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs);
+    } catch (e) {
+      // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
+      const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
+        && (await deps.arena.verifyRegistration().catch(() => 0)) > 0;
+      if (!retry) throw e;
+      trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
+      staged = false;
+      ({ requested, at } = placeOutputs(fn, specs, inputs, false, slices));
+      res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs);
+    }
+    const transfer = staged ? 'shm' : 'inline';
+    c.set('transfer' as never, transfer as never);
+    const outs = collectOutputs(res, specs, at);
+    if (deps.metrics) {
+      const dir = staged ? deps.metrics.stagedBytes : deps.metrics.inlineBytes;
+      dir.inc({ direction: 'in' }, total);
+      dir.inc({ direction: 'out' }, outs.reduce((n, o) => n + o.bytes.byteLength, 0));
+    }
+    if (binary) {
+      const o = outs.find((x) => x.spec.tensor === binary.tensor);
+      if (!o) throw gatewayError('ENGINE_ERROR', { name: fn.name });
+      c.header('X-Output-Name', o.spec.name);
+      c.header('X-Output-Datatype', o.datatype);
+      c.header('X-Output-Shape', o.shape.join(','));
+      return c.body(Buffer.from(o.bytes), 200, { 'Content-Type': 'application/octet-stream' });
+    }
+    return c.json(outputsJson(outs));
+  } finally {
+    slices.releaseAll();
+  }
+}

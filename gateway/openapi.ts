@@ -1,0 +1,89 @@
+// /openapi.json: an OpenAPI 3.1 document generated from the zod schemas of
+// function-schema.ts (z.toJSONSchema), one path per function with its own
+// input names, datatypes and shapes from the engine's metadata.
+import { z } from 'zod';
+import { ERROR_CATALOG } from './errors.ts';
+import type { ResolvedFunction } from './function-registry.ts';
+import { CallReplySchema, ErrorReplySchema, InputValueSchema, TensorDescriptionSchema } from './function-schema.ts';
+
+function json(schema: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
+}
+
+/** The call body of one function as a zod schema (its inputs by name). */
+export function callBodySchemaFor(fn: ResolvedFunction): z.ZodType {
+  const inputs = Object.fromEntries(
+    fn.inputs.map((s) => [s.name, InputValueSchema.describe(`${s.datatype} [${s.shape.join(', ')}] (tensor ${s.tensor})`)]),
+  );
+  return z
+    .object({
+      inputs: z.object(inputs).strict(),
+      outputs: z.array(z.enum(fn.outputs.map((o) => o.name) as [string, ...string[]])).optional(),
+    })
+    .strict();
+}
+
+const errorResponses = () => {
+  const byStatus = new Map<number, string[]>();
+  for (const [code, e] of Object.entries(ERROR_CATALOG)) byStatus.set(e.status, [...(byStatus.get(e.status) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, codes]) => [
+      String(status),
+      { description: codes.join(', '), content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+    ]),
+  );
+};
+
+/** The whole document for the functions that resolve now. */
+export function openApiDocument(functions: ResolvedFunction[], version: string): Record<string, unknown> {
+  const paths: Record<string, unknown> = {};
+  for (const fn of functions) {
+    const raw = fn.inputs.length === 1 && (fn.inputs[0]!.datatype === 'UINT8' || fn.inputs[0]!.datatype === 'BYTES');
+    const content: Record<string, unknown> = {
+      'application/json': { schema: json(callBodySchemaFor(fn)) },
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          required: fn.inputs.map((s) => s.name),
+          properties: Object.fromEntries(fn.inputs.map((s) => [s.name, { type: 'string', description: `${s.datatype} [${s.shape.join(', ')}]` }])),
+        },
+      },
+    };
+    if (raw) {
+      for (const t of ['application/octet-stream', 'image/jpeg', 'image/png']) content[t] = { schema: { type: 'string', format: 'binary' } };
+    }
+    paths[`/fn/${fn.name}`] = {
+      post: {
+        operationId: `call_${fn.name.replace(/[^A-Za-z0-9_]/g, '_')}`,
+        summary: fn.definition.description ?? `${fn.implicit ? 'ensemble' : 'function'} ${fn.name} -> ${fn.model}`,
+        ...(fn.definition.auth ? { security: [{ apiKey: [] }, { bearer: [] }] } : {}),
+        requestBody: { required: true, content },
+        responses: {
+          '200': {
+            description: 'outputs (JSON), or one output as raw bytes with Accept: application/octet-stream',
+            headers: { 'X-Payload-Transfer': { schema: { type: 'string', enum: ['inline', 'shm'] } } },
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/CallReply' } },
+              'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+            },
+          },
+          ...errorResponses(),
+        },
+      },
+    };
+  }
+  paths['/fn'] = { get: { summary: 'list functions with their inputs and outputs', responses: { '200': { description: 'functions' } } } };
+  for (const p of ['/healthz', '/readyz', '/metrics']) paths[p] = { get: { responses: { '200': { description: 'ok' }, '503': { description: 'not ready' } } } };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'function gateway', version },
+    paths,
+    components: {
+      schemas: { CallReply: json(CallReplySchema), Error: json(ErrorReplySchema), Tensor: json(TensorDescriptionSchema) },
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        bearer: { type: 'http', scheme: 'bearer' },
+      },
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// The raw addon (build/Release/shm.node), exactly as src/shm.cc exports it.
+// Only native/index.ts loads it; everything else uses that module's API.
+
+/** An error thrown by the addon: `errno` is the raw number, `syscall` the call that failed. */
+export interface RawShmError extends Error {
+  errno: number;
+  syscall: string;
+}
+
+export interface ShmAddon {
+  /** shm_open(key, O_RDWR|O_RDONLY [|O_CREAT][|O_EXCL] | O_CLOEXEC, mode) -> fd. */
+  open(key: string, flags: number, mode: number): number;
+  /** ftruncate(fd, size). */
+  ftruncate(fd: number, size: number): void;
+  /** fstat(fd).st_size. */
+  fstatSize(fd: number): number;
+  /** mmap(MAP_SHARED) of [offset, offset+length); offset page-aligned; an external ArrayBuffer, unmapped by its finalizer. */
+  mmap(fd: number, offset: number, length: number, writable: boolean): ArrayBuffer;
+  /** munmap now and detach the buffer; throws EINVAL when it is not a live mapping of this addon. */
+  munmap(buffer: ArrayBuffer): void;
+  /** Whether the SIGBUS guard replaced part of this mapping with zero pages (the file shrank under it). */
+  mappingFaulted(buffer: ArrayBuffer): boolean;
+  /** Mappings not yet unmapped, across all threads of the process. */
+  liveMappings(): number;
+  /** close(fd). */
+  close(fd: number): void;
+  /** shm_unlink(key). */
+  unlink(key: string): void;
+  readonly pageSize: number;
+  /** Bits for open()'s flags argument. */
+  readonly flags: { readonly create: number; readonly exclusive: number; readonly readOnly: number };
+}

@@ -1,0 +1,358 @@
+// POSIX shared memory for Node: flat functions shaped like the syscalls
+// (shm_open, ftruncate, fstat, mmap, munmap, close, shm_unlink) plus a SIGBUS
+// guard. Argument defaults, errno names and messages live in native/index.ts.
+//
+// Ownership: every mapping made here is one external ArrayBuffer whose
+// finalizer unmaps it unless munmap() already did. Mappings are recorded in a
+// process-wide slot table (shared by every worker thread that loads the addon)
+// so the SIGBUS handler can tell its own mappings from anyone else's.
+//
+// SIGBUS guard: when the file under a mapping shrinks (a client truncates or
+// replaces its region), touching a page past the new end raises SIGBUS. For a
+// fault inside one of our mappings the handler maps anonymous zero pages
+// MAP_FIXED from the faulting page to the mapping's end, flags the mapping as
+// faulted and returns: the access completes reading zeros, the process lives.
+// Faults elsewhere go to the previous handler (or the default action).
+//
+// Threading: slot claim/release and bookkeeping hold g_mutex; the signal
+// handler takes no lock and reads only atomics. A slot being handled
+// (kHandling) is never released until the handler is done with it.
+#include <napi.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <mutex>
+#include <sched.h>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+// open() flag bits understood by this addon (mirrored in shm-addon.d.ts).
+constexpr int kFlagCreate = 1;
+constexpr int kFlagExclusive = 2;
+constexpr int kFlagReadOnly = 4;
+
+enum SlotState : int { kFree = 0, kBusy = 1, kLive = 2, kHandling = 3 };
+
+struct Mapping;
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  std::atomic<uintptr_t> start{0};
+  std::atomic<size_t> length{0};
+  std::atomic<int> prot{0};
+  std::atomic<bool> faulted{false};
+  Mapping* owner = nullptr;  // guarded by g_mutex
+};
+
+constexpr size_t kChunkSlots = 256;
+struct Chunk {
+  Slot slots[kChunkSlots];
+  std::atomic<Chunk*> next{nullptr};
+};
+
+// The finalizer hint of one ArrayBuffer; freed by its finalizer.
+struct Mapping {
+  Slot* slot;
+  void* addr;
+  size_t length;
+  bool unmapped;  // guarded by g_mutex
+};
+
+Chunk g_first;  // chunks are appended, never freed (the handler walks them lock-free)
+std::mutex g_mutex;
+uintptr_t g_page_mask = ~uintptr_t(4095);
+struct sigaction g_prev_sigbus;
+std::once_flag g_guard_once;
+
+// ---------------------------------------------------------------- SIGBUS guard
+
+void ChainSigbus(int sig, siginfo_t* info, void* ctx) {
+  const struct sigaction& prev = g_prev_sigbus;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction != nullptr) {
+      prev.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // Default action: restore it; a real fault re-executes and kills the process
+  // as it would have without us; a sent signal is re-raised.
+  sigaction(SIGBUS, &prev, nullptr);
+  if (info == nullptr || info->si_code <= 0) raise(sig);
+}
+
+void OnSigbus(int sig, siginfo_t* info, void* ctx) {
+  const int saved_errno = errno;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(info ? info->si_addr : nullptr);
+  if (info != nullptr && info->si_code > 0) {
+    for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+      for (Slot& s : c->slots) {
+        if (s.state.load(std::memory_order_acquire) < kLive) continue;
+        const uintptr_t start = s.start.load(std::memory_order_relaxed);
+        const size_t len = s.length.load(std::memory_order_relaxed);
+        if (addr < start || addr - start >= len) continue;
+        int expected = kLive;
+        if (!s.state.compare_exchange_strong(expected, kHandling, std::memory_order_acq_rel)) {
+          // Another thread is covering this mapping right now: retry the access.
+          errno = saved_errno;
+          return;
+        }
+        const uintptr_t page = addr & g_page_mask;
+        void* r = mmap(reinterpret_cast<void*>(page), start + len - page, s.prot.load(std::memory_order_relaxed),
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        s.faulted.store(true, std::memory_order_release);
+        s.state.store(kLive, std::memory_order_release);
+        errno = saved_errno;
+        if (r != MAP_FAILED) return;
+        ChainSigbus(sig, info, ctx);
+        return;
+      }
+    }
+  }
+  errno = saved_errno;
+  ChainSigbus(sig, info, ctx);
+}
+
+void InstallGuard() {
+  std::call_once(g_guard_once, [] {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) g_page_mask = ~uintptr_t(page - 1);
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_prev_sigbus);
+  });
+}
+
+// ---------------------------------------------------------------- slot table (hold g_mutex)
+
+Slot* ClaimSlot(void* addr, size_t length, int prot, Mapping* owner) {
+  Chunk* c = &g_first;
+  for (;;) {
+    for (Slot& s : c->slots) {
+      if (s.state.load(std::memory_order_relaxed) != kFree) continue;
+      s.state.store(kBusy, std::memory_order_relaxed);
+      s.start.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_relaxed);
+      s.length.store(length, std::memory_order_relaxed);
+      s.prot.store(prot, std::memory_order_relaxed);
+      s.faulted.store(false, std::memory_order_relaxed);
+      s.owner = owner;
+      s.state.store(kLive, std::memory_order_release);
+      return &s;
+    }
+    Chunk* next = c->next.load(std::memory_order_acquire);
+    if (next == nullptr) {
+      next = new Chunk();
+      c->next.store(next, std::memory_order_release);
+    }
+    c = next;
+  }
+}
+
+// Takes the slot out of the handler's view, unmaps, frees the slot.
+void UnmapSlot(Slot* s) {
+  for (;;) {
+    int expected = kLive;
+    if (s->state.compare_exchange_weak(expected, kBusy, std::memory_order_acq_rel)) break;
+    sched_yield();  // kHandling: a fault on this mapping is being covered
+  }
+  munmap(reinterpret_cast<void*>(s->start.load(std::memory_order_relaxed)), s->length.load(std::memory_order_relaxed));
+  s->owner = nullptr;
+  s->start.store(0, std::memory_order_relaxed);
+  s->length.store(0, std::memory_order_relaxed);
+  s->state.store(kFree, std::memory_order_release);
+}
+
+Slot* FindLive(void* addr) {
+  if (addr == nullptr) return nullptr;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+    for (Slot& s : c->slots) {
+      if (s.state.load(std::memory_order_acquire) >= kLive && s.owner != nullptr &&
+          s.start.load(std::memory_order_relaxed) == a)
+        return &s;
+    }
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------- JS helpers
+
+Napi::Value ThrowErrno(Napi::Env env, int err, const char* syscall) {
+  Napi::Error e = Napi::Error::New(env, std::string(syscall) + " failed");
+  e.Set("errno", Napi::Number::New(env, err));
+  e.Set("syscall", Napi::String::New(env, syscall));
+  e.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+bool CheckArgs(const Napi::CallbackInfo& info, const char* types) {
+  for (size_t i = 0; types[i] != '\0'; i++) {
+    bool ok = types[i] == 's'   ? info[i].IsString()
+              : types[i] == 'n' ? info[i].IsNumber()
+              : types[i] == 'b' ? info[i].IsBoolean()
+                                : info[i].IsArrayBuffer();
+    if (!ok) {
+      Napi::TypeError::New(info.Env(), "argument " + std::to_string(i) + " has the wrong type")
+          .ThrowAsJavaScriptException();
+      return false;
+    }
+  }
+  return true;
+}
+
+int FdArg(const Napi::CallbackInfo& info, size_t i) { return info[i].As<Napi::Number>().Int32Value(); }
+
+// ---------------------------------------------------------------- exports
+
+// open(key, flags, mode) -> fd
+Napi::Value Open(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "snn")) return info.Env().Undefined();
+  const std::string key = info[0].As<Napi::String>().Utf8Value();
+  const int flags = info[1].As<Napi::Number>().Int32Value();
+  const mode_t mode = static_cast<mode_t>(info[2].As<Napi::Number>().Uint32Value());
+  int oflag = O_CLOEXEC | ((flags & kFlagReadOnly) ? O_RDONLY : O_RDWR);
+  if (flags & kFlagCreate) oflag |= O_CREAT;
+  if (flags & kFlagExclusive) oflag |= O_EXCL;
+  const int fd = shm_open(key.c_str(), oflag, mode);
+  if (fd < 0) return ThrowErrno(info.Env(), errno, "shm_open");
+  return Napi::Number::New(info.Env(), fd);
+}
+
+// ftruncate(fd, size)
+Napi::Value Ftruncate(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "nn")) return info.Env().Undefined();
+  const off_t size = static_cast<off_t>(info[1].As<Napi::Number>().Int64Value());
+  int r;
+  do r = ftruncate(FdArg(info, 0), size);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) return ThrowErrno(info.Env(), errno, "ftruncate");
+  return info.Env().Undefined();
+}
+
+// fstatSize(fd) -> st_size
+Napi::Value FstatSize(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "n")) return info.Env().Undefined();
+  struct stat st {};
+  if (fstat(FdArg(info, 0), &st) < 0) return ThrowErrno(info.Env(), errno, "fstat");
+  return Napi::Number::New(info.Env(), static_cast<double>(st.st_size));
+}
+
+void FinalizeMapping(Napi::Env, void*, Mapping* m) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!m->unmapped) {
+    m->unmapped = true;
+    UnmapSlot(m->slot);
+  }
+  delete m;
+}
+
+// mmap(fd, offset, length, writable) -> external ArrayBuffer over the mapping
+Napi::Value Mmap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!CheckArgs(info, "nnnb")) return env.Undefined();
+  const off_t offset = static_cast<off_t>(info[1].As<Napi::Number>().Int64Value());
+  const size_t length = static_cast<size_t>(info[2].As<Napi::Number>().Int64Value());
+  const int prot = PROT_READ | (info[3].As<Napi::Boolean>().Value() ? PROT_WRITE : 0);
+  InstallGuard();
+  void* addr = mmap(nullptr, length, prot, MAP_SHARED, FdArg(info, 0), offset);
+  if (addr == MAP_FAILED) return ThrowErrno(env, errno, "mmap");
+  Mapping* m = new Mapping{nullptr, addr, length, false};
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    m->slot = ClaimSlot(addr, length, prot, m);
+  }
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, addr, length, FinalizeMapping, m);
+  if (env.IsExceptionPending()) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    UnmapSlot(m->slot);
+    delete m;
+    return env.Undefined();
+  }
+  return ab;
+}
+
+// munmap(arrayBuffer): unmap now and detach the buffer; the finalizer then does nothing.
+Napi::Value Munmap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!CheckArgs(info, "a")) return env.Undefined();
+  Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Slot* s = FindLive(ab.Data());
+    if (s == nullptr) return ThrowErrno(env, EINVAL, "munmap");
+    s->owner->unmapped = true;
+    UnmapSlot(s);
+  }
+  napi_detach_arraybuffer(env, ab);  // best effort: a detached view reads as empty
+  return env.Undefined();
+}
+
+// mappingFaulted(arrayBuffer) -> whether the SIGBUS guard covered part of it
+Napi::Value MappingFaulted(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!CheckArgs(info, "a")) return env.Undefined();
+  void* data = info[0].As<Napi::ArrayBuffer>().Data();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Slot* s = FindLive(data);
+  return Napi::Boolean::New(env, s != nullptr && s->faulted.load(std::memory_order_acquire));
+}
+
+// liveMappings() -> number of mappings not yet unmapped (all threads)
+Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  double n = 0;
+  for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire))
+    for (Slot& s : c->slots)
+      if (s.state.load(std::memory_order_acquire) >= kLive) n++;
+  return Napi::Number::New(info.Env(), n);
+}
+
+// close(fd)
+Napi::Value Close(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "n")) return info.Env().Undefined();
+  if (close(FdArg(info, 0)) < 0 && errno != EINTR) return ThrowErrno(info.Env(), errno, "close");
+  return info.Env().Undefined();
+}
+
+// unlink(key)
+Napi::Value Unlink(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "s")) return info.Env().Undefined();
+  const std::string key = info[0].As<Napi::String>().Utf8Value();
+  if (shm_unlink(key.c_str()) < 0) return ThrowErrno(info.Env(), errno, "shm_unlink");
+  return info.Env().Undefined();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("open", Napi::Function::New(env, Open, "open"));
+  exports.Set("ftruncate", Napi::Function::New(env, Ftruncate, "ftruncate"));
+  exports.Set("fstatSize", Napi::Function::New(env, FstatSize, "fstatSize"));
+  exports.Set("mmap", Napi::Function::New(env, Mmap, "mmap"));
+  exports.Set("munmap", Napi::Function::New(env, Munmap, "munmap"));
+  exports.Set("mappingFaulted", Napi::Function::New(env, MappingFaulted, "mappingFaulted"));
+  exports.Set("liveMappings", Napi::Function::New(env, LiveMappings, "liveMappings"));
+  exports.Set("close", Napi::Function::New(env, Close, "close"));
+  exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
+  exports.Set("pageSize", Napi::Number::New(env, static_cast<double>(sysconf(_SC_PAGESIZE))));
+  Napi::Object flags = Napi::Object::New(env);
+  flags.Set("create", Napi::Number::New(env, kFlagCreate));
+  flags.Set("exclusive", Napi::Number::New(env, kFlagExclusive));
+  flags.Set("readOnly", Napi::Number::New(env, kFlagReadOnly));
+  exports.Set("flags", flags);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(shm, Init)

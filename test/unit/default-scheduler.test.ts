@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { DefaultScheduler, type Clock } from '../../engine/default-scheduler.ts';
+import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
+import { InstancePool } from '../../engine/instance-pool.ts';
+import type { ExecuteResult, ExecutionInstance, StatsSink } from '../../engine/scheduler.ts';
+import { StatusError } from '../../engine/status.ts';
+
+const flush = () => new Promise<void>((r) => setImmediate(r));
+
+class FakeClock implements Clock {
+  now = 5_000n;
+  nowNs(): bigint {
+    return this.now;
+  }
+  setTimer(): { cancel(): void } {
+    throw new Error('the default scheduler sets no timers');
+  }
+}
+
+/** Records what it runs; each execution finishes when the test says so. */
+class FakeInstance implements ExecutionInstance {
+  batches: string[][] = [];
+  private running: Array<{ requests: InferRequest[]; resolve: (r: ExecuteResult) => void; reject: (e: unknown) => void }> = [];
+  constructor(
+    readonly name: string,
+    private readonly throwSync = false,
+  ) {}
+  execute(requests: InferRequest[]): Promise<ExecuteResult> {
+    this.batches.push(requests.map((r) => r.id!));
+    if (this.throwSync) throw new Error('sync failure');
+    return new Promise((resolve, reject) => this.running.push({ requests, resolve, reject }));
+  }
+  async complete(): Promise<void> {
+    const run = this.running.shift()!;
+    run.resolve({
+      responses: run.requests.map((r): InferResponse => ({ modelName: 'm', modelVersion: '1', id: r.id, outputs: [] })),
+      timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 },
+    });
+    await flush();
+  }
+  async fail(err: unknown): Promise<void> {
+    this.running.shift()!.reject(err);
+    await flush();
+  }
+}
+
+class Stats implements StatsSink {
+  queuedNs: number[] = [];
+  executions: Array<[number, number]> = [];
+  okNs: number[] = [];
+  bad = 0;
+  queued(ns: number) {
+    this.queuedNs.push(ns);
+  }
+  executed(b: number, n: number) {
+    this.executions.push([b, n]);
+  }
+  succeeded(ns: number) {
+    this.okNs.push(ns);
+  }
+  failed() {
+    this.bad++;
+  }
+}
+
+const req = (id: string, signal?: AbortSignal, shape = [1, 4]): InferRequest => ({
+  modelName: 'm',
+  id,
+  inputs: [{ name: 'X', datatype: 'FP32', shape, data: new Uint8Array() }],
+  outputs: [],
+  parameters: {},
+  signal,
+});
+
+function setup(n = 2, maxBatchSize?: number) {
+  const clock = new FakeClock();
+  const stats = new Stats();
+  const instances = Array.from({ length: n }, (_, i) => new FakeInstance(`m_${i}`));
+  const sched = new DefaultScheduler({ modelName: 'm', pool: new InstancePool(instances), stats, clock, maxBatchSize });
+  const results = new Map<string, InferResponse | StatusError>();
+  const send = (r: InferRequest) =>
+    void sched.enqueue(r).then(
+      (x) => results.set(r.id!, x),
+      (e) => results.set(r.id!, e),
+    );
+  return { clock, stats, instances, sched, results, send };
+}
+const codeOf = (x: unknown) => (x instanceof StatusError ? x.code : 'OK');
+
+describe('DefaultScheduler', () => {
+  it('runs each request alone, FIFO, on the next free instance', async () => {
+    const t = setup(2);
+    for (const id of ['a', 'b', 'c', 'd', 'e']) t.send(req(id));
+    await flush();
+    expect(t.instances.map((i) => i.batches)).toEqual([[['a']], [['b']]]);
+    expect(t.sched.inflightCount()).toBe(5);
+    t.clock.now += 300n;
+    await t.instances[1]!.complete();
+    expect(t.instances[1]!.batches).toEqual([['b'], ['c']]);
+    await t.instances[0]!.complete();
+    expect(t.instances[0]!.batches).toEqual([['a'], ['d']]);
+    await t.instances[0]!.complete();
+    await t.instances[1]!.complete();
+    await t.instances[0]!.complete();
+    expect(t.instances.flatMap((i) => i.batches).every((b) => b.length === 1)).toBe(true);
+    expect([...t.results.keys()].sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
+    for (const [id, r] of t.results) expect((r as InferResponse).id).toBe(id);
+    expect(t.stats.queuedNs).toEqual([0, 0, 300, 300, 300]);
+    expect(t.stats.executions).toEqual(Array(5).fill([1, 1]));
+    expect(t.sched.inflightCount()).toBe(0);
+  });
+
+  it('reports the request batch size when told the model batches', async () => {
+    const t = setup(1, 8);
+    t.send(req('a', undefined, [3, 4]));
+    await flush();
+    await t.instances[0]!.complete();
+    expect(t.stats.executions).toEqual([[3, 1]]);
+  });
+
+  it('a request aborted while queued is rejected CANCELLED and never runs', async () => {
+    const t = setup(1);
+    t.send(req('a'));
+    const ac = new AbortController();
+    t.send(req('b', ac.signal));
+    t.send(req('c'));
+    await flush();
+    ac.abort();
+    await flush();
+    expect(codeOf(t.results.get('b'))).toBe('CANCELLED');
+    await t.instances[0]!.complete();
+    await t.instances[0]!.complete();
+    expect(t.instances[0]!.batches).toEqual([['a'], ['c']]);
+  });
+
+  it('an execute that throws or rejects fails only that request', async () => {
+    const t = setup(1);
+    t.send(req('a'));
+    t.send(req('b'));
+    await flush();
+    await t.instances[0]!.fail(new StatusError('INVALID_ARG', 'bad input'));
+    await t.instances[0]!.complete();
+    expect(codeOf(t.results.get('a'))).toBe('INVALID_ARG');
+    expect(codeOf(t.results.get('b'))).toBe('OK');
+
+    const stats = new Stats();
+    const s = new DefaultScheduler({ modelName: 'm', pool: new InstancePool([new FakeInstance('x', true)]), stats });
+    await expect(s.enqueue(req('z'))).rejects.toMatchObject({ code: 'INTERNAL' });
+    expect(stats.bad).toBe(1);
+  });
+
+  it('stop() rejects new requests UNAVAILABLE and resolves when in-flight work is done', async () => {
+    const t = setup(1);
+    t.send(req('a'));
+    t.send(req('b'));
+    await flush();
+    let stopped = false;
+    void t.sched.stop().then(() => (stopped = true));
+    await expect(t.sched.enqueue(req('c'))).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await t.instances[0]!.complete();
+    expect(stopped).toBe(false);
+    await t.instances[0]!.complete();
+    expect(stopped).toBe(true);
+    expect(codeOf(t.results.get('b'))).toBe('OK');
+  });
+});
