@@ -158,6 +158,12 @@ export class InferenceServer implements ServerApi {
       return res;
     } finally {
       for (const a of held) a.release();
+      // A worker may have mapped a region again after its unregister's forget
+      // (this request was still queued then): drop those mappings now.
+      if (held.length) {
+        const live = new Set(this.shm.status().map((r) => r.key));
+        this.forgetInBackends([...new Set(held.map((a) => a.key))].filter((k) => !live.has(k)));
+      }
     }
   }
 
@@ -211,6 +217,11 @@ export class InferenceServer implements ServerApi {
   shmUnregister(name: string, who?: string): void {
     const keys = name ? this.shm.status().filter((r) => r.name === name).map((r) => r.key) : this.shm.status().map((r) => r.key);
     this.shm.unregister(name, who);
+    this.forgetInBackends(keys);
+  }
+
+  /** Tell every backend to drop its worker mappings of these shm keys. */
+  private forgetInBackends(keys: string[]): void {
     for (const key of keys) for (const v of this.repository.allVersions()) v.backend.forgetShm?.(key);
   }
 

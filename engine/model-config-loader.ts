@@ -31,9 +31,16 @@ export function readRawConfig(src: ConfigSource): ModelConfig {
       throw invalidArg(`load of '${src.modelName}': 'config' parameter is not valid JSON: ${(err as Error).message}`);
     }
     const T = messageType('inference.ModelConfig');
-    const bad = T.verify(obj as Record<string, unknown>);
+    // Enums arrive by name ("TYPE_FP32"), which verify() rejects: convert first, then verify the message.
+    let msg: ReturnType<typeof T.fromObject>;
+    try {
+      msg = T.fromObject(obj as Record<string, unknown>);
+    } catch (err) {
+      throw invalidArg(`load of '${src.modelName}': 'config' parameter: ${(err as Error).message}`);
+    }
+    const bad = T.verify(msg);
     if (bad) throw invalidArg(`load of '${src.modelName}': 'config' parameter: ${bad}`);
-    return T.toObject(T.fromObject(obj as Record<string, unknown>), TO_OBJECT) as ModelConfig;
+    return T.toObject(msg, TO_OBJECT) as ModelConfig;
   }
   const file = path.join(src.modelDir, 'config.pbtxt');
   if (!fs.existsSync(file)) {

@@ -154,8 +154,12 @@ export class ModelRepositoryManager {
       const rel = `${name}/config.pbtxt`;
       if (raw.platform === 'ensemble' && this.opts.controlMode === 'explicit') {
         // Triton loads an ensemble's composing models with it.
-        for (const s of raw.ensemble_scheduling?.step ?? []) {
-          if (!this.readyVersion(s.model_name)) await this.load(s.model_name);
+        for (const [i, s] of (raw.ensemble_scheduling?.step ?? []).entries()) {
+          if (this.readyVersion(s.model_name)) continue;
+          await this.load(s.model_name).catch((err: unknown) => {
+            const se = toStatusError(err);
+            throw new StatusError(se.code, `${rel}: ensemble '${name}': step[${i}] (model '${s.model_name}'): composing model failed to load: ${se.message}`, err);
+          });
         }
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
@@ -205,7 +209,7 @@ export class ModelRepositoryManager {
       scheduler =
         config.dynamic_batching && config.max_batch_size > 0
           ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
-          : new DefaultScheduler({ modelName: src.modelName, pool, stats });
+          : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
     }
     const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
     mv.setState('LOADING');

@@ -1,5 +1,7 @@
 // Named tracers (after grpc-js src/logging.ts). ENGINE_TRACE=batcher,ensemble
 // (or "all") turns tracers on by name; --log-verbose>0 turns all on.
+import { inspect } from 'node:util';
+
 const enabled = new Set(
   (process.env.ENGINE_TRACE ?? process.env.GATEWAY_TRACE ?? '')
     .split(',')
@@ -54,5 +56,5 @@ function stamp(): string {
 }
 function fmt(d: unknown): string {
   if (d instanceof Error) return d.stack ?? d.message;
-  return String(d);
+  return typeof d === 'object' ? inspect(d, { depth: 4, breakLength: Infinity }) : String(d);
 }

@@ -32,6 +32,7 @@ export const ERROR_CATALOG = {
   ENGINE_TIMEOUT: { status: 504, message: "the engine did not answer the call to '{name}' within {timeoutMs} ms" },
   ENGINE_UNAVAILABLE: { status: 503, message: 'the inference engine at {address} is unavailable; retry later' },
   ENGINE_ERROR: { status: 502, message: "the engine failed the call to '{name}'" },
+  GATEWAY_SHUTTING_DOWN: { status: 503, message: 'this gateway is shutting down; retry on another replica' },
   ROUTE_NOT_FOUND: { status: 404, message: "no route for {method} {path}" },
   INTERNAL: { status: 500, message: 'internal gateway error' },
 } as const satisfies Record<string, CatalogEntry>;

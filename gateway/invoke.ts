@@ -30,12 +30,12 @@ export interface InvokeDeps {
 }
 
 /** An input with where its bytes live: a staging slice or (absent) inline. */
-interface Placed extends InputTensor {
+export interface Placed extends InputTensor {
   at?: { region: string; offset: number };
 }
 
 /** Slices one call holds; all go back to the arena at the end of the call. */
-class CallSlices {
+export class CallSlices {
   private readonly held: StagingSlice[] = [];
   constructor(private readonly arena: StagingArena | undefined) {}
   alloc(size: number): StagingSlice | null {
@@ -191,7 +191,49 @@ function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<st
   return out;
 }
 
-/** Handle one call; returns the reply and records how the payload travelled in c.var. */
+/**
+ * Run one call of `fn` on the engine, independent of HTTP (async jobs use it
+ * too): stage inputs through `slices` when the payload is above the
+ * threshold, request outputs into an output slice, retry inline once if the
+ * engine lost our regions. Output bytes may view slices: read them before
+ * slices.releaseAll().
+ */
+export async function runFunction(
+  deps: InvokeDeps,
+  fn: ResolvedFunction,
+  inputs: Placed[],
+  specs: TensorSpec[],
+  id: string,
+  slices: CallSlices,
+): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm' }> {
+  const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
+  let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
+  if (staged) staged = stageInputs(inputs, slices);
+  const timeoutMs = fn.definition.limits.timeoutMs;
+  let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);
+  let res: ModelInferResponse;
+  try {
+    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs);
+  } catch (e) {
+    // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
+    const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
+      && (await deps.arena.verifyRegistration().catch(() => 0)) > 0;
+    if (!retry) throw e;
+    trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
+    staged = false;
+    ({ requested, at } = placeOutputs(fn, specs, inputs, false, slices));
+    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs);
+  }
+  const outputs = collectOutputs(res, specs, at);
+  if (deps.metrics) {
+    const dir = staged ? deps.metrics.stagedBytes : deps.metrics.inlineBytes;
+    dir.inc({ direction: 'in' }, total);
+    dir.inc({ direction: 'out' }, outputs.reduce((n, o) => n + o.bytes.byteLength, 0));
+  }
+  return { outputs, transfer: staged ? 'shm' : 'inline' };
+}
+
+/** Handle one HTTP call; records the function and payload transfer in c.var for the app's middleware. */
 export async function invoke(c: Context, deps: InvokeDeps, name: string): Promise<Response> {
   const fn = await deps.registry.resolve(name);
   c.set('fn' as never, fn.name as never);
@@ -202,41 +244,17 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs, binary } = selectOutputs(fn, wanted, c);
-    const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
-    let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
-    if (staged) staged = stageInputs(inputs, slices);
-    const timeoutMs = fn.definition.limits.timeoutMs;
-    let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);
-    let res: ModelInferResponse;
-    try {
-      res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs);
-    } catch (e) {
-      // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
-      const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
-        && (await deps.arena.verifyRegistration().catch(() => 0)) > 0;
-      if (!retry) throw e;
-      trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
-      staged = false;
-      ({ requested, at } = placeOutputs(fn, specs, inputs, false, slices));
-      res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs);
-    }
-    const transfer = staged ? 'shm' : 'inline';
+    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices);
     c.set('transfer' as never, transfer as never);
-    const outs = collectOutputs(res, specs, at);
-    if (deps.metrics) {
-      const dir = staged ? deps.metrics.stagedBytes : deps.metrics.inlineBytes;
-      dir.inc({ direction: 'in' }, total);
-      dir.inc({ direction: 'out' }, outs.reduce((n, o) => n + o.bytes.byteLength, 0));
-    }
     if (binary) {
-      const o = outs.find((x) => x.spec.tensor === binary.tensor);
+      const o = outputs.find((x) => x.spec.tensor === binary.tensor);
       if (!o) throw gatewayError('ENGINE_ERROR', { name: fn.name });
       c.header('X-Output-Name', o.spec.name);
       c.header('X-Output-Datatype', o.datatype);
       c.header('X-Output-Shape', o.shape.join(','));
       return c.body(Buffer.from(o.bytes), 200, { 'Content-Type': 'application/octet-stream' });
     }
-    return c.json(outputsJson(outs));
+    return c.json(outputsJson(outputs));
   } finally {
     slices.releaseAll();
   }

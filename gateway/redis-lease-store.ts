@@ -106,6 +106,7 @@ export class RedisLeaseStore extends EventEmitter implements LeaseStore {
   private readonly ns: string;
   private readonly index: string;
   private current: LeaseStoreState = 'down';
+  private closing = false;
 
   constructor(url: string, opts: RedisLeaseStoreOptions = {}) {
     super();
@@ -155,6 +156,7 @@ export class RedisLeaseStore extends EventEmitter implements LeaseStore {
   private setState(s: LeaseStoreState): void {
     if (s === this.current) return;
     this.current = s;
+    if (this.closing) return;
     if (s === 'down') log.warn('redis lease store is unreachable: staging pauses, calls go inline');
     else log.info('redis lease store is reachable');
     this.emit('state', s);
@@ -190,6 +192,7 @@ export class RedisLeaseStore extends EventEmitter implements LeaseStore {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     this.redis.disconnect();
     this.setState('down');
     this.removeAllListeners();

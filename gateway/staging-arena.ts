@@ -55,7 +55,12 @@ export class StagingArena {
   private heartbeat: NodeJS.Timeout | undefined;
   private stopping = false;
   private renewing: Promise<void> | undefined;
-  private readonly onEngineUp = () => void this.registerAll();
+  private registering: Promise<void> | undefined;
+  private readonly onEngineUp = () => {
+    // The engine was away: it may have restarted and forgotten every region.
+    for (const r of this.regions) r.registered = false;
+    void this.registerAll();
+  };
   private readonly onStoreState = (s: string) => {
     if (s === 'up') void this.renew();
   };
@@ -71,10 +76,15 @@ export class StagingArena {
 
   /** Create, touch, register and lease every region; start the heartbeat. */
   async start(): Promise<void> {
-    for (let n = 0; n < this.opts.regionCount; n++) {
-      const name = regionName(this.prefix, this.ownerId, n);
-      const handle = createSharedMemoryRegion(name, `/${name}`, this.opts.regionBytes, { touch: true, exclusive: true });
-      this.regions.push({ handle, alloc: new SliceAllocator(this.opts.regionBytes), registered: false, lease: 'unleased', validUntil: 0 });
+    try {
+      for (let n = 0; n < this.opts.regionCount; n++) {
+        const name = regionName(this.prefix, this.ownerId, n);
+        const handle = createSharedMemoryRegion(name, `/${name}`, this.opts.regionBytes, { touch: true, exclusive: true });
+        this.regions.push({ handle, alloc: new SliceAllocator(this.opts.regionBytes), registered: false, lease: 'unleased', validUntil: 0 });
+      }
+    } catch (e) {
+      for (const r of this.regions.splice(0)) destroySharedMemoryRegion(r.handle);
+      throw e;
     }
     await this.renew();
     await this.registerAll();
@@ -137,10 +147,16 @@ export class StagingArena {
     return missing.length;
   }
 
-  /** (Re-)register every region by name: unregister that name first (never all), then register. */
-  async registerAll(): Promise<void> {
+  /** Register every region not yet registered, by name: unregister that name first (never all), then register. Single flight. */
+  registerAll(): Promise<void> {
+    this.registering ??= this.registerOnce().finally(() => (this.registering = undefined));
+    return this.registering;
+  }
+
+  private async registerOnce(): Promise<void> {
     for (const r of this.regions) {
       if (this.stopping) return;
+      if (r.registered) continue;
       try {
         await this.engine.unregisterRegion(r.handle.name);
         await this.engine.registerRegion(r.handle.name, r.handle.key, r.handle.byteSize);
@@ -198,6 +214,7 @@ export class StagingArena {
     this.engine.off('up', this.onEngineUp);
     this.store.off('state', this.onStoreState);
     await this.renewing;
+    await this.registering;
     const deadline = Date.now() + drainMs;
     while (this.regions.some((r) => r.alloc.liveBlocks > 0) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));

@@ -25,7 +25,7 @@ export function tracer(name: string): Tracer {
   return fn;
 }
 
-let quiet = process.env.GATEWAY_QUIET === '1' || process.env.ENGINE_QUIET === '1';
+let quiet = process.env.GATEWAY_QUIET !== undefined ? process.env.GATEWAY_QUIET === '1' : process.env.ENGINE_QUIET === '1';
 /** Silence info/warn lines (tests). */
 export function setQuiet(q: boolean): void {
   quiet = q;

@@ -3,6 +3,7 @@
 // session.run blocks this thread, never the engine's event loop.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { deserializeBytes, serializeBytes } from '../datatypes.ts';
 import type {
   FromWorker,
   ToWorker,
@@ -17,27 +18,57 @@ const init = workerData as WorkerInit;
 const port = parentPort!;
 let session: ort.InferenceSession;
 
-type ShmMap = { bytes: Uint8Array; close(): void; fd: number };
+// A cached mapping of one registered region, with its fd kept open so each use
+// can fstat the object first (a truncated object is an error, not SIGBUS).
+type ShmMap = { mapping: import('../../native/index.ts').ShmMapping; fd: import('../../native/index.ts').ShmFd; key: string };
 const mappings = new Map<string, ShmMap>();
 let native: typeof import('../../native/index.ts') | undefined;
+/** Mappings the current run reads or writes; checked for SIGBUS-guard faults after it. */
+let inUse: ShmMap[] = [];
+/** Keys to forget once the current run ends (never unmap under a running session). */
+let running = false;
+const forgetAfterRun = new Set<string>();
 
 /** A view of a tensor's bytes in a region, mapping the whole region once (first touch is slow). */
 async function mapShm(s: WireShm): Promise<Uint8Array> {
   native ??= await import('../../native/index.ts');
   const id = `${s.key}:${s.regionOffset}:${s.regionSize}`;
   let m = mappings.get(id);
+  if (m?.mapping.faulted) {
+    // The guard put zero pages in for good: map the object afresh.
+    dropMapping(id, m);
+    m = undefined;
+  }
   if (!m) {
     const fd = native.shmOpen(s.key, {});
     try {
-      const mp = native.shmMap(fd, s.regionOffset, s.regionSize);
-      m = { bytes: mp.bytes, close: () => mp.close(), fd };
-    } finally {
+      m = { mapping: native.shmMap(fd, s.regionOffset, s.regionSize), fd, key: s.key };
+    } catch (err) {
       native.shmClose(fd);
+      throw err;
     }
     mappings.set(id, m);
   }
-  if (s.offset + s.byteSize > m.bytes.byteLength) throw new Error(`shm slice out of bounds in ${s.key}`);
-  return m.bytes.subarray(s.offset, s.offset + s.byteSize);
+  if (s.offset + s.byteSize > m.mapping.bytes.byteLength) throw new Error(`shm slice out of bounds in ${s.key}`);
+  const needEnd = s.regionOffset + s.offset + s.byteSize;
+  const { ok, size } = native.checkSize(m.fd, needEnd);
+  if (!ok) throw new Error(`shared memory object '${s.key}' was truncated to ${size} bytes; the tensor needs bytes up to ${needEnd}`);
+  inUse.push(m);
+  return m.mapping.bytes.subarray(s.offset, s.offset + s.byteSize);
+}
+
+function dropMapping(id: string, m: ShmMap): void {
+  mappings.delete(id);
+  m.mapping.close();
+  try {
+    native!.shmClose(m.fd);
+  } catch {
+    // already closed: nothing to release
+  }
+}
+
+function forgetKey(key: string): void {
+  for (const [id, m] of mappings) if (m.key === key) dropMapping(id, m);
 }
 
 const TYPED: Record<string, new (b: ArrayBuffer, o: number, n: number) => ArrayBufferView> = {
@@ -59,31 +90,9 @@ function view(type: string, bytes: Uint8Array): ArrayBufferView {
   return new C(src.buffer as ArrayBuffer, src.byteOffset, src.byteLength / size);
 }
 
-function decodeStrings(bytes: Uint8Array): string[] {
-  const out: string[] = [];
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const dec = new TextDecoder();
-  for (let o = 0; o < bytes.byteLength; ) {
-    const n = dv.getUint32(o, true);
-    out.push(dec.decode(bytes.subarray(o + 4, o + 4 + n)));
-    o += 4 + n;
-  }
-  return out;
-}
-
-function encodeStrings(items: readonly string[]): Uint8Array {
-  const enc = new TextEncoder();
-  const parts = items.map((s) => enc.encode(s));
-  const out = new Uint8Array(parts.reduce((n, p) => n + 4 + p.byteLength, 0));
-  const dv = new DataView(out.buffer);
-  let o = 0;
-  for (const p of parts) {
-    dv.setUint32(o, p.byteLength, true);
-    out.set(p, o + 4);
-    o += 4 + p.byteLength;
-  }
-  return out;
-}
+const utf8 = new TextDecoder();
+const decodeStrings = (bytes: Uint8Array) => deserializeBytes(bytes).map((b) => utf8.decode(b));
+const encodeStrings = (items: readonly string[]) => serializeBytes(items);
 
 async function feedOf(t: WireTensorIn): Promise<ort.Tensor> {
   const bytes = t.shm
@@ -102,7 +111,10 @@ function meta(m: readonly ort.InferenceSession.ValueMetadata[]): WireMeta[] {
 }
 
 async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
-  const returned = msg.inputs.flatMap((t) => (t.buffer ? [t.buffer] : []));
+  // Inputs share one pooled buffer: list it once (a duplicate in a transfer list throws).
+  const returned = [...new Set(msg.inputs.flatMap((t) => (t.buffer ? [t.buffer] : [])))];
+  running = true;
+  inUse = [];
   try {
     const feeds: Record<string, ort.Tensor> = {};
     for (const t of msg.inputs) feeds[t.name] = await feedOf(t);
@@ -116,6 +128,8 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
     const t0 = process.hrtime.bigint();
     const res = await session.run(feeds, msg.outputs.length ? (fetches as ort.InferenceSession.FetchesType) : undefined as never);
     const inferNs = Number(process.hrtime.bigint() - t0);
+    const faulted = inUse.find((m) => m.mapping.faulted);
+    if (faulted) throw new Error(`shared memory object '${faulted.key}' shrank while the model read it (its pages read as zeros); results discarded`);
     const outputs: WireTensorOut[] = [];
     const transfer: ArrayBuffer[] = [...returned];
     for (const [name, tensor] of Object.entries(res)) {
@@ -137,6 +151,11 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
     post({ kind: 'result', seq: msg.seq, outputs, returned, inferNs }, transfer);
   } catch (err) {
     post({ kind: 'run-error', seq: msg.seq, message: (err as Error).message, returned }, returned);
+  } finally {
+    running = false;
+    inUse = [];
+    for (const key of forgetAfterRun) forgetKey(key);
+    forgetAfterRun.clear();
   }
 }
 
@@ -147,15 +166,10 @@ function post(m: FromWorker, transfer: ArrayBuffer[] = []): void {
 port.on('message', (m: ToWorker) => {
   if (m.kind === 'run') void run(m);
   else if (m.kind === 'forget-shm') {
-    for (const [id, mp] of mappings) {
-      if (id.startsWith(`${m.key}:`)) {
-        mp.close();
-        mappings.delete(id);
-      }
-    }
+    if (running) forgetAfterRun.add(m.key);
+    else forgetKey(m.key);
   } else if (m.kind === 'close') {
-    for (const mp of mappings.values()) mp.close();
-    mappings.clear();
+    for (const [id, mp] of mappings) dropMapping(id, mp);
     void session?.release().finally(() => post({ kind: 'closed' }));
   }
 });

@@ -1,0 +1,133 @@
+// The gateway's Hono app: routes and the one onError that turns every thrown
+// error into a catalog reply. Built from its dependencies, so tests drive it
+// with app.request() and main.ts serves it with @hono/node-server.
+//
+// Ownership: the app owns the in-flight counter used by graceful shutdown;
+// everything else is borrowed from AppDeps.
+import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { LeaseStore } from './lease-store.ts';
+import { gatewayError, GatewayError } from './errors.ts';
+import type { ResolvedFunction } from './function-registry.ts';
+import { invoke, type InvokeDeps } from './invoke.ts';
+import { openApiDocument } from './openapi.ts';
+import { log } from './trace.ts';
+
+export interface AppDeps extends InvokeDeps {
+  store: LeaseStore;
+  /** Regions cleaned by this gateway's reaper (for /readyz). */
+  reaped?: () => number;
+}
+
+export interface GatewayApp {
+  app: Hono;
+  /** Calls being served now. */
+  inflight(): number;
+  /** Refuse new calls (503 on /readyz) and resolve when in-flight calls are done or after timeoutMs. */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+function describe(fn: ResolvedFunction) {
+  const t = (s: ResolvedFunction['inputs'][number]) => ({ name: s.name, tensor: s.tensor, datatype: s.datatype, shape: s.shape });
+  return {
+    name: fn.name,
+    description: fn.definition.description,
+    target: { model: fn.model, version: fn.version, platform: fn.platform },
+    implicit: fn.implicit,
+    auth: !!fn.definition.auth,
+    limits: fn.definition.limits,
+    inputs: fn.inputs.map(t),
+    outputs: fn.outputs.map(t),
+  };
+}
+
+export function createApp(deps: AppDeps): GatewayApp {
+  const app = new Hono();
+  let inflight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+
+  app.onError((err, c) => {
+    const transfer = (c.get('transfer' as never) as string | undefined) ?? 'inline';
+    c.header('X-Payload-Transfer', transfer);
+    if (err instanceof GatewayError) {
+      if (err.status >= 500) log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
+      return c.json(err.toJSON(), err.status);
+    }
+    if (err instanceof HTTPException) return err.getResponse();
+    log.error(`${c.req.method} ${c.req.path} failed`, err);
+    return c.json(gatewayError('INTERNAL').toJSON(), 500);
+  });
+  app.notFound((c) => c.json(gatewayError('ROUTE_NOT_FOUND', { method: c.req.method, path: c.req.path }).toJSON(), 404));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  app.get('/readyz', async (c) => {
+    const engineReady = await deps.engine.check();
+    const staging = deps.arena?.status();
+    const ready = engineReady && !draining;
+    return c.json(
+      {
+        ready,
+        ...(draining ? { reason: 'shutting down' } : !engineReady ? { reason: `engine at ${deps.engine.address} is not reachable or not ready` } : {}),
+        engine: { address: deps.engine.address, up: deps.engine.up, ready: engineReady },
+        leaseStore: { kind: deps.store.kind, state: deps.store.state },
+        staging: staging
+          ? { enabled: staging.staging, reason: staging.reason, leasesHeld: staging.leasesHeld, bytesInUse: staging.bytesInUse, capacity: staging.capacity }
+          : { enabled: false, reason: 'no staging arena (shm disabled)' },
+        reaped: deps.reaped?.() ?? 0,
+        inflight,
+      },
+      ready ? 200 : 503,
+    );
+  });
+
+  app.get('/metrics', async (c) => {
+    if (!deps.metrics) return c.text('', 200);
+    return c.text(await deps.metrics.registry.metrics(), 200, { 'Content-Type': deps.metrics.registry.contentType });
+  });
+
+  app.get('/openapi.json', async (c) => {
+    const { functions } = await deps.registry.list();
+    return c.json(openApiDocument(functions, deps.registry.version));
+  });
+
+  app.get('/fn', async (c) => {
+    const { functions, unavailable } = await deps.registry.list();
+    return c.json({ version: deps.registry.version, functions: functions.map(describe), unavailable });
+  });
+
+  app.get('/fn/:name', async (c) => c.json(describe(await deps.registry.resolve(c.req.param('name')))));
+
+  app.post('/fn/:name', async (c, next) => {
+    if (draining) throw gatewayError('GATEWAY_SHUTTING_DOWN');
+    inflight++;
+    const t0 = performance.now();
+    try {
+      await next();
+    } finally {
+      inflight--;
+      const transfer = (c.get('transfer' as never) as string | undefined) ?? 'inline';
+      c.res.headers.set('X-Payload-Transfer', transfer);
+      deps.metrics?.observe((c.get('fn' as never) as string | undefined) ?? '(unknown)', c.res.status, transfer, (performance.now() - t0) / 1000);
+      if (draining && inflight === 0) drained?.();
+    }
+  });
+  app.post('/fn/:name', (c) => invoke(c, deps, c.req.param('name')));
+
+  return {
+    app,
+    inflight: () => inflight,
+    drain: (timeoutMs) => {
+      draining = true;
+      if (inflight === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, timeoutMs);
+        drained = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,131 @@
+// Config deploys: validate a whole bundle (zod, then every definition against
+// the engine through the injected checkTarget) before anything changes, store
+// it as a version, and swap the registry's definitions atomically. Rollback
+// re-activates the previous version. Changes made by other replicas arrive
+// through the store's watch() and are applied the same way.
+//
+// Ownership: owns the snapshot of the active bundle it last applied. The
+// registry's replace() swaps one Map reference, and definitions are deep-
+// frozen, so a call in flight keeps the definitions it started with.
+// Event loop only; deploys are serialized by a promise chain.
+import { createHash } from 'node:crypto';
+import { FunctionBundleSchema, FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from '../function-schema.ts';
+import { log } from '../trace.ts';
+import type { BundleStore, VersionedBundle } from './bundle-store.ts';
+
+/** What the deployer needs of the function registry. */
+export interface DefinitionTarget {
+  replace(definitions: FunctionDefinition[], version: string): void;
+}
+
+/** Thrown when a bundle is refused; `errors` lists every problem. */
+export class BundleRefused extends Error {
+  constructor(readonly errors: string[]) {
+    super(`bundle refused: ${errors.length} error(s): ${errors.join('; ')}`);
+  }
+}
+
+export interface DeployerOptions {
+  store: BundleStore;
+  registry: DefinitionTarget;
+  /** Problems of one definition against the engine (target exists, inputs/outputs match); [] when it fits. */
+  checkTarget(def: FunctionDefinition): Promise<string[]>;
+}
+
+/** A version name derived from the content: the same functions get the same name on every replica. */
+export function contentVersion(functions: FunctionDefinition[]): string {
+  return `sha-${createHash('sha256').update(JSON.stringify(functions)).digest('hex').slice(0, 12)}`;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v as object)) deepFreeze(x);
+  }
+  return v;
+}
+
+export class FunctionDeployer {
+  private current: VersionedBundle | undefined;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly o: DeployerOptions) {}
+
+  /** The bundle this gateway serves now (frozen). */
+  get active(): VersionedBundle | undefined {
+    return this.current;
+  }
+
+  /** Seed the store with the local definitions if it is empty, apply the active bundle, follow changes. */
+  async start(local: FunctionDefinition[], version?: string): Promise<VersionedBundle> {
+    const seeded = await this.o.store.initialize({ version: version ?? contentVersion(local), functions: local });
+    this.apply(seeded);
+    this.o.store.watch((v) => {
+      if (v !== this.current?.version) void this.sync();
+    });
+    return seeded;
+  }
+
+  /** Parse and check a whole bundle; returns it with its version, or every problem found. */
+  async validate(raw: unknown): Promise<{ bundle?: VersionedBundle; errors: string[] }> {
+    const parsed = FunctionBundleSchema.safeParse(raw);
+    if (!parsed.success) return { errors: describeIssues(parsed.error) };
+    const errors: string[] = [];
+    const checks = await Promise.all(parsed.data.functions.map((d) => this.o.checkTarget(d).catch((e: Error) => [e.message])));
+    checks.forEach((problems, i) => {
+      const name = parsed.data.functions[i]!.name;
+      for (const p of problems) errors.push(`functions.${i} (${name}): ${p}`);
+    });
+    if (errors.length) return { errors };
+    const functions = parsed.data.functions;
+    return { bundle: { version: parsed.data.version ?? contentVersion(functions), functions }, errors: [] };
+  }
+
+  /** Validate whole, store, swap. Throws BundleRefused (nothing changed) or BundleVersionConflict. */
+  deploy(raw: unknown): Promise<VersionedBundle> {
+    return this.serial(async () => {
+      const { bundle, errors } = await this.validate(raw);
+      if (!bundle) throw new BundleRefused(errors);
+      await this.o.store.put(bundle);
+      this.apply(bundle);
+      log.info(`deployed function bundle ${bundle.version} (${bundle.functions.length} functions)`);
+      return this.current!;
+    });
+  }
+
+  /** Re-activate the previous version; null when there is none. */
+  rollback(): Promise<VersionedBundle | null> {
+    return this.serial(async () => {
+      const b = await this.o.store.rollback();
+      if (b) {
+        this.apply(b);
+        log.info(`rolled back to function bundle ${b.version}`);
+      }
+      return b ? this.current! : null;
+    });
+  }
+
+  /** Apply the store's active bundle if it differs from ours (change notices, polls). */
+  sync(): Promise<void> {
+    return this.serial(async () => {
+      const b = await this.o.store.active();
+      if (b && b.version !== this.current?.version) {
+        this.apply(b);
+        log.info(`switched to function bundle ${b.version} (deployed by another replica)`);
+      }
+    }).catch((e) => log.warn(`could not read the active function bundle: ${(e as Error).message}`));
+  }
+
+  private apply(b: VersionedBundle): void {
+    // Re-parse: the store holds JSON, and this fills defaults the same way on every replica.
+    const functions = b.functions.map((f) => deepFreeze(FunctionDefinitionSchema.parse(f)));
+    this.current = deepFreeze({ version: b.version, functions });
+    this.o.registry.replace(functions, b.version);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+}

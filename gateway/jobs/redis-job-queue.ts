@@ -1,0 +1,152 @@
+// JobQueue in Redis, shared by every gateway replica. The work queue is one
+// Redis Stream `<ns>:jobs:stream` with consumer group `runners`: XADD when a
+// job is accepted, XREADGROUP to take it (it then sits in the consumer's
+// pending list), XACK + XDEL when it is finished. A runner that dies leaves
+// its entries pending; XAUTOCLAIM lets any live runner take entries idle for
+// longer than the claim time, and live runners reset the idle time of what
+// they hold (XCLAIM ... JUSTID) as a heartbeat. Job records are hashes
+// `<ns>:job:<id>` {rev, state, doc} with a TTL equal to the job's retention,
+// updated by one Lua compare-and-set on rev.
+//
+// Ownership: owns two ioredis connections (one for commands, one for the
+// blocking XREADGROUP). Event loop only. At-least-once: a runner paused
+// longer than the claim time may see its job re-run elsewhere.
+import { Redis } from 'ioredis';
+import type { JobQueue, Taken } from './job-queue.ts';
+import { newJobRecord, nextRecord, type JobRecord, type JobState, type NewJob } from './job-state.ts';
+
+// KEYS[1] = job hash; ARGV = expected rev, new rev, state, doc, ttl ms. Returns 1, or 0 when rev moved.
+const CAS = `
+if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'rev', ARGV[2], 'state', ARGV[3], 'doc', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
+
+export interface RedisJobQueueOptions {
+  /** Key namespace shared by all replicas (default `tgw`). */
+  namespace?: string;
+  /** Per-command timeout of the command connection (ms). */
+  commandTimeoutMs?: number;
+}
+
+type Entries = Array<[string, string[]]>;
+
+function takenOf(entries: Entries | null | undefined): Taken[] {
+  const out: Taken[] = [];
+  for (const [entry, fields] of entries ?? []) {
+    if (!fields) continue; // deleted while pending
+    const i = fields.indexOf('id');
+    if (i >= 0) out.push({ id: fields[i + 1]!, entry });
+  }
+  return out;
+}
+
+export class RedisJobQueue implements JobQueue {
+  readonly kind = 'redis' as const;
+  private readonly redis: Redis;
+  private readonly blocking: Redis;
+  private readonly ns: string;
+  private readonly stream: string;
+  private readonly group = 'runners';
+  private groupReady: Promise<void> | undefined;
+  private claimCursor = '0-0';
+
+  constructor(url: string, opts: RedisJobQueueOptions = {}) {
+    this.ns = opts.namespace ?? 'tgw';
+    this.stream = `${this.ns}:jobs:stream`;
+    const common = { connectTimeout: 2000, retryStrategy: (n: number) => Math.min(100 * n, 1000) };
+    this.redis = new Redis(url, { ...common, maxRetriesPerRequest: 1, commandTimeout: opts.commandTimeoutMs ?? 2000 });
+    this.blocking = new Redis(url, { ...common, maxRetriesPerRequest: 1 });
+    this.redis.defineCommand('tgwJobCas', { numberOfKeys: 1, lua: CAS });
+    for (const c of [this.redis, this.blocking]) c.on('error', () => undefined); // state is seen through failed commands
+  }
+
+  private key(id: string): string {
+    return `${this.ns}:job:${id}`;
+  }
+
+  /** Create the stream and group once (BUSYGROUP = another replica did). */
+  private ensureGroup(): Promise<void> {
+    this.groupReady ??= this.redis
+      .call('XGROUP', 'CREATE', this.stream, this.group, '0', 'MKSTREAM')
+      .then(
+        () => undefined,
+        (e: Error) => {
+          if (!/BUSYGROUP/.test(e.message)) {
+            this.groupReady = undefined;
+            throw e;
+          }
+        },
+      );
+    return this.groupReady;
+  }
+
+  async enqueue(job: NewJob): Promise<JobRecord> {
+    await this.ensureGroup();
+    const rec = newJobRecord(job, Date.now());
+    const res = await this.redis
+      .multi()
+      .hset(this.key(rec.id), 'rev', String(rec.rev), 'state', rec.state, 'doc', JSON.stringify(rec))
+      .pexpire(this.key(rec.id), rec.retentionMs)
+      .xadd(this.stream, '*', 'id', rec.id)
+      .exec();
+    const failed = res?.find(([e]) => e);
+    if (!res || failed) throw failed?.[0] ?? new Error('redis transaction aborted');
+    return rec;
+  }
+
+  async get(id: string): Promise<JobRecord | null> {
+    const doc = await this.redis.hget(this.key(id), 'doc');
+    return doc ? (JSON.parse(doc) as JobRecord) : null;
+  }
+
+  async update(rec: JobRecord, to: JobState | null, patch: Partial<JobRecord> = {}): Promise<JobRecord | null> {
+    const next = nextRecord(rec, to, patch, Date.now());
+    const cas = (this.redis as unknown as { tgwJobCas(...a: Array<string | number>): Promise<number> }).tgwJobCas;
+    const ok = await cas.call(this.redis, this.key(rec.id), String(rec.rev), String(next.rev), next.state, JSON.stringify(next), next.retentionMs);
+    return ok === 1 ? next : null;
+  }
+
+  async take(consumer: string, max: number, waitMs: number): Promise<Taken[]> {
+    await this.ensureGroup();
+    const args: Array<string | number> = ['GROUP', this.group, consumer, 'COUNT', max];
+    if (waitMs > 0) args.push('BLOCK', Math.max(1, Math.round(waitMs)));
+    const res = (await this.blocking.call('XREADGROUP', ...args, 'STREAMS', this.stream, '>')) as Array<[string, Entries]> | null;
+    return takenOf(res?.[0]?.[1]);
+  }
+
+  async reclaim(consumer: string, minIdleMs: number, max: number): Promise<Taken[]> {
+    await this.ensureGroup();
+    const res = (await this.redis.call('XAUTOCLAIM', this.stream, this.group, consumer, Math.round(minIdleMs), this.claimCursor, 'COUNT', max)) as [
+      string,
+      Entries,
+      string[]?,
+    ];
+    this.claimCursor = res[0] ?? '0-0';
+    return takenOf(res[1]);
+  }
+
+  async touch(consumer: string, entries: string[]): Promise<void> {
+    if (!entries.length) return;
+    await this.redis.call('XCLAIM', this.stream, this.group, consumer, 0, ...entries, 'JUSTID');
+  }
+
+  /** Leave the entry pending but idle: XAUTOCLAIM (any runner, this one too) takes it again once idle long enough. */
+  async release(_entry: string, _delayMs: number): Promise<void> {}
+
+  async ack(entry: string): Promise<void> {
+    await this.redis.multi().xack(this.stream, this.group, entry).xdel(this.stream, entry).exec();
+  }
+
+  /** Entries taken but not acknowledged, in the whole group (for tests and diagnostics). */
+  async pendingCount(): Promise<number> {
+    await this.ensureGroup();
+    const r = (await this.redis.call('XPENDING', this.stream, this.group)) as [number, ...unknown[]];
+    return Number(r[0]);
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+    this.blocking.disconnect();
+  }
+}

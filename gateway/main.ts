@@ -1,0 +1,78 @@
+// `npm run gateway -- --port=8080 --engine=127.0.0.1:8001 --functions=functions
+//  --redis-url=redis://127.0.0.1:6379 --shm-threshold=65536 --lease-ttl-ms=10000`
+// REDIS_URL works too; with no Redis configured, leases live in memory.
+// SIGTERM/SIGINT: finish in-flight calls, unregister and unlink every region,
+// release leases, exit 0.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startGateway, type GatewayOptions } from './server.ts';
+import { log } from './trace.ts';
+
+const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--functions=functions]
+  [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
+  [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]`;
+
+/** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
+export function parseArgs(argv: string[]): GatewayOptions {
+  const o: GatewayOptions = {};
+  const num = (k: string, v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${k} needs a non-negative number, got '${v}'`);
+    return n;
+  };
+  for (const arg of argv) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unexpected argument '${arg}'`);
+    const [, k, v = 'true'] = m;
+    switch (k) {
+      case 'port': o.port = num(k!, v); break;
+      case 'host': o.host = v; break;
+      case 'engine': o.engine = v; break;
+      case 'functions': o.functions = v; break;
+      case 'redis-url': o.redisUrl = v; break;
+      case 'shm-threshold': o.shmThreshold = num(k!, v); break;
+      case 'lease-ttl-ms': o.leaseTtlMs = num(k!, v); break;
+      case 'shm': o.shm = v !== 'false'; break;
+      case 'arena-regions': o.arenaRegions = num(k!, v); break;
+      case 'arena-region-bytes': o.arenaRegionBytes = num(k!, v); break;
+      case 'prefix': o.prefix = v; break;
+      case 'lease-namespace': o.leaseNamespace = v; break;
+      case 'drain-ms': o.drainMs = num(k!, v); break;
+      case 'help': throw new Error(USAGE);
+      default: throw new Error(`unknown flag --${k}\n${USAGE}`);
+    }
+  }
+  return o;
+}
+
+async function main(): Promise<void> {
+  let opts: GatewayOptions;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const gw = await startGateway(opts);
+  const shutdown = (sig: string) => {
+    log.info(`${sig} received`);
+    gw.stop().then(
+      () => process.exit(0),
+      (e) => {
+        log.error('shutdown failed', e);
+        process.exit(1);
+      },
+    );
+  };
+  // gw.stop() is idempotent: a second signal (terminal plus supervisor) joins the first shutdown.
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  if (process.send) process.send({ ready: true, port: gw.port, ownerId: gw.ownerId });
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  main().catch((e) => {
+    log.error('gateway failed to start', e);
+    process.exit(1);
+  });
+}

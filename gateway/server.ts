@@ -1,0 +1,129 @@
+// Assembles and runs one gateway: engine client, lease store (Redis when a
+// URL is given, memory otherwise), function registry, staging arena, reaper,
+// metrics and the Hono app on @hono/node-server. stop() is the graceful
+// shutdown: refuse new calls, finish in-flight ones, unregister and unlink
+// every region, release leases, close connections.
+import os from 'node:os';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { listSharedMemoryKeys } from '../client/shared-memory.ts';
+import { shmUnlinkIfExists } from '../native/index.ts';
+import { createApp } from './app.ts';
+import { EngineClient } from './engine-client.ts';
+import { FunctionRegistry, loadFunctionDirectory } from './function-registry.ts';
+import type { LeaseStore } from './lease-store.ts';
+import { MemoryLeaseStore } from './memory-lease-store.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { Reaper } from './reaper.ts';
+import { RedisLeaseStore } from './redis-lease-store.ts';
+import { newOwnerId, processAlive } from './region-lease.ts';
+import { StagingArena } from './staging-arena.ts';
+import { log } from './trace.ts';
+
+export interface GatewayOptions {
+  port?: number;
+  host?: string;
+  /** Engine gRPC address host:port. */
+  engine?: string;
+  /** Folder of function definitions (*.json). */
+  functions?: string;
+  redisUrl?: string;
+  /** Bodies above this many bytes are staged through shm. */
+  shmThreshold?: number;
+  leaseTtlMs?: number;
+  /** false: never stage (a remote engine); true by default. */
+  shm?: boolean;
+  arenaRegions?: number;
+  arenaRegionBytes?: number;
+  /** shm key / region name prefix shared by the gateways of one host. */
+  prefix?: string;
+  /** Redis key namespace of the leases (default `tgw:<hostname>`). */
+  leaseNamespace?: string;
+  /** Time allowed for in-flight calls at shutdown (ms). */
+  drainMs?: number;
+}
+
+export interface RunningGateway {
+  port: number;
+  ownerId: string;
+  arena?: StagingArena;
+  store: LeaseStore;
+  engine: EngineClient;
+  registry: FunctionRegistry;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(o: GatewayOptions = {}): Promise<RunningGateway> {
+  const leaseTtlMs = o.leaseTtlMs ?? 10_000;
+  const prefix = o.prefix ?? 'tgw';
+  const ownerId = newOwnerId();
+  const definitions = loadFunctionDirectory(o.functions ?? 'functions');
+  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001');
+  const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
+  let store: LeaseStore;
+  if (redisUrl) {
+    const rs = new RedisLeaseStore(redisUrl, { namespace: o.leaseNamespace ?? `tgw:${os.hostname()}` });
+    await rs.ready(3000).catch((e) => log.warn(`${(e as Error).message}; serving inline until it is reachable`));
+    store = rs;
+  } else {
+    store = new MemoryLeaseStore();
+  }
+  const registry = new FunctionRegistry(engine, definitions);
+  if (!(await engine.check())) log.warn(`engine at ${engine.address} is not ready yet; calls answer 503 until it is`);
+  await registry.refreshEnsembles(true).catch(() => undefined);
+  for (const d of definitions) {
+    await registry.resolve(d.name).catch((e) => log.warn(`function '${d.name}': ${(e as Error).message}`));
+  }
+
+  let arena: StagingArena | undefined;
+  if (o.shm !== false) {
+    arena = new StagingArena(engine, store, {
+      ownerId,
+      prefix,
+      regionCount: o.arenaRegions ?? 2,
+      regionBytes: o.arenaRegionBytes ?? 32 * 1024 * 1024,
+      leaseTtlMs,
+    });
+    await arena.start();
+  }
+  const reaper = new Reaper(
+    store,
+    engine,
+    { unlinkIfExists: shmUnlinkIfExists, listKeys: listSharedMemoryKeys, isProcessAlive: processAlive },
+    { ownerId, prefix, leaseTtlMs },
+  );
+  await reaper.start();
+
+  const metrics = new GatewayMetrics({
+    arena: arena ? () => arena.status() : undefined,
+    engineUp: () => engine.up,
+    storeUp: () => store.state === 'up',
+    reaped: () => reaper.reapedTotal,
+  }, true);
+  const gw = createApp({ registry, engine, arena, metrics, store, shmThreshold: o.shmThreshold ?? 65536, reaped: () => reaper.reapedTotal });
+
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0' }, () => resolve(s as Server));
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info(`gateway ${ownerId} listening on :${port}, engine ${engine.address}, ${registry.names().length} functions`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('gateway shutting down: finishing in-flight calls');
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      await gw.drain(o.drainMs ?? 10_000);
+      server.closeAllConnections();
+      await closed;
+      await reaper.stop();
+      await arena?.stop();
+      await store.close();
+      engine.close();
+      log.info('gateway stopped: regions unregistered and unlinked, leases released');
+    })());
+
+  return { port, ownerId, arena, store, engine, registry, stop };
+}

@@ -1,0 +1,94 @@
+// `npm start`: the engine and the gateway on the bundled model repository,
+// supervised. A child that dies is restarted with exponential backoff (reset
+// once it has stayed up for a while). SIGTERM/SIGINT go to the gateway first
+// (it finishes in-flight calls and unregisters its regions from the engine),
+// then to the engine; the supervisor exits 0 when both exit cleanly.
+//
+// Extra flags: START_ENGINE_ARGS and START_GATEWAY_ARGS (space-separated)
+// are appended to each child's command line; REDIS_URL reaches the gateway.
+import { spawn, type ChildProcess } from 'node:child_process';
+
+interface Spec {
+  name: string;
+  args: string[];
+}
+
+const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
+const engineArgs = split(process.env.START_ENGINE_ARGS);
+const grpcPort = /^--grpc-port=(\d+)$/.exec(engineArgs.find((a) => a.startsWith('--grpc-port=')) ?? '')?.[1] ?? '8001';
+const specs: Spec[] = [
+  {
+    name: 'engine',
+    args: ['engine/main.ts', '--model-repository=model_repository', '--allow-client-shm=true', ...engineArgs],
+  },
+  {
+    name: 'gateway',
+    args: ['gateway/main.ts', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...split(process.env.START_GATEWAY_ARGS)],
+  },
+];
+
+const MIN_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 10_000;
+const STABLE_MS = 30_000;
+
+class Supervised {
+  proc: ChildProcess | undefined;
+  private backoff = MIN_BACKOFF_MS;
+  private startedAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  lastExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private exitWaiters: Array<() => void> = [];
+
+  constructor(private readonly spec: Spec) {}
+
+  start(): void {
+    this.startedAt = Date.now();
+    // One node process per child (tsx as an import hook), so signals reach it directly.
+    // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the children in order.
+    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: process.env, detached: true });
+    this.proc = p;
+    p.on('exit', (code, signal) => {
+      this.proc = undefined;
+      this.lastExit = { code, signal };
+      for (const w of this.exitWaiters.splice(0)) w();
+      if (shuttingDown) return;
+      if (Date.now() - this.startedAt > STABLE_MS) this.backoff = MIN_BACKOFF_MS;
+      process.stderr.write(`start: ${this.spec.name} exited (${signal ?? `code ${code}`}); restarting in ${this.backoff} ms\n`);
+      this.timer = setTimeout(() => this.start(), this.backoff);
+      this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
+    });
+  }
+
+  /** Send `sig` and resolve when the child has exited (or at once if it is not running). */
+  stop(sig: NodeJS.Signals): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    if (!this.proc) return Promise.resolve();
+    const done = new Promise<void>((r) => this.exitWaiters.push(r));
+    this.proc.kill(sig);
+    return done;
+  }
+
+  get clean(): boolean {
+    return !this.lastExit || this.lastExit.code === 0;
+  }
+}
+
+let shuttingDown = false;
+const children = specs.map((s) => new Supervised(s));
+for (const c of children) c.start();
+
+async function shutdown(sig: NodeJS.Signals): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  process.stderr.write(`start: ${sig}: stopping gateway, then engine\n`);
+  const [engine, gateway] = children as [Supervised, Supervised];
+  await gateway.stop(sig);
+  await engine.stop(sig);
+  process.exit(children.every((c) => c.clean) ? 0 : 1);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+// If the supervisor exits any other way, do not leave the children running.
+process.on('exit', () => {
+  for (const c of children) c.proc?.kill('SIGTERM');
+});
+process.on('SIGINT', () => void shutdown('SIGINT'));

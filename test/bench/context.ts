@@ -1,0 +1,77 @@
+// What the phases of one bench run share: the mode, the measurement windows,
+// the input images, and where every result goes.
+import type { LoadResult } from './load-generator.ts';
+import type { MemoryRow, Row } from './report.ts';
+
+/** Closed-loop concurrency of the pipeline table (a)-(d) and its ratios. */
+export const PIPELINE_CLIENTS = 16;
+/** Concurrency of the encoder rows (the ceiling keeps 2 x 16 images in flight). */
+export const ENCODER_CLIENTS = 32;
+/** Concurrency of the small-model rows (recommender, gateway vs direct). */
+export const SMALL_CLIENTS = 16;
+
+const closed = (n: number) => `closed loop, ${n} clients`;
+
+/** Every load row of the report: id -> label and load. */
+export const ROW_INFO: Record<string, { label: string; load: string }> = {
+  a: { label: 'baseline: one HTTP server per model, JSON tensors', load: closed(PIPELINE_CLIENTS) },
+  b: { label: 'engine, search_pipeline_ensemble, batching off', load: closed(PIPELINE_CLIENTS) },
+  c: { label: 'engine, search_pipeline_ensemble, dynamic batching', load: closed(PIPELINE_CLIENTS) },
+  d: { label: 'gateway POST /fn/search_pipeline_ensemble → engine (c)', load: closed(PIPELINE_CLIENTS) },
+  'ol-a': { label: '(a) baseline, open loop', load: 'open loop' },
+  'ol-c': { label: '(c) engine with batching, open loop', load: 'open loop' },
+  ceiling: { label: 'raw ORT ceiling: clip encoder, 2 worker sessions × batch 16', load: 'closed loop, 2 × batch 16 in flight (images/s)' },
+  'enc-batch': { label: 'engine clip_encoder_model over gRPC, dynamic batching', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
+  'enc-nobatch': { label: 'engine clip_encoder_model over gRPC, batching off', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
+  'pre-alone': { label: 'engine image_preprocess_model alone over gRPC', load: closed(PIPELINE_CLIENTS) },
+  'rec-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
+  'rec-nobatch': { label: 'engine product_recommender_model over gRPC, batching off', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
+  'gw-rec': { label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
+  'rec-c1-engine': { label: 'engine product_recommender_model over gRPC, batching off, 1 client', load: closed(1) },
+  'rec-c1-raw': { label: 'raw in-process session.run, product_recommender_model, batch 1', load: 'sequential on one thread' },
+  'large-staged': { label: 'gateway, large JPEG, staged through shm (default threshold)', load: closed(1) },
+  'large-inline': { label: 'gateway, large JPEG, forced inline (--shm=false)', load: closed(1) },
+};
+
+export interface BenchContext {
+  quick: boolean;
+  warmupMs: number;
+  durationMs: number;
+  /** JPEGs of the pipeline rows, sent round robin. */
+  images: Buffer[];
+  rows: Map<string, Row>;
+  memory: MemoryRow[];
+  notes: string[];
+  /** Scalar results that are not load rows (e.g. shm vs inline). */
+  values: Map<string, number>;
+  log(line: string): void;
+}
+
+/** Run one measurement into `ctx.rows[id]`; a failure is recorded as "not measured", never thrown. */
+export async function measure(ctx: BenchContext, id: string, run: () => Promise<LoadResult>, note?: string, load?: string): Promise<LoadResult | undefined> {
+  const t = performance.now();
+  const info = ROW_INFO[id];
+  if (!info) throw new Error(`unknown bench row '${id}'`);
+  const label = info.label;
+  load ??= info.load;
+  try {
+    const result = await run();
+    if (result.requests === 0) throw new Error(`no request completed${result.firstError ? `: ${result.firstError}` : ''}`);
+    ctx.rows.set(id, { id, label, load, result, note });
+    ctx.log(`  ${label}: p50 ${result.p50.toFixed(2)} ms, p95 ${result.p95.toFixed(2)} ms, ${result.throughput.toFixed(1)}/s (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+    return result;
+  } catch (e) {
+    const why = (e as Error).message.split('\n')[0]!.slice(0, 200);
+    ctx.rows.set(id, { id, label, load, skipped: why, note });
+    ctx.log(`  ${label}: NOT MEASURED: ${why}`);
+    return undefined;
+  }
+}
+
+/** Mark rows a phase could not reach (e.g. its server did not start) as not measured. */
+export function skipRows(ctx: BenchContext, why: string, ids: string[]): void {
+  for (const id of ids) {
+    const info = ROW_INFO[id]!;
+    if (!ctx.rows.has(id)) ctx.rows.set(id, { id, label: info.label, load: info.load, skipped: why });
+  }
+}

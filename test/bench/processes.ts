@@ -1,0 +1,94 @@
+// Child processes for the benchmarks: start a TypeScript entry point under
+// tsx on free ports, wait until it answers, read its resident memory, stop it.
+// Every child started here is tracked so `stopAll()` can end them on exit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A child process started by the bench. */
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  /** Last lines of its stderr/stdout (for error messages). */
+  tail(): string;
+}
+
+const children = new Set<Child>();
+
+/** A port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** `node --import tsx <script> ...args` from the repository root; the pid is node's own. */
+export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}): Child {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.resolve(ROOT, script), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ENGINE_QUIET: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const keep = (d: Buffer) => {
+    log = (log + d.toString()).slice(-4000);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const child: Child = { name, proc, tail: () => log.split('\n').slice(-15).join('\n') };
+  children.add(child);
+  proc.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Poll `probe` until it resolves true; fail naming the child if it exits or `timeoutMs` passes. */
+export async function waitUntil(child: Child, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
+      throw new Error(`${child.name} exited (${child.proc.exitCode ?? child.proc.signalCode}) before it was ready:\n${child.tail()}`);
+    }
+    try {
+      if (await probe()) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${child.name} not ready after ${timeoutMs} ms:\n${child.tail()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves when the child has exited. */
+export function stopChild(child: Child, graceMs = 10_000): Promise<void> {
+  const p = child.proc;
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => p.kill('SIGKILL'), graceMs);
+    p.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    p.kill('SIGTERM');
+  });
+}
+
+/** Stop every child still running (on the way out, also after a failure). */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => stopChild(c, 5000)));
+}
+
+/** Resident set size (VmRSS) of a process in MiB, from /proc/<pid>/status. */
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(m[1]) / 1024;
+}

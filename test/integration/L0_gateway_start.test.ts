@@ -1,0 +1,118 @@
+// `npm start` (scripts/start.ts): engine + gateway supervised. A killed
+// gateway is restarted and its successor's start-up sweep cleans the dead
+// one's regions (in-memory leases); a killed engine makes the gateway answer
+// 503 until the restarted engine is back; SIGTERM exits 0 leaving nothing.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TritonGrpcClient } from '../../client/grpc-client.ts';
+import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
+import { shmUnlinkIfExists } from '../../native/index.ts';
+import { makeJpeg } from '../fixtures/images.ts';
+import { freePort, waitFor } from './L0_gateway-support.ts';
+
+const ROOT = path.join(import.meta.dirname, '../..');
+const PREFIX = 'tgws';
+let sup: ChildProcess;
+let gwPort: number;
+let grpcPort: number;
+let image: Buffer;
+let out = '';
+
+/** Children of the supervisor whose command line contains `script`. */
+function childPids(script: string): number[] {
+  const pids: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== sup.pid) continue;
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(script)) pids.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+const call = () =>
+  fetch(`http://127.0.0.1:${gwPort}/fn/search_pipeline_ensemble`, { method: 'POST', body: image, headers: { 'Content-Type': 'image/jpeg' } });
+const ownersOnShm = () => [...new Set(listSharedMemoryKeys(`/${PREFIX}_`).map((k) => k.split('_')[1]!))];
+
+beforeAll(async () => {
+  [gwPort, grpcPort] = [await freePort(), await freePort()];
+  const [httpPort, metricsPort] = [await freePort(), await freePort()];
+  image = await makeJpeg(64, 48, 5);
+  sup = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      REDIS_URL: '',
+      ENGINE_QUIET: '0',
+      START_ENGINE_ARGS: `--grpc-port=${grpcPort} --http-port=${httpPort} --metrics-port=${metricsPort} --http-address=127.0.0.1`,
+      START_GATEWAY_ARGS: `--port=${gwPort} --host=127.0.0.1 --prefix=${PREFIX} --lease-ttl-ms=500 --arena-regions=1 --arena-region-bytes=${4 << 20}`,
+    },
+  });
+  sup.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  sup.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  await waitFor('gateway ready', async () => (await fetch(`http://127.0.0.1:${gwPort}/readyz`)).status === 200, 120_000, 200).catch((e) => {
+    throw new Error(`${(e as Error).message}\n${out}`);
+  });
+}, 180_000);
+
+afterAll(async () => {
+  if (sup && sup.exitCode === null && sup.signalCode === null) {
+    for (const p of [...childPids('gateway/main.ts'), ...childPids('engine/main.ts')]) process.kill(p, 'SIGKILL');
+    sup.kill('SIGKILL');
+  }
+  for (const k of listSharedMemoryKeys(`/${PREFIX}_`)) shmUnlinkIfExists(k); // only after a failed test
+});
+
+describe('npm start supervisor', () => {
+  it('serves calls through the gateway', async () => {
+    const r = await call();
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as { outputs: { FINAL_VECTOR: { shape: number[] } } }).outputs.FINAL_VECTOR.shape).toEqual([512]);
+  });
+
+  it('restarts a killed gateway, whose successor cleans the dead one’s regions', async () => {
+    const [pid] = childPids('gateway/main.ts');
+    expect(pid).toBeDefined();
+    const before = ownersOnShm();
+    expect(before).toHaveLength(1);
+    expect(before[0]!.startsWith(`${pid}x`)).toBe(true);
+    process.kill(pid!, 'SIGKILL');
+    await waitFor('a new gateway', () => childPids('gateway/main.ts').some((p) => p !== pid), 20_000);
+    await waitFor('new gateway serving', async () => (await call()).status === 200, 60_000, 100);
+    await waitFor('old regions cleaned', async () => {
+      const engine = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
+      try {
+        const regions = Object.keys(await engine.systemSharedMemoryStatus());
+        return !ownersOnShm().includes(before[0]!) && !regions.some((n) => n.includes(before[0]!));
+      } finally {
+        engine.close();
+      }
+    }, 10_000);
+  }, 90_000);
+
+  it('answers 503 while the engine is down and recovers when the supervisor restarts it', async () => {
+    const [pid] = childPids('engine/main.ts');
+    process.kill(pid!, 'SIGKILL');
+    await waitFor('503 from the gateway', async () => {
+      const r = await call();
+      return r.status === 503 && ((await r.json()) as { error: { code: string } }).error.code === 'ENGINE_UNAVAILABLE';
+    }, 10_000, 20);
+    await waitFor('served again', async () => (await call()).status === 200, 90_000, 200);
+  }, 120_000);
+
+  it('SIGTERM stops both children, exits 0 and leaves no region behind', async () => {
+    const exit = new Promise<number | null>((r) => sup.once('exit', (code) => r(code)));
+    sup.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(listSharedMemoryKeys(`/${PREFIX}_`)).toEqual([]);
+    expect(childPids('main.ts')).toEqual([]);
+  }, 60_000);
+});
