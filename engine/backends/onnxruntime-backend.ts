@@ -12,12 +12,12 @@ import { spawnWorker } from './spawn-worker.ts';
 import type { Backend, BackendContext, BackendModel, IOInfo } from '../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../scheduler.ts';
 import type { InferRequest, InferResponse, Tensor } from '../infer-request.ts';
-import type { FromWorker, ToWorker, WireMeta, WireOutputRequest, WireTensorIn } from './onnxruntime-messages.ts';
+import type { FromWorker, ToWorker, WireMeta, WireOutputRequest, WireTensorIn, WireTensorOut } from './onnxruntime-messages.ts';
 import { datatypeOfOrt, ortTypeOf } from './ort-types.ts';
 import { StatusError, internal, invalidArg, unavailable } from '../status.ts';
 import { deserializeBytes, serializeBytes } from '../datatypes.ts';
 import type { ModelConfig } from '../model-config.ts';
-import { tracer } from '../trace.ts';
+import { log, tracer } from '../trace.ts';
 
 const trace = tracer('onnxruntime');
 const WORKER_URL = new URL('./onnxruntime-worker.ts', import.meta.url);
@@ -55,13 +55,22 @@ class OnnxInstance implements ExecutionInstance {
   private pending = new Map<number, { resolve: (m: FromWorker) => void; reject: (e: Error) => void }>();
   private spare: ArrayBuffer[] = [];
   private dead: Error | undefined;
+  private closed = false;
+  private worker!: Worker;
   meta?: { inputs: WireMeta[]; outputs: WireMeta[] };
 
   constructor(
     readonly name: string,
-    private readonly worker: Worker,
+    private readonly spawn: () => Worker,
     private readonly ctx: BackendContext,
   ) {
+    this.attach(spawn());
+  }
+
+  /** Wire a (new) worker: results resolve pending runs; a crash fails them and marks the instance for respawn. */
+  private attach(worker: Worker): void {
+    this.worker = worker;
+    this.dead = undefined;
     worker.on('message', (m: FromWorker) => {
       if (m.kind === 'result' || m.kind === 'run-error') {
         for (const b of m.returned) this.recycle(b);
@@ -71,14 +80,23 @@ class OnnxInstance implements ExecutionInstance {
       }
     });
     const die = (err: Error) => {
+      if (this.worker !== worker) return;
       this.dead = err;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
+      if (!this.closed) log.error(`instance ${this.name} of '${this.ctx.modelName}' died; it restarts on its next request`, err);
     };
-    worker.on('error', (e) => die(internal(`instance ${name} failed`, e)));
+    worker.on('error', (e) => die(internal(`instance ${this.name} failed`, e)));
     worker.on('exit', (code) => {
-      if (!this.dead) die(internal(`instance ${name} exited (code ${code})`));
+      if (!this.dead) die(internal(`instance ${this.name} exited (code ${code})`));
     });
+  }
+
+  /** Replace a crashed worker with a fresh session. */
+  private async respawn(): Promise<void> {
+    this.attach(this.spawn());
+    await this.ready();
+    log.info(`instance ${this.name} of '${this.ctx.modelName}' restarted`);
   }
 
   /** Wait for the session to load in the worker. */
@@ -115,7 +133,8 @@ class OnnxInstance implements ExecutionInstance {
   }
 
   async execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    if (this.dead) throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
+    if (this.closed) throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
+    if (this.dead) await this.respawn();
     const t0 = process.hrtime.bigint();
     const { config } = this.ctx;
     const batched = config.max_batch_size > 0 && requests.length > 1;
@@ -175,6 +194,8 @@ class OnnxInstance implements ExecutionInstance {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     if (this.dead) return;
     const closed = new Promise<void>((resolve) => {
       const on = (m: FromWorker) => m.kind === 'closed' && resolve();
@@ -206,9 +227,9 @@ function wantedOutputs(requests: InferRequest[], config: ModelConfig): string[] 
 }
 
 /** Split batched outputs back per request (views, no copies for fixed-size types). */
-function split(requests: InferRequest[], outs: ReturnType<typeof Array.prototype.slice>, ctx: BackendContext, batched: boolean): Array<InferResponse | StatusError> {
+function split(requests: InferRequest[], outs: WireTensorOut[], ctx: BackendContext, batched: boolean): Array<InferResponse | StatusError> {
   const version = String(ctx.version);
-  const tensors = (outs as Array<{ name: string; type: string; dims: number[]; buffer?: ArrayBuffer; byteOffset?: number; byteLength?: number }>).map((o) => {
+  const tensors = outs.map((o) => {
     const datatype = datatypeOfOrt(o.type);
     if (!datatype) throw internal(`model '${ctx.modelName}' output '${o.name}' has unsupported type ${o.type}`);
     return { name: o.name, datatype, shape: o.dims, data: new Uint8Array(o.buffer!, o.byteOffset, o.byteLength) };
@@ -263,8 +284,8 @@ export const onnxruntimeBackend: Backend = {
     for (const g of groups) {
       for (let i = 0; i < g.count; i++) {
         const name = `${g.name}_${i}`;
-        const w = spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options } as Record<string, unknown>);
-        instances.push(new OnnxInstance(name, w, ctx));
+        const spawn = () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options });
+        instances.push(new OnnxInstance(name, spawn, ctx));
       }
     }
     try {

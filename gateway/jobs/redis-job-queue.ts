@@ -111,8 +111,10 @@ export class RedisJobQueue implements JobQueue {
     await this.ensureGroup();
     const args: Array<string | number> = ['GROUP', this.group, consumer, 'COUNT', max];
     if (waitMs > 0) args.push('BLOCK', Math.max(1, Math.round(waitMs)));
-    const res = (await this.blocking.call('XREADGROUP', ...args, 'STREAMS', this.stream, '>')) as Array<[string, Entries]> | null;
-    return takenOf(res?.[0]?.[1]);
+    const res = (await this.blocking.call('XREADGROUP', ...args, 'STREAMS', this.stream, '>')) as unknown[] | null;
+    if (!res?.length) return [];
+    // RESP2 answers [[stream, entries]]; RESP3 (a map) comes back as [stream, entries].
+    return takenOf((typeof res[0] === 'string' ? res[1] : (res[0] as [string, Entries])[1]) as Entries);
   }
 
   async reclaim(consumer: string, minIdleMs: number, max: number): Promise<Taken[]> {

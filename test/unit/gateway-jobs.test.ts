@@ -217,9 +217,8 @@ describe('redis job queue', () => {
     const runner = new JobRunner({ queue: q, consumer: 'A', claimIdleMs: 150, pollMs: 50, invoke: async () => { calls++; await sleep(600); return {}; } });
     runner.start();
     await waitFor('job started', () => calls === 1);
-    const q2 = await make();
-    (q2 as unknown as { ns: string }).ns = (q as unknown as { ns: string }).ns; // same namespace, other replica
-    (q2 as unknown as { stream: string }).stream = (q as unknown as { stream: string }).stream;
+    const q2 = new RedisJobQueue(redis.url, { namespace: `t${n}` }); // same namespace: another replica
+    queues.push(q2);
     for (let i = 0; i < 5; i++) {
       expect(await q2.reclaim('B', 150, 10)).toEqual([]);
       await sleep(100);

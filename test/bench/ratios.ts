@@ -1,0 +1,116 @@
+// The ratios of the report, each from the rows of one run, with the issue's
+// targets judged as met or not. A ratio whose rows are missing is "not
+// measured", never guessed.
+import type { BenchContext } from './context.ts';
+import type { LoadResult } from './load-generator.ts';
+import { f1, f2, type Ratio } from './report.ts';
+
+const get = (ctx: BenchContext, id: string): LoadResult | undefined => ctx.rows.get(id)?.result;
+const why = (ctx: BenchContext, ids: string[]) =>
+  ids.filter((id) => !get(ctx, id)).map((id) => `${id}: ${ctx.rows.get(id)?.skipped ?? 'not run'}`).join('; ');
+const thr = (r: LoadResult) => `${f1(r.throughput)}/s`;
+const lat = (r: LoadResult) => `p50 ${f2(r.p50)} / p95 ${f2(r.p95)} ms`;
+
+function pair(ctx: BenchContext, name: string, ids: [string, string], make: (x: LoadResult, y: LoadResult) => Omit<Ratio, 'name' | 'target'>, target?: string): Ratio {
+  const [x, y] = [get(ctx, ids[0]), get(ctx, ids[1])];
+  if (!x || !y) return { name, measured: '', value: undefined, target, skipped: why(ctx, ids) };
+  return { name, target, ...make(x, y) };
+}
+
+export function computeRatios(ctx: BenchContext): Ratio[] {
+  const out: Ratio[] = [];
+  out.push(
+    pair(ctx, '(c) engine with dynamic batching vs (a) baseline: throughput, at lower p95', ['c', 'a'], (c, a) => ({
+      measured: `${thr(c)} vs ${thr(a)}; p95 ${f2(c.p95)} vs ${f2(a.p95)} ms`,
+      value: c.throughput / a.throughput,
+      met: c.throughput >= 2 * a.throughput && c.p95 < a.p95,
+    }), '≥ 2× throughput and lower p95'),
+  );
+  out.push(
+    pair(ctx, 'engine clip_encoder_model (gRPC, batch-1 clients) vs raw ORT ceiling', ['enc-batch', 'ceiling'], (e, r) => ({
+      measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
+      value: e.throughput / r.throughput,
+      met: e.throughput >= 0.9 * r.throughput,
+    }), '≥ 0.90'),
+  );
+  const [pre, enc, ens] = [get(ctx, 'pre-alone'), get(ctx, 'enc-batch'), get(ctx, 'c')];
+  if (pre && enc && ens) {
+    const slowest = pre.throughput <= enc.throughput ? { id: 'image_preprocess_model', r: pre } : { id: 'clip_encoder_model', r: enc };
+    out.push({
+      name: 'search_pipeline_ensemble (c) vs its slowest member alone (throughput)',
+      measured: `${thr(ens)} vs ${slowest.id} ${thr(slowest.r)}`,
+      value: ens.throughput / slowest.r.throughput,
+      target: '≥ 0.90',
+      met: ens.throughput >= 0.9 * slowest.r.throughput,
+    });
+  } else {
+    out.push({ name: 'search_pipeline_ensemble (c) vs its slowest member alone (throughput)', measured: '', value: undefined, target: '≥ 0.90', skipped: why(ctx, ['c', 'pre-alone', 'enc-batch']) });
+  }
+  const batching = (model: string, ids: [string, string]) =>
+    pair(ctx, `dynamic batching vs none, ${model} (throughput)`, ids, (b, n) => ({
+      measured: `${thr(b)} (${lat(b)}) vs ${thr(n)} (${lat(n)})`,
+      value: b.throughput / n.throughput,
+    }));
+  out.push(batching('clip_encoder_model', ['enc-batch', 'enc-nobatch']));
+  out.push(batching('product_recommender_model', ['rec-batch', 'rec-nobatch']));
+  out.push(batching('search_pipeline_ensemble, (c) vs (b)', ['c', 'b']));
+
+  const shm = ctx.values.get('shm-p50');
+  const inline = ctx.values.get('inline-p50');
+  if (shm !== undefined && inline !== undefined) {
+    out.push({
+      name: '10 MB input through shm vs inline gRPC bytes (p50 latency)',
+      measured: `p50 ${f2(shm)} vs ${f2(inline)} ms (p95 ${f2(ctx.values.get('shm-p95'))} vs ${f2(ctx.values.get('inline-p95'))} ms)`,
+      value: shm / inline,
+      target: '≤ 0.05',
+      met: shm / inline <= 0.05,
+    });
+  } else {
+    out.push({ name: '10 MB input through shm vs inline gRPC bytes (p50 latency)', measured: '', value: undefined, target: '≤ 0.05', skipped: ctx.notes.find((n) => n.startsWith('shm vs inline')) ?? 'not run' });
+  }
+
+  const gwName = 'gateway /fn vs direct gRPC, product_recommender_model (small call)';
+  const gw = get(ctx, 'gw-rec');
+  const direct = get(ctx, 'rec-batch');
+  if (gw && direct) {
+    out.push({
+      name: `${gwName}: p50 added`,
+      measured: `p50 ${f2(gw.p50)} vs ${f2(direct.p50)} ms (p95 ${f2(gw.p95)} vs ${f2(direct.p95)})`,
+      value: gw.p50 - direct.p50,
+      target: '≤ +1 ms',
+      met: gw.p50 - direct.p50 <= 1,
+    });
+    out.push({ name: `${gwName}: throughput`, measured: `${thr(gw)} vs ${thr(direct)}`, value: gw.throughput / direct.throughput, target: '≥ 0.80', met: gw.throughput >= 0.8 * direct.throughput });
+  } else {
+    const s = why(ctx, ['gw-rec', 'rec-batch']);
+    out.push({ name: `${gwName}: p50 added`, measured: '', value: undefined, target: '≤ +1 ms', skipped: s });
+    out.push({ name: `${gwName}: throughput`, measured: '', value: undefined, target: '≥ 0.80', skipped: s });
+  }
+  out.push(
+    pair(ctx, 'gateway (d) vs direct engine (c), image pipeline (throughput)', ['d', 'c'], (d, c) => ({
+      measured: `${thr(d)} (${lat(d)}) vs ${thr(c)} (${lat(c)})`,
+      value: d.throughput / c.throughput,
+    })),
+  );
+  out.push(
+    pair(ctx, 'gateway large JPEG: staged through shm vs forced inline (p50 latency)', ['large-staged', 'large-inline'], (s, i) => ({
+      measured: `p50 ${f2(s.p50)} vs ${f2(i.p50)} ms`,
+      value: s.p50 / i.p50,
+    })),
+  );
+
+  const eng = ctx.values.get('memory-engine');
+  const sum = ctx.values.get('memory-per-model-sum');
+  if (eng !== undefined && sum !== undefined) {
+    out.push({ name: 'resident memory: one engine with all models vs one process per model', measured: `${f1(eng)} vs ${f1(sum)} MiB`, value: eng / sum, target: '≤ 0.50', met: eng / sum <= 0.5 });
+  } else {
+    out.push({ name: 'resident memory: one engine with all models vs one process per model', measured: '', value: undefined, target: '≤ 0.50', skipped: eng === undefined ? 'engine not measured' : 'per-model processes not measured' });
+  }
+  out.push(
+    pair(ctx, 'per-request engine overhead, product_recommender_model (gRPC p50 − raw session.run p50, ms)', ['rec-c1-engine', 'rec-c1-raw'], (e, r) => ({
+      measured: `${f2(e.p50)} − ${r.p50.toFixed(3)} ms`,
+      value: e.p50 - r.p50,
+    })),
+  );
+  return out;
+}

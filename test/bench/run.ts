@@ -1,0 +1,106 @@
+// `npm run bench [-- --quick] [-- --out DIR]`: starts everything it measures
+// (baseline servers, engines, gateways) as child processes on free ports,
+// runs every row one after the other (never two loads at once: 2 cores),
+// stops everything, writes DIR/latest.md and DIR/latest.svg (default
+// test/bench/results/) and prints the report.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { makeJpeg } from '../fixtures/images.ts';
+import { ENCODER_CLIENTS, PIPELINE_CLIENTS, ROW_INFO, SMALL_CLIENTS, type BenchContext } from './context.ts';
+import { baselinePhase } from './phase-baseline.ts';
+import { batchedEnginePhase, unbatchedEnginePhase } from './phase-engine.ts';
+import { gatewayPhase } from './phase-gateway.ts';
+import { memoryPhase } from './phase-memory.ts';
+import { rawPhase } from './phase-raw.ts';
+import { shmPhase } from './phase-shm.ts';
+import { ROOT, stopAll } from './processes.ts';
+import { computeRatios } from './ratios.ts';
+import { renderMarkdown, renderSvg, type Row } from './report.ts';
+import { closeHttpAgent } from './services.ts';
+
+/** Pipeline images: 640×480 JPEGs (quality 90) of distinct seeded patterns, sent round robin. */
+const IMAGE_W = 640;
+const IMAGE_H = 480;
+const IMAGE_COUNT = 8;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
+  const quick = values.quick!;
+  const outDir = path.resolve(values.out ?? path.join(ROOT, 'test/bench/results'));
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadBefore = os.loadavg();
+  const images = await Promise.all(Array.from({ length: IMAGE_COUNT }, (_, i) => makeJpeg(IMAGE_W, IMAGE_H, i + 1)));
+  const ctx: BenchContext = {
+    quick,
+    warmupMs: quick ? 300 : 2000,
+    durationMs: quick ? 1200 : 8000,
+    images,
+    rows: new Map(),
+    memory: [],
+    notes: [],
+    values: new Map(),
+    log: (line) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}\n`),
+  };
+  ctx.log(`${quick ? 'quick' : 'full'} run: warm-up ${ctx.warmupMs} ms, window ${ctx.durationMs} ms per row`);
+
+  const stopOnSignal = () => {
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  try {
+    await rawPhase(ctx);
+    await baselinePhase(ctx);
+    await unbatchedEnginePhase(ctx);
+    await batchedEnginePhase(ctx, (engine) => gatewayPhase(ctx, engine));
+    await shmPhase(ctx);
+    await memoryPhase(ctx);
+  } finally {
+    await stopAll();
+    closeHttpAgent();
+  }
+
+  const row = (id: string): Row => ctx.rows.get(id) ?? { id, ...ROW_INFO[id]!, skipped: 'not run' };
+  const avgKiB = images.reduce((a, b) => a + b.byteLength, 0) / images.length / 1024;
+  const data = {
+    quick,
+    startedAt,
+    seconds: (performance.now() - t0) / 1000,
+    loadBefore,
+    loadAfter: os.loadavg(),
+    settings: [
+      `each closed-loop row: ${ctx.warmupMs} ms warm-up (not measured), then a ${ctx.durationMs} ms window; latencies from an HDR histogram (hdr-histogram-js), µs resolution`,
+      `rows run one at a time; clients run in this process, every server is its own child process (\`node --import tsx\`)`,
+      `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
+      'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
+      'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',
+      'other processes on this host (other sessions\' tests) may have competed for the 2 cores: see the load averages',
+    ],
+    pipeline: ['a', 'b', 'c', 'd'].map(row),
+    openLoop: ['ol-a', 'ol-c'].map(row),
+    ratios: computeRatios(ctx),
+    rows: Object.keys(ROW_INFO)
+      .filter((id) => !['a', 'b', 'c', 'd', 'ol-a', 'ol-c'].includes(id))
+      .map(row),
+    memory: ctx.memory,
+    notes: ctx.notes,
+  };
+  const md = renderMarkdown(data);
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(path.join(outDir, 'latest.md'), md);
+  writeFileSync(path.join(outDir, 'latest.svg'), renderSvg(data));
+  process.stdout.write(`${md}\n`);
+  ctx.log(`wrote ${path.join(outDir, 'latest.md')} and latest.svg`);
+}
+
+main().then(
+  () => process.exit(0),
+  async (e) => {
+    process.stderr.write(`bench failed: ${(e as Error).stack ?? e}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);
