@@ -33,6 +33,8 @@ export interface ShmLocation {
   /** The registered region's own offset and size in the object (what a worker maps once). */
   regionOffset: number;
   regionSize: number;
+  /** The engine's open fd of the object, valid while the request holds the region (fds are process-wide). */
+  fd: number;
 }
 
 /**

@@ -151,7 +151,7 @@ export class InferenceServer implements ServerApi {
         held.push(a);
         const region = this.shm.status(t.shm.region)[0]!;
         t.data = a.bytes;
-        t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: region.offset, regionSize: region.byte_size };
+        t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: region.offset, regionSize: region.byte_size, fd: a.fd };
       }
       const res = await this.inferValidated(req);
       this.writeShmOutputs(req, res);
@@ -231,7 +231,7 @@ export class InferenceServer implements ServerApi {
 
   cudaShmRegister(name: string): void {
     throw unsupported(
-      `CUDA shared memory region '${name}' cannot be registered: this engine has no CUDA support on this host (no GPU / CUDA runtime found)`,
+      `CUDA shared memory region '${name}' cannot be registered: this engine was built without CUDA shared-memory support`,
     );
   }
 

@@ -33,6 +33,11 @@ export interface ShmAcquired {
   /** The shm key and the tensor's offset in the shm object: enough for a worker thread to map the same bytes. */
   readonly key: string;
   readonly absoluteOffset: number;
+  /**
+   * The region's open fd (fds are process-wide): a worker thread maps the very
+   * object this manager checked, even if the key was unlinked or reused since. Valid until release().
+   */
+  readonly fd: ShmFd;
   /** Drop this use of the region (idempotent). */
   release(): void;
 }
@@ -176,6 +181,7 @@ export class SharedMemoryManager {
       bytes: region.mapping.bytes.subarray(ref.offset, ref.offset + ref.byteSize),
       key: region.key,
       absoluteOffset,
+      fd: region.fd,
       release: () => {
         if (released) return;
         released = true;

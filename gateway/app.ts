@@ -10,6 +10,9 @@ import type { LeaseStore } from './lease-store.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
 import { invoke, type InvokeDeps } from './invoke.ts';
+import { asyncCalls, mountJobRoutes, type AsyncDeps } from './jobs/async-routes.ts';
+import { mountAdminRoutes } from './deploy/admin-routes.ts';
+import type { FunctionDeployer } from './deploy/function-deployer.ts';
 import { openApiDocument } from './openapi.ts';
 import { log } from './trace.ts';
 
@@ -17,6 +20,12 @@ export interface AppDeps extends InvokeDeps {
   store: LeaseStore;
   /** Regions cleaned by this gateway's reaper (for /readyz). */
   reaped?: () => number;
+  /** Async jobs and inbound webhooks (gateway/jobs/); absent: synchronous calls only. */
+  jobs?: AsyncDeps;
+  /** Config deploys behind /admin (gateway/deploy/); absent: no admin routes. */
+  deployer?: FunctionDeployer;
+  /** The admin bearer token (default: GATEWAY_ADMIN_TOKEN at request time). */
+  adminToken?: () => string | undefined;
 }
 
 export interface GatewayApp {
@@ -113,7 +122,10 @@ export function createApp(deps: AppDeps): GatewayApp {
       if (draining && inflight === 0) drained?.();
     }
   });
+  if (deps.jobs) app.post('/fn/:name', asyncCalls(deps, deps.jobs));
   app.post('/fn/:name', (c) => invoke(c, deps, c.req.param('name')));
+  if (deps.jobs) mountJobRoutes(app, deps.jobs);
+  if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);
 
   return {
     app,

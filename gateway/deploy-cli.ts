@@ -53,7 +53,7 @@ export function readBundle(folder: string, version?: string): { version?: string
 }
 
 /** Run the deploy; returns the exit code and prints what happened. */
-export async function runDeploy(a: DeployArgs, out = (s: string) => process.stdout.write(`${s}\n`)): Promise<number> {
+export async function runDeploy(a: DeployArgs, out: (line: string) => unknown = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   if (a.token) headers.Authorization = `Bearer ${a.token}`;
   const res = a.rollback

@@ -40,6 +40,9 @@ export const AsyncSchema = z
     secretEnv: z.string().regex(ENV_NAME).optional().describe('variable holding the HMAC key for callbacks'),
     resultTtlMs: z.number().int().positive().default(3_600_000),
     maxDeliveryAttempts: z.number().int().min(1).max(50).default(6),
+    backoffMs: z.number().int().min(0).default(1000).describe('base delay of the full-jitter exponential backoff between deliveries'),
+    maxBackoffMs: z.number().int().min(0).default(60_000).describe('ceiling of one backoff delay'),
+    attemptTimeoutMs: z.number().int().positive().default(10_000).describe('how long one delivery attempt may take'),
   })
   .strict();
 
@@ -53,6 +56,7 @@ export const InboundWebhookSchema = z
     inputs: z
       .record(z.string(), z.string().regex(/^\$(\.[A-Za-z0-9_-]+)+$/))
       .describe('function input name to a JSON path of the event, e.g. $.data.image'),
+    respondAsync: z.boolean().default(false).describe('answer 202 with a job at once instead of the result'),
   })
   .strict();
 

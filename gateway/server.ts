@@ -19,7 +19,18 @@ import { Reaper } from './reaper.ts';
 import { RedisLeaseStore } from './redis-lease-store.ts';
 import { newOwnerId, processAlive } from './region-lease.ts';
 import { StagingArena } from './staging-arena.ts';
+import type { FunctionDefinition } from './function-schema.ts';
 import { log } from './trace.ts';
+import { JobRunner } from './jobs/job-runner.ts';
+import { jobInvoker } from './jobs/job-call.ts';
+import type { JobQueue } from './jobs/job-queue.ts';
+import { MemoryJobQueue } from './jobs/memory-job-queue.ts';
+import { RedisJobQueue } from './jobs/redis-job-queue.ts';
+import { jobDeliverer } from './webhooks/job-deliverer.ts';
+import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
+import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
+import { FunctionDeployer } from './deploy/function-deployer.ts';
+import { engineTargetCheck } from './deploy/check-target.ts';
 
 export interface GatewayOptions {
   port?: number;
@@ -42,6 +53,12 @@ export interface GatewayOptions {
   leaseNamespace?: string;
   /** Time allowed for in-flight calls at shutdown (ms). */
   drainMs?: number;
+  /** Async jobs run at once by this gateway. */
+  jobsConcurrency?: number;
+  /** A job held this long by a silent runner is claimed by another (ms). */
+  jobClaimIdleMs?: number;
+  /** Redis key namespace of jobs and deployed bundles, shared by all replicas (default `tgw`). */
+  redisNamespace?: string;
 }
 
 export interface RunningGateway {
@@ -51,6 +68,9 @@ export interface RunningGateway {
   store: LeaseStore;
   engine: EngineClient;
   registry: FunctionRegistry;
+  jobs: JobQueue;
+  runner: JobRunner;
+  deployer: FunctionDeployer;
   stop(): Promise<void>;
 }
 
@@ -101,7 +121,29 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     storeUp: () => store.state === 'up',
     reaped: () => reaper.reapedTotal,
   }, true);
-  const gw = createApp({ registry, engine, arena, metrics, store, shmThreshold: o.shmThreshold ?? 65536, reaped: () => reaper.reapedTotal });
+  // Async jobs and deployed bundles: in Redis when configured (shared by replicas), else in this process only.
+  const ns = o.redisNamespace ?? 'tgw';
+  const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
+  const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
+  const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
+  try {
+    const active = await deployer.start(definitions);
+    log.info(`function bundle ${active.version} active (${active.functions.length} definitions, ${bundles.kind} store)`);
+  } catch (e) {
+    log.warn(`function bundle store unavailable (${(e as Error).message}); serving ${o.functions ?? 'functions'}/ until it is back`);
+    void retrySync(deployer, definitions);
+  }
+  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536 };
+  const runner = new JobRunner({
+    queue: jobs,
+    consumer: ownerId,
+    invoke: jobInvoker(invokeDeps),
+    deliver: jobDeliverer(),
+    concurrency: o.jobsConcurrency ?? 4,
+    claimIdleMs: o.jobClaimIdleMs ?? 30_000,
+  });
+  runner.start();
+  const gw = createApp({ ...invokeDeps, store, reaped: () => reaper.reapedTotal, jobs: { queue: jobs }, deployer });
 
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0' }, () => resolve(s as Server));
@@ -118,6 +160,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       await gw.drain(o.drainMs ?? 10_000);
       server.closeAllConnections();
       await closed;
+      await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner
+      await jobs.close();
+      await bundles.close();
       await reaper.stop();
       await arena?.stop();
       await store.close();
@@ -125,5 +170,13 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, ownerId, arena, store, engine, registry, stop };
+  return { port, ownerId, arena, store, engine, registry, jobs, runner, deployer, stop };
+}
+
+/** Keep trying to attach to the bundle store after a failed start (Redis down at boot). */
+async function retrySync(deployer: FunctionDeployer, definitions: FunctionDefinition[]): Promise<void> {
+  for (let delay = 500; !deployer.active; delay = Math.min(delay * 2, 10_000)) {
+    await new Promise((r) => setTimeout(r, delay).unref());
+    await deployer.start(definitions).catch(() => undefined);
+  }
 }

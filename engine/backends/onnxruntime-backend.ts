@@ -161,7 +161,7 @@ class OnnxInstance implements ExecutionInstance {
         const loc = t.shmLocation!;
         inputs.push({
           name: t.name, type, dims,
-          shm: { key: loc.key, regionOffset: loc.regionOffset, regionSize: loc.regionSize, offset: loc.offset - loc.regionOffset, byteSize: loc.byteSize },
+          shm: { key: loc.key, fd: loc.fd, regionOffset: loc.regionOffset, regionSize: loc.regionSize, offset: loc.offset - loc.regionOffset, byteSize: loc.byteSize },
         });
         continue;
       }

@@ -18,6 +18,8 @@ export interface WireTensorIn {
 /** A registered region (key, offset and size of its mapping) and a slice of it. */
 export interface WireShm {
   key: string;
+  /** The engine's open fd of the object (valid during this run): map and fstat through it, not by key. */
+  fd: number;
   regionOffset: number;
   regionSize: number;
   /** Offset of the tensor inside the region. */

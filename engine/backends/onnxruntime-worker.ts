@@ -18,9 +18,10 @@ const init = workerData as WorkerInit;
 const port = parentPort!;
 let session: ort.InferenceSession;
 
-// A cached mapping of one registered region, with its fd kept open so each use
-// can fstat the object first (a truncated object is an error, not SIGBUS).
-type ShmMap = { mapping: import('../../native/index.ts').ShmMapping; fd: import('../../native/index.ts').ShmFd; key: string };
+// A cached mapping of one registered region. It is made through the engine's
+// fd (valid during the run that carries it), so the worker reads the object the
+// engine checked, and each use fstats that fd first (truncated: error, not SIGBUS).
+type ShmMap = { mapping: import('../../native/index.ts').ShmMapping; key: string };
 const mappings = new Map<string, ShmMap>();
 let native: typeof import('../../native/index.ts') | undefined;
 /** Mappings the current run reads or writes; checked for SIGBUS-guard faults after it. */
@@ -32,26 +33,21 @@ const forgetAfterRun = new Set<string>();
 /** A view of a tensor's bytes in a region, mapping the whole region once (first touch is slow). */
 async function mapShm(s: WireShm): Promise<Uint8Array> {
   native ??= await import('../../native/index.ts');
-  const id = `${s.key}:${s.regionOffset}:${s.regionSize}`;
+  const id = `${s.key}:${s.fd}:${s.regionOffset}:${s.regionSize}`;
   let m = mappings.get(id);
   if (m?.mapping.faulted) {
     // The guard put zero pages in for good: map the object afresh.
     dropMapping(id, m);
     m = undefined;
   }
+  const fd = s.fd as import('../../native/index.ts').ShmFd;
   if (!m) {
-    const fd = native.shmOpen(s.key, {});
-    try {
-      m = { mapping: native.shmMap(fd, s.regionOffset, s.regionSize), fd, key: s.key };
-    } catch (err) {
-      native.shmClose(fd);
-      throw err;
-    }
+    m = { mapping: native.shmMap(fd, s.regionOffset, s.regionSize), key: s.key };
     mappings.set(id, m);
   }
   if (s.offset + s.byteSize > m.mapping.bytes.byteLength) throw new Error(`shm slice out of bounds in ${s.key}`);
   const needEnd = s.regionOffset + s.offset + s.byteSize;
-  const { ok, size } = native.checkSize(m.fd, needEnd);
+  const { ok, size } = native.checkSize(fd, needEnd);
   if (!ok) throw new Error(`shared memory object '${s.key}' was truncated to ${size} bytes; the tensor needs bytes up to ${needEnd}`);
   inUse.push(m);
   return m.mapping.bytes.subarray(s.offset, s.offset + s.byteSize);
@@ -60,11 +56,6 @@ async function mapShm(s: WireShm): Promise<Uint8Array> {
 function dropMapping(id: string, m: ShmMap): void {
   mappings.delete(id);
   m.mapping.close();
-  try {
-    native!.shmClose(m.fd);
-  } catch {
-    // already closed: nothing to release
-  }
 }
 
 function forgetKey(key: string): void {

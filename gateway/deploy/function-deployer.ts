@@ -66,19 +66,43 @@ export class FunctionDeployer {
     return seeded;
   }
 
-  /** Parse and check a whole bundle; returns it with its version, or every problem found. */
+  /**
+   * Parse and check a whole bundle; returns it with its version, or every
+   * problem found (each definition is parsed on its own, duplicates are named,
+   * and every definition that parses is checked against the engine).
+   */
   async validate(raw: unknown): Promise<{ bundle?: VersionedBundle; errors: string[] }> {
-    const parsed = FunctionBundleSchema.safeParse(raw);
-    if (!parsed.success) return { errors: describeIssues(parsed.error) };
     const errors: string[] = [];
-    const checks = await Promise.all(parsed.data.functions.map((d) => this.o.checkTarget(d).catch((e: Error) => [e.message])));
-    checks.forEach((problems, i) => {
-      const name = parsed.data.functions[i]!.name;
-      for (const p of problems) errors.push(`functions.${i} (${name}): ${p}`);
+    const top = FunctionBundleSchema.safeParse(raw);
+    if (top.success) return this.checkAll(top.data.functions, top.data.version, errors);
+    const shape = raw as { version?: unknown; functions?: unknown } | null;
+    if (!shape || typeof shape !== 'object' || !Array.isArray(shape.functions)) return { errors: describeIssues(top.error) };
+    for (const i of top.error.issues) if (i.path[0] !== 'functions') errors.push(`${i.path.join('.') || '(root)'}: ${i.message}`);
+    const defs: FunctionDefinition[] = [];
+    const seen = new Set<string>();
+    shape.functions.forEach((f, i) => {
+      const p = FunctionDefinitionSchema.safeParse(f);
+      if (!p.success) {
+        errors.push(...describeIssues(p.error, `functions.${i}.`));
+        return;
+      }
+      if (seen.has(p.data.name)) errors.push(`functions.${i}.name: duplicate function '${p.data.name}'`);
+      seen.add(p.data.name);
+      defs.push(p.data);
+    });
+    await this.checkAll(defs, undefined, errors, shape.functions as unknown[]);
+    return { errors };
+  }
+
+  private async checkAll(defs: FunctionDefinition[], version: string | undefined, errors: string[], raw?: unknown[]) {
+    const checks = await Promise.all(defs.map((d) => this.o.checkTarget(d).catch((e: Error) => [e.message])));
+    checks.forEach((problems, k) => {
+      const d = defs[k]!;
+      const i = raw ? raw.findIndex((r) => (r as { name?: unknown })?.name === d.name) : k;
+      for (const p of problems) errors.push(`functions.${i} (${d.name}): ${p}`);
     });
     if (errors.length) return { errors };
-    const functions = parsed.data.functions;
-    return { bundle: { version: parsed.data.version ?? contentVersion(functions), functions }, errors: [] };
+    return { bundle: { version: version ?? contentVersion(defs), functions: defs }, errors: [] };
   }
 
   /** Validate whole, store, swap. Throws BundleRefused (nothing changed) or BundleVersionConflict. */

@@ -73,6 +73,32 @@ export function engineModel(client: TritonGrpcClient, model: string, input: stri
   };
 }
 
+/**
+ * A batch-1 FP32 call whose input sits in a registered shm region: client
+ * `w` uses the slot at offset w × slotBytes (the slots are filled once).
+ */
+export function engineModelShm(client: TritonGrpcClient, model: string, input: string, sampleShape: number[], outputValues: number, region: string): CallFn {
+  const slotBytes = sampleShape.reduce((a, b) => a * b, 4);
+  return async (w) => {
+    const res = await client.modelInfer({
+      model_name: model,
+      inputs: [
+        {
+          name: input,
+          datatype: 'FP32',
+          shape: [1, ...sampleShape],
+          parameters: {
+            shared_memory_region: { string_param: region },
+            shared_memory_offset: { int64_param: w * slotBytes },
+            shared_memory_byte_size: { int64_param: slotBytes },
+          },
+        },
+      ],
+    });
+    expectLength(model, (res.raw_output_contents[0]?.byteLength ?? 0) / 4, outputValues);
+  };
+}
+
 /** POST /fn/<name> with a raw image body; `onReply` sees the X-Payload-Transfer header. */
 export function gatewayImage(port: number, fn: string, images: Buffer[], onReply?: (transfer: string) => void): CallFn {
   return async (_w, seq) => {

@@ -22,6 +22,7 @@ export const ROW_INFO: Record<string, { label: string; load: string }> = {
   'ol-c': { label: '(c) engine with batching, open loop', load: 'open loop' },
   ceiling: { label: 'raw ORT ceiling: clip encoder, 2 worker sessions × batch 16', load: 'closed loop, 2 × batch 16 in flight (images/s)' },
   'enc-batch': { label: 'engine clip_encoder_model over gRPC, dynamic batching', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
+  'enc-shm': { label: 'engine clip_encoder_model, dynamic batching, inputs in client shm (no tensor bytes on the wire)', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
   'enc-nobatch': { label: 'engine clip_encoder_model over gRPC, batching off', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
   'pre-alone': { label: 'engine image_preprocess_model alone over gRPC', load: closed(PIPELINE_CLIENTS) },
   'rec-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },

@@ -3,8 +3,9 @@
 // preprocess-alone and the recommender rows on the bundled repository, with
 // the gateway phase run against that same engine.
 import type { TritonGrpcClient } from '../../client/grpc-client.ts';
+import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
 import { openLoopRate } from './phase-baseline.ts';
-import { engineEnsemble, engineModel, enginePreprocess } from './calls.ts';
+import { engineEnsemble, engineModel, engineModelShm, enginePreprocess, fp32Bytes } from './calls.ts';
 import { ENCODER_CLIENTS, measure, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
 import { closedLoop, openLoop, type CallFn } from './load-generator.ts';
 import { rssMiB } from './processes.ts';
@@ -33,6 +34,26 @@ export async function warmEngine(client: TritonGrpcClient, images: Buffer[]): Pr
 
 const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () => closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
 
+/** The encoder with each client's input in its own slot of one registered shm region (filled once). */
+async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
+  const slot = 3 * 224 * 224 * 4;
+  const name = `bench_encoder_${process.pid}`;
+  const region = createSharedMemoryRegion(name, `/${name}`, slot * ENCODER_CLIENTS, { touch: true, exclusive: true });
+  try {
+    const sample = fp32Bytes(slot / 4);
+    for (let w = 0; w < ENCODER_CLIENTS; w++) region.bytes.set(sample, w * slot);
+    await client.systemSharedMemoryRegister(name, region.key, region.byteSize);
+    try {
+      const call = engineModelShm(client, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512, name);
+      return await closedLoop({ concurrency: ENCODER_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
+    } finally {
+      await client.systemSharedMemoryUnregister(name);
+    }
+  } finally {
+    destroySharedMemoryRegion(region);
+  }
+}
+
 export async function unbatchedEnginePhase(ctx: BenchContext): Promise<void> {
   ctx.log('(b) engine with batching off');
   const ids = ['b', 'enc-nobatch', 'rec-nobatch', 'rec-c1-engine'];
@@ -58,7 +79,7 @@ export async function unbatchedEnginePhase(ctx: BenchContext): Promise<void> {
 /** The bundled engine: memory after warm-up, (c), its open loop, encoder, preprocess alone; then `more(engine)`. */
 export async function batchedEnginePhase(ctx: BenchContext, more: (engine: EngineProc) => Promise<void>): Promise<void> {
   ctx.log('(c) engine with dynamic batching (bundled repository)');
-  const ids = ['c', 'ol-c', 'enc-batch', 'pre-alone', 'rec-batch'];
+  const ids = ['c', 'ol-c', 'enc-batch', 'enc-shm', 'pre-alone', 'rec-batch'];
   let engine: EngineProc | undefined;
   try {
     engine = await startEngineProc('engine', BUNDLED_REPO);
@@ -74,6 +95,7 @@ export async function batchedEnginePhase(ctx: BenchContext, more: (engine: Engin
     if (rate) await measure(ctx, 'ol-c', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }), undefined, `${rate} req/s`);
     else skipRows(ctx, 'no (a) throughput to set the rate', ['ol-c']);
     await measure(ctx, 'enc-batch', loop(ctx, ENCODER_CLIENTS, ENCODER(c)));
+    await measure(ctx, 'enc-shm', () => encoderViaShm(ctx, c));
     await measure(ctx, 'pre-alone', loop(ctx, PIPELINE_CLIENTS, enginePreprocess(c, ctx.images)));
     await measure(ctx, 'rec-batch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(c)));
     await more(engine);

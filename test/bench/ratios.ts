@@ -33,19 +33,25 @@ export function computeRatios(ctx: BenchContext): Ratio[] {
       met: e.throughput >= 0.9 * r.throughput,
     }), '≥ 0.90'),
   );
-  const [pre, enc, ens] = [get(ctx, 'pre-alone'), get(ctx, 'enc-batch'), get(ctx, 'c')];
-  if (pre && enc && ens) {
-    const slowest = pre.throughput <= enc.throughput ? { id: 'image_preprocess_model', r: pre } : { id: 'clip_encoder_model', r: enc };
-    out.push({
-      name: 'search_pipeline_ensemble (c) vs its slowest member alone (throughput)',
-      measured: `${thr(ens)} vs ${slowest.id} ${thr(slowest.r)}`,
-      value: ens.throughput / slowest.r.throughput,
-      target: '≥ 0.90',
-      met: ens.throughput >= 0.9 * slowest.r.throughput,
-    });
-  } else {
-    out.push({ name: 'search_pipeline_ensemble (c) vs its slowest member alone (throughput)', measured: '', value: undefined, target: '≥ 0.90', skipped: why(ctx, ['c', 'pre-alone', 'enc-batch']) });
-  }
+  out.push(
+    pair(ctx, 'engine clip_encoder_model with inputs in shm vs raw ORT ceiling (no target: shows the wire\'s share)', ['enc-shm', 'ceiling'], (e, r) => ({
+      measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
+      value: e.throughput / r.throughput,
+    })),
+  );
+  // The slowest member is the preprocessing step (the issue's reading; the
+  // encoder alone is shown beside it, though alone it must also receive its
+  // 588 KiB input over the wire, which it never does inside the ensemble).
+  out.push(
+    pair(ctx, 'search_pipeline_ensemble (c) vs its slowest member, image_preprocess_model, alone (throughput)', ['c', 'pre-alone'], (e, p) => {
+      const enc = get(ctx, 'enc-shm');
+      return {
+        measured: `${thr(e)} vs ${thr(p)}${enc ? ` (encoder alone, inputs in shm: ${thr(enc)})` : ''}`,
+        value: e.throughput / p.throughput,
+        met: e.throughput >= 0.9 * p.throughput,
+      };
+    }, '≥ 0.90'),
+  );
   const batching = (model: string, ids: [string, string]) =>
     pair(ctx, `dynamic batching vs none, ${model} (throughput)`, ids, (b, n) => ({
       measured: `${thr(b)} (${lat(b)}) vs ${thr(n)} (${lat(n)})`,
@@ -59,14 +65,14 @@ export function computeRatios(ctx: BenchContext): Ratio[] {
   const inline = ctx.values.get('inline-p50');
   if (shm !== undefined && inline !== undefined) {
     out.push({
-      name: '10 MB input through shm vs inline gRPC bytes (p50 latency)',
-      measured: `p50 ${f2(shm)} vs ${f2(inline)} ms (p95 ${f2(ctx.values.get('shm-p95'))} vs ${f2(ctx.values.get('inline-p95'))} ms)`,
+      name: '10 MiB FP32 input through shm vs inline gRPC bytes (p50 latency)',
+      measured: `p50 ${f2(shm)} vs ${f2(inline)} ms (p95 ${f2(ctx.values.get('shm-p95'))} vs ${f2(ctx.values.get('inline-p95'))} ms; shm incl. the client's copy into the region: p50 ${f2(ctx.values.get('shm-copy-p50'))} ms)`,
       value: shm / inline,
       target: '≤ 0.05',
       met: shm / inline <= 0.05,
     });
   } else {
-    out.push({ name: '10 MB input through shm vs inline gRPC bytes (p50 latency)', measured: '', value: undefined, target: '≤ 0.05', skipped: ctx.notes.find((n) => n.startsWith('shm vs inline')) ?? 'not run' });
+    out.push({ name: '10 MiB FP32 input through shm vs inline gRPC bytes (p50 latency)', measured: '', value: undefined, target: '≤ 0.05', skipped: ctx.notes.find((n) => n.startsWith('shm vs inline')) ?? 'not run' });
   }
 
   const gwName = 'gateway /fn vs direct gRPC, product_recommender_model (small call)';

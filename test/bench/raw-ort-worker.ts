@@ -34,7 +34,7 @@ parentPort!.on('message', async (go: Go) => {
     if (t0 >= windowEnd) break;
     await session.run(feeds);
     const t1 = performance.now();
-    if (t0 >= windowStart && t1 <= windowEnd) latencies.push(t1 - t0);
+    if (t1 >= windowStart && t1 <= windowEnd) latencies.push(t1 - t0);
   }
   await session.release();
   parentPort!.postMessage({ latencies });

@@ -3,8 +3,7 @@
 // and the baseline's one-process-per-model HTTP servers. Also a keep-alive
 // HTTP POST helper for the HTTP clients.
 import http from 'node:http';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { freePort, ROOT, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
@@ -49,11 +48,15 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
 }
 
 /**
- * A temp copy of the bundled repository whose ONNX models have no
+ * A temp copy of the bundled repository whose named models have no
  * dynamic_batching block: every request runs alone. The caller removes it.
+ * It lives under node_modules/.cache (ignored by git) rather than the OS temp
+ * dir so the JS model's own imports (sharp) still resolve from the project.
  */
 export function unbatchedRepository(models: string[]): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-nobatch-'));
+  const parent = path.join(ROOT, 'node_modules', '.cache', 'tritonish-bench');
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(path.join(parent, 'nobatch-'));
   cpSync(BUNDLED_REPO, dir, { recursive: true });
   for (const m of models) {
     const file = path.join(dir, m, 'config.pbtxt');

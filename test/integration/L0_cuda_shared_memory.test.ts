@@ -33,7 +33,7 @@ describe('L0_cuda_shared_memory: no CUDA on this host', () => {
     );
     expect(e.code).toBe(grpc.status.UNIMPLEMENTED);
     expect(e.details).toContain("'gpu_in'");
-    expect(e.details).toMatch(/no CUDA/i);
+    expect(e.details).toMatch(/without CUDA/i);
     expect((await client.call('CudaSharedMemoryStatus', { name: '' })).regions).toEqual({});
     const nf = await grpcError(client.call('CudaSharedMemoryStatus', { name: 'gpu_in' }));
     expect(nf.code).toBe(grpc.status.NOT_FOUND);
@@ -49,7 +49,7 @@ describe('L0_cuda_shared_memory: no CUDA on this host', () => {
     });
     expect(r.status).toBe(501);
     expect(r.json.error).toContain("'gpu_in'");
-    expect(r.json.error).toMatch(/no CUDA/i);
+    expect(r.json.error).toMatch(/without CUDA/i);
     const bad = await httpJson(engine.httpPort, 'POST', `${CUDA}/region/gpu_in/register`, { device_id: 0, byte_size: 1024 });
     expect(bad.status).toBe(400);
     expect((await httpJson(engine.httpPort, 'GET', `${CUDA}/status`)).json).toEqual([]);

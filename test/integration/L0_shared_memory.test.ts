@@ -277,7 +277,8 @@ describe('L0_shared_memory: errors', () => {
     }
     const e = await pending;
     expect(e.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(e.details).toMatch(/late|truncated|shrank/);
+    // The worker's mapping faulted mid-run; the guard gave it zero pages and the worker refused the result.
+    expect(e.details).toContain(`'/late${SUFFIX}' shrank while the model read it`);
     // This process (the engine's) is alive and serves the next request.
     expect(await client.call('ServerLive', {})).toEqual({ live: true });
     const again = await grpcError(client.call('ModelInfer', req));
@@ -300,6 +301,7 @@ describe('L0_shared_memory: in place and in flight', () => {
       raw_input_contents: [f32Bytes([0.25])],
     };
     b.fill(1);
+    expect(toF32((await client.call('ModelInfer', req)).raw_output_contents[0])[0]).toBe(LATE_N); // warm
     const t0 = performance.now();
     expect(toF32((await client.call('ModelInfer', req)).raw_output_contents[0])[0]).toBe(LATE_N);
     const runMs = performance.now() - t0;
@@ -313,7 +315,8 @@ describe('L0_shared_memory: in place and in flight', () => {
     const wroteAt = performance.now();
     b.fill(2);
     const res = await pending;
-    expect(performance.now() - wroteAt).toBeGreaterThan(runMs / 3); // the write landed mid-run
+    // The write landed mid-run (a copy at receipt or dispatch would be done by then).
+    expect(performance.now() - wroteAt).toBeGreaterThan(runMs / 4);
     expect(toF32(res.raw_output_contents[0])[0]).toBe(2 * LATE_N);
 
     // The worker maps the region once and reuses it: no new mapping per request.
@@ -321,19 +324,17 @@ describe('L0_shared_memory: in place and in flight', () => {
     expect(liveMappings()).toBe(mapped);
   });
 
-  it('clip_encoder_model requests from shm add no per-request mapping or heap copy of the tensor', async () => {
+  it('clip_encoder_model: each instance maps the region once, not per request', async () => {
     const h = await createAndRegister('zc', `/zc${SUFFIX}`, PIXELS * 4);
     setSharedMemoryRegion(h, [seededFloats(PIXELS, 9)]);
+    const before = liveMappings();
     const req = { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], shmParams('zc', PIXELS * 4))] };
-    for (let i = 0; i < 4; i++) await client.call('ModelInfer', req); // both instances map it once
+    for (let i = 0; i < 4; i++) await client.call('ModelInfer', req);
     const mapped = liveMappings();
-    const ab0 = process.memoryUsage().arrayBuffers;
-    const N = 20;
-    for (let i = 0; i < N; i++) await client.call('ModelInfer', req);
-    const grew = process.memoryUsage().arrayBuffers - ab0;
+    expect(mapped - before).toBeGreaterThanOrEqual(1); // a worker's own mapping (at most one per instance)
+    expect(mapped - before).toBeLessThanOrEqual(2);
+    for (let i = 0; i < 8; i++) await client.call('ModelInfer', req);
     expect(liveMappings()).toBe(mapped);
-    // A copy per request would hold N x 602 KB of ArrayBuffers until the next GC.
-    expect(grew).toBeLessThan((N / 2) * PIXELS * 4);
   });
 
   it('unregister while a request reads the region: the request completes, the mapping goes after', async () => {
@@ -354,6 +355,33 @@ describe('L0_shared_memory: in place and in flight', () => {
     expect(toF32(res.raw_output_contents[0])).toEqual(want);
     destroy(h);
     // afterEach checks every mapping (engine's and worker's) is gone.
+  });
+
+  it('reads the registered object even after the client replaced its key (unlink + create)', async () => {
+    const api = engine.engine;
+    const ones = new Uint8Array(new Int32Array(16).fill(1).buffer);
+    const run = async () => {
+      const res = await api.infer({
+        modelName: 'simple',
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(0), shm: { region: 'swap', offset: 0, byteSize: 64 } },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: ones },
+        ],
+        outputs: [{ name: 'OUTPUT0' }],
+        parameters: {},
+      });
+      return Array.from(toI32(res.outputs[0]!.data));
+    };
+    const first = await createAndRegister('swap', `/swap${SUFFIX}`, 64);
+    setSharedMemoryRegion(first, [new Int32Array(16).fill(10)]);
+    // Replace the key before any worker has mapped the region.
+    destroy(first);
+    const second = createSharedMemoryRegion('swap', `/swap${SUFFIX}`, 64);
+    open.push(second);
+    setSharedMemoryRegion(second, [new Int32Array(16).fill(20)]);
+    // Triton maps at registration: the registered object is the one read, by every thread.
+    expect(await run()).toEqual(Array(16).fill(11));
+    expect(await run()).toEqual(Array(16).fill(11));
   });
 
   it('unregister in the same breath as the infer (worker gets run + forget together): completes', async () => {
@@ -384,7 +412,7 @@ describe('L0_shared_memory: in place and in flight', () => {
   });
 
   for (const destroyToo of [false, true]) {
-    it(`unregister${destroyToo ? ' and destroy' : ''} while a request is queued: ${destroyToo ? 'it completes or fails cleanly' : 'it completes'}`, async () => {
+    it(`unregister${destroyToo ? ' and destroy' : ''} while a request is queued: it completes from the engine's mapping`, async () => {
       const raw = (x: number) =>
         client.call('ModelInfer', { model_name: 'slow_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([x])] });
       const h = await createAndRegister('queued', `/queued${SUFFIX}`, 4);
@@ -400,8 +428,8 @@ describe('L0_shared_memory: in place and in flight', () => {
       await Promise.all(busy);
       const out = await pending;
       const want = toF32((await raw(0.5)).raw_output_contents[0]);
-      if (!destroyToo || 'ok' in out) expect(out).toEqual({ ok: want });
-      else expect(out).toEqual({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining(`/queued${SUFFIX}`) });
+      // The worker maps through the engine's fd, so an unlinked key does not matter.
+      expect(out).toEqual({ ok: want });
       expect(await client.call('ServerLive', {})).toEqual({ live: true });
       // afterEach: the worker's mapping made after the unregister is gone too.
     });

@@ -1,0 +1,87 @@
+// A call of a function captured as JSON (so a job can wait in Redis and run on
+// any replica) and run without HTTP: the body bytes as base64 with their
+// content type, decoded with the same codec as POST /fn/<name> and run
+// through invoke.ts's runFunction, so the result is exactly the synchronous
+// reply body `{"outputs": ...}` and a failure is the same catalog error.
+import { gatewayError } from '../errors.ts';
+import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
+import { CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
+import { bytesInput, jsonInputs, multipartInputs, outputsJson, rawBodySpec, type InputTensor } from '../payload-codec.ts';
+
+/** One captured call. */
+export interface StoredCall {
+  contentType: string;
+  /** The request body, base64. */
+  body: string;
+  /** `?output=NAME` of the original request. */
+  output?: string;
+}
+
+export function isJsonType(type: string): boolean {
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+export function isRawType(type: string): boolean {
+  return type.startsWith('image/') || type === 'application/octet-stream' || type.startsWith('audio/') || type.startsWith('video/');
+}
+
+/** The media type of a Content-Type header (no parameters, lower case). */
+export function mediaType(header: string | undefined): string {
+  return (header ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
+}
+
+/** Decode a call's inputs as POST /fn/<name> would; throws the same catalog errors. */
+export async function decodeCall(fn: ResolvedFunction, call: StoredCall): Promise<{ inputs: InputTensor[]; outputs?: string[] }> {
+  const bytes = Buffer.from(call.body, 'base64');
+  const type = mediaType(call.contentType);
+  if (isJsonType(type)) {
+    let body: unknown;
+    try {
+      body = JSON.parse(bytes.toString('utf8'));
+    } catch (e) {
+      throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
+    }
+    return jsonInputs(fn, body);
+  }
+  if (type === 'multipart/form-data') {
+    let form: FormData;
+    try {
+      form = await new Response(bytes, { headers: { 'Content-Type': call.contentType } }).formData();
+    } catch (e) {
+      throw gatewayError('BODY_INVALID', { reason: `malformed multipart body: ${(e as Error).message}` });
+    }
+    return { inputs: await multipartInputs(fn, form) };
+  }
+  if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
+  return { inputs: [bytesInput(fn, rawBodySpec(fn), bytes)] };
+}
+
+function pickOutputs(fn: ResolvedFunction, names: string[] | undefined): TensorSpec[] {
+  if (!names) return fn.outputs;
+  return names.map((n) => {
+    const s = fn.outputs.find((o) => o.name === n);
+    if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
+    return s;
+  });
+}
+
+/** Run a captured call of `fn`; resolves with the reply JSON and how the payload travelled. */
+export async function runStoredCall(deps: InvokeDeps, fn: ResolvedFunction, call: StoredCall, id: string): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
+  const { inputs, outputs } = await decodeCall(fn, call);
+  const specs = pickOutputs(fn, call.output ? [call.output] : outputs);
+  const slices = new CallSlices(deps.arena);
+  try {
+    const r = await runFunction(deps, fn, inputs, specs, id, slices);
+    return { body: outputsJson(r.outputs), transfer: r.transfer };
+  } finally {
+    slices.releaseAll();
+  }
+}
+
+/** The runner's `invoke`: resolve the function now and run the stored call. */
+export function jobInvoker(deps: InvokeDeps): (fn: string, payload: unknown) => Promise<unknown> {
+  return async (name, payload) => {
+    const fn = await deps.registry.resolve(name);
+    return (await runStoredCall(deps, fn, payload as StoredCall, crypto.randomUUID())).body;
+  };
+}
