@@ -1,8 +1,10 @@
 // Client-side helpers for system shared memory, in the spirit of
 // tritonclient.utils.shared_memory: create a region, fill it, read typed
 // contents back, destroy it. For callers colocated with the engine (the
-// gateway, tests, examples). Imports only native/, never engine internals.
+// gateway, tests, examples). Imports native/ and the protocol's tensor codec,
+// never engine internals.
 import { readdirSync, statSync } from 'node:fs';
+import { elementCount as countOf, elementSize, isDatatype, serializeBytes, typedView, type TypedArray } from '../protocol/tensor-codec.ts';
 import {
   pageSize,
   shmClose,
@@ -76,26 +78,7 @@ export function setSharedMemoryRegion(handle: ShmRegionHandle, values: ArrayBuff
   }
 }
 
-export type ShmTypedArray =
-  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
-  | BigUint64Array | BigInt64Array | Float32Array | Float64Array;
-
-// KServe v2 datatype -> element size and view; FP16/BF16 as raw Uint16 bits, BOOL as Uint8.
-const VIEWS: Record<string, [number, (b: ArrayBuffer, o: number, n: number) => ShmTypedArray]> = {
-  BOOL: [1, (b, o, n) => new Uint8Array(b, o, n)],
-  UINT8: [1, (b, o, n) => new Uint8Array(b, o, n)],
-  INT8: [1, (b, o, n) => new Int8Array(b, o, n)],
-  UINT16: [2, (b, o, n) => new Uint16Array(b, o, n)],
-  INT16: [2, (b, o, n) => new Int16Array(b, o, n)],
-  FP16: [2, (b, o, n) => new Uint16Array(b, o, n)],
-  BF16: [2, (b, o, n) => new Uint16Array(b, o, n)],
-  UINT32: [4, (b, o, n) => new Uint32Array(b, o, n)],
-  INT32: [4, (b, o, n) => new Int32Array(b, o, n)],
-  FP32: [4, (b, o, n) => new Float32Array(b, o, n)],
-  UINT64: [8, (b, o, n) => new BigUint64Array(b, o, n)],
-  INT64: [8, (b, o, n) => new BigInt64Array(b, o, n)],
-  FP64: [8, (b, o, n) => new Float64Array(b, o, n)],
-};
+export type ShmTypedArray = TypedArray;
 
 /**
  * The tensor of `datatype` and `shape` at `offset`, as a typed view over the
@@ -106,15 +89,10 @@ export function getContents(handle: ShmRegionHandle, datatype: string, shape: nu
   const bytes = liveBytes(handle);
   const count = elementCount(shape);
   if (datatype === 'BYTES') return bytes.subarray(offset, walkBytes(handle, count, offset).end);
-  const entry = VIEWS[datatype];
-  if (!entry) throw new TypeError(`unknown datatype '${datatype}'`);
-  const [size, view] = entry;
-  const byteLength = count * size;
+  if (!isDatatype(datatype)) throw new TypeError(`unknown datatype '${datatype}'`);
+  const byteLength = count * elementSize(datatype);
   checkRange(handle, offset, byteLength);
-  const start = bytes.byteOffset + offset;
-  if (start % size === 0) return view(bytes.buffer as ArrayBuffer, start, count);
-  const copy = bytes.slice(offset, offset + byteLength);
-  return view(copy.buffer, 0, count);
+  return typedView(datatype, bytes.subarray(offset, offset + byteLength));
 }
 
 /** The elements of a BYTES tensor at `offset` (views into the region). */
@@ -124,19 +102,7 @@ export function getBytesElements(handle: ShmRegionHandle, shape: number[], offse
 }
 
 /** Serialize strings / byte strings as a BYTES tensor (4-byte LE length + bytes each), for setSharedMemoryRegion. */
-export function serializeBytesTensor(items: ReadonlyArray<string | Uint8Array>): Uint8Array {
-  const enc = new TextEncoder();
-  const parts = items.map((x) => (typeof x === 'string' ? enc.encode(x) : x));
-  const out = new Uint8Array(parts.reduce((n, p) => n + 4 + p.byteLength, 0));
-  const dv = new DataView(out.buffer);
-  let o = 0;
-  for (const p of parts) {
-    dv.setUint32(o, p.byteLength, true);
-    out.set(p, o + 4);
-    o += 4 + p.byteLength;
-  }
-  return out;
-}
+export const serializeBytesTensor: (items: ReadonlyArray<string | Uint8Array>) => Uint8Array = serializeBytes;
 
 /** Unmap the region and unlink its key (the engine's own mapping, if registered, stays valid). */
 export function destroySharedMemoryRegion(handle: ShmRegionHandle): void {
@@ -209,10 +175,6 @@ function checkRange(handle: ShmRegionHandle, offset: number, length: number): vo
 }
 
 function elementCount(shape: number[]): number {
-  let n = 1;
-  for (const d of shape) {
-    if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`invalid shape [${shape.join(', ')}]`);
-    n *= d;
-  }
-  return n;
+  if (!shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw new RangeError(`invalid shape [${shape.join(', ')}]`);
+  return countOf(shape);
 }

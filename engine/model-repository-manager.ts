@@ -230,7 +230,9 @@ export class ModelRepositoryManager {
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
     const dir = path.join(root, e.name);
-    for (const [rel, data] of Object.entries(files)) {
+    for (const [key, data] of Object.entries(files)) {
+      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
+      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
       const target = path.resolve(dir, rel);
       if (!target.startsWith(dir + path.sep)) throw invalidArg(`load of '${e.name}': file override '${rel}' escapes the model folder`);
       fs.mkdirSync(path.dirname(target), { recursive: true });

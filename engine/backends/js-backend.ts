@@ -99,8 +99,9 @@ export const jsBackend: Backend = {
     for (const g of groups) {
       for (let i = 0; i < g.count; i++) {
         const name = `${g.name}_${i}`;
-        // A module instance per execution instance, so module state is per instance.
-        const url = `${pathToFileURL(file).href}?instance=${encodeURIComponent(name)}&t=${stamp++}`;
+        // A module instance per execution instance and per load, so module state is per instance and a
+        // reload reads the file anew. Not `t=`: Vite (vitest) strips that as its HMR timestamp and caches.
+        const url = `${pathToFileURL(file).href}?instance=${encodeURIComponent(name)}&load=${stamp++}`;
         let mod: JsModule;
         try {
           mod = (await import(url)) as JsModule;

@@ -2,7 +2,8 @@
 // Tensor bytes travel as transferred ArrayBuffers (no copy) or as shm
 // locations the worker maps itself.
 
-export interface WireTensorIn {
+/** A tensor crossing the thread boundary, its bytes in a transferred buffer. */
+export interface WireTensor {
   name: string;
   /** ORT element type: float32, int64, string, ... */
   type: string;
@@ -11,6 +12,9 @@ export interface WireTensorIn {
   buffer?: ArrayBuffer;
   byteOffset?: number;
   byteLength?: number;
+}
+
+export interface WireTensorIn extends WireTensor {
   /** Or: bytes in a shm object the worker maps itself (whole region once, cached). */
   shm?: WireShm;
 }
@@ -33,14 +37,8 @@ export interface WireOutputRequest {
   shm?: WireShm & { dims: number[]; type: string };
 }
 
-export interface WireTensorOut {
-  name: string;
-  type: string;
-  dims: number[];
-  buffer?: ArrayBuffer;
-  byteOffset?: number;
-  byteLength?: number;
-  /** Written into the requested shm location. */
+export interface WireTensorOut extends WireTensor {
+  /** Or: written into the requested shm location. */
   inShm?: boolean;
 }
 

@@ -3,7 +3,8 @@
 // session.run blocks this thread, never the engine's event loop.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { deserializeBytes, serializeBytes } from '../datatypes.ts';
+import { deserializeBytes, serializeBytes, typedView } from '../datatypes.ts';
+import { datatypeOfOrt } from './ort-types.ts';
 import type {
   FromWorker,
   ToWorker,
@@ -62,23 +63,11 @@ function forgetKey(key: string): void {
   for (const [id, m] of mappings) if (m.key === key) dropMapping(id, m);
 }
 
-const TYPED: Record<string, new (b: ArrayBuffer, o: number, n: number) => ArrayBufferView> = {
-  float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array,
-  int16: Int16Array, uint16: Uint16Array, float16: Uint16Array, int32: Int32Array, uint32: Uint32Array,
-  int64: BigInt64Array, uint64: BigUint64Array,
-};
-const SIZE: Record<string, number> = {
-  float32: 4, float64: 8, int8: 1, uint8: 1, bool: 1, int16: 2, uint16: 2, float16: 2,
-  int32: 4, uint32: 4, int64: 8, uint64: 8,
-};
-
+/** A typed view of a tensor's bytes for ORT (a copy only when unaligned). */
 function view(type: string, bytes: Uint8Array): ArrayBufferView {
-  const C = TYPED[type];
-  if (!C) throw new Error(`unsupported tensor type ${type}`);
-  const size = SIZE[type]!;
-  let src = bytes;
-  if (bytes.byteOffset % size !== 0) src = bytes.slice();
-  return new C(src.buffer as ArrayBuffer, src.byteOffset, src.byteLength / size);
+  const dt = datatypeOfOrt(type);
+  if (!dt || dt === 'BYTES') throw new Error(`unsupported tensor type ${type}`);
+  return typedView(dt, bytes);
 }
 
 const utf8 = new TextDecoder();

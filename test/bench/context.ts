@@ -28,6 +28,8 @@ export const ROW_INFO: Record<string, { label: string; load: string }> = {
   'rec-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
   'rec-nobatch': { label: 'engine product_recommender_model over gRPC, batching off', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
   'gw-rec': { label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
+  'rec-c1-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching, 1 client', load: closed(1) },
+  'gw-rec-c1': { label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching, 1 client', load: closed(1) },
   'rec-c1-engine': { label: 'engine product_recommender_model over gRPC, batching off, 1 client', load: closed(1) },
   'rec-c1-raw': { label: 'raw in-process session.run, product_recommender_model, batch 1', load: 'sequential on one thread' },
   'large-staged': { label: 'gateway, large JPEG, staged through shm (default threshold)', load: closed(1) },

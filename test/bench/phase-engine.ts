@@ -14,21 +14,25 @@ import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type Eng
 const ENCODER = (c: TritonGrpcClient) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
 const RECOMMENDER = (c: TritonGrpcClient) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
 
-/** One call to every model (4 at once, so every instance of a 2-instance model runs), twice. */
-export async function warmEngine(client: TritonGrpcClient, images: Buffer[]): Promise<void> {
+/**
+ * Warm every model: `concurrent` false = two sequential calls each (batch 1,
+ * like the per-model servers of the memory table); true = 4 calls at once,
+ * twice, so every instance of a 2-instance model runs.
+ */
+export async function warmEngine(client: TritonGrpcClient, images: Buffer[], concurrent: boolean): Promise<void> {
   const img = images[0]!;
   const raw = (model: string, name: string) => client.modelInfer({ model_name: model, inputs: [{ name, datatype: 'UINT8', shape: [img.byteLength] }], raw_input_contents: [img] });
+  const calls = (k: number) => [
+    () => ENCODER(client)(0, k),
+    () => RECOMMENDER(client)(0, k),
+    () => engineModel(client, 'harmful_filter_model', 'pixel_values', [3, 224, 224], 2)(0, k),
+    () => raw('image_preprocess_model', 'image_bytes'),
+    () => raw('search_pipeline_ensemble', 'RAW_IMAGE'),
+    () => raw('moderated_search_ensemble', 'RAW_IMAGE'),
+  ];
   for (let round = 0; round < 2; round++) {
-    await Promise.all(
-      [0, 1, 2, 3].flatMap((k) => [
-        ENCODER(client)(0, k),
-        RECOMMENDER(client)(0, k),
-        engineModel(client, 'harmful_filter_model', 'pixel_values', [3, 224, 224], 2)(0, k),
-        raw('image_preprocess_model', 'image_bytes'),
-        raw('search_pipeline_ensemble', 'RAW_IMAGE'),
-        raw('moderated_search_ensemble', 'RAW_IMAGE'),
-      ]),
-    );
+    if (concurrent) await Promise.all([0, 1, 2, 3].flatMap((k) => calls(k).map((f) => f())));
+    else for (const f of calls(round)) await f();
   }
 }
 
@@ -62,7 +66,7 @@ export async function unbatchedEnginePhase(ctx: BenchContext): Promise<void> {
   try {
     engine = await startEngineProc('engine-nobatch', repo);
     const c = engine.client;
-    await warmEngine(c, ctx.images);
+    await warmEngine(c, ctx.images, true);
     await measure(ctx, 'b', loop(ctx, PIPELINE_CLIENTS, engineEnsemble(c, ctx.images)));
     await measure(ctx, 'enc-nobatch', loop(ctx, ENCODER_CLIENTS, ENCODER(c)));
     await measure(ctx, 'rec-nobatch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(c)));
@@ -79,16 +83,17 @@ export async function unbatchedEnginePhase(ctx: BenchContext): Promise<void> {
 /** The bundled engine: memory after warm-up, (c), its open loop, encoder, preprocess alone; then `more(engine)`. */
 export async function batchedEnginePhase(ctx: BenchContext, more: (engine: EngineProc) => Promise<void>): Promise<void> {
   ctx.log('(c) engine with dynamic batching (bundled repository)');
-  const ids = ['c', 'ol-c', 'enc-batch', 'enc-shm', 'pre-alone', 'rec-batch'];
+  const ids = ['c', 'ol-c', 'enc-batch', 'enc-shm', 'pre-alone', 'rec-batch', 'rec-c1-batch'];
   let engine: EngineProc | undefined;
   try {
     engine = await startEngineProc('engine', BUNDLED_REPO);
     const c = engine.client;
-    await warmEngine(c, ctx.images);
+    await warmEngine(c, ctx.images, false);
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
+    await warmEngine(c, ctx.images, true);
     ctx.values.set('memory-engine', rss);
-    ctx.memory.push({ process: `engine (pid ${pid})`, models: 'all 6 (encoder ×2 instances, preprocess ×2, harmful, recommender, 2 ensembles)', rssMiB: rss });
+    ctx.memory.push({ process: `engine (pid ${pid})`, models: 'all 6 (encoder ×2 instances, preprocess ×2, harmful, recommender, 2 ensembles), 2 sequential calls each', rssMiB: rss });
     const pipeline = engineEnsemble(c, ctx.images);
     await measure(ctx, 'c', loop(ctx, PIPELINE_CLIENTS, pipeline));
     const rate = openLoopRate(ctx);
@@ -98,6 +103,7 @@ export async function batchedEnginePhase(ctx: BenchContext, more: (engine: Engin
     await measure(ctx, 'enc-shm', () => encoderViaShm(ctx, c));
     await measure(ctx, 'pre-alone', loop(ctx, PIPELINE_CLIENTS, enginePreprocess(c, ctx.images)));
     await measure(ctx, 'rec-batch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(c)));
+    await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(c)));
     await more(engine);
     ctx.memory.push({ process: `engine (pid ${pid}) after the whole load`, models: 'same (for reference: heap and buffers grown under load)', rssMiB: rssMiB(pid) });
   } catch (e) {

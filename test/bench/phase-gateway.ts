@@ -12,7 +12,7 @@ import { closedLoop } from './load-generator.ts';
 import { ROOT } from './processes.ts';
 import { startGatewayProc, type EngineProc, type GatewayProc } from './services.ts';
 
-const IDS = ['gw-rec', 'd', 'large-staged', 'large-inline'];
+const IDS = ['gw-rec', 'gw-rec-c1', 'd', 'large-staged', 'large-inline'];
 /** Size asked of the large JPEG (makeLargeJpeg overshoots a little). */
 const LARGE_BYTES = 8 * 2 ** 20;
 
@@ -28,6 +28,7 @@ export async function gatewayPhase(ctx: BenchContext, engine: EngineProc): Promi
     started.push(gw);
     await gatewayRecommender(gw.port)(0, 0);
     await measure(ctx, 'gw-rec', () => closedLoop({ concurrency: SMALL_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: gatewayRecommender(gw.port) }));
+    await measure(ctx, 'gw-rec-c1', () => closedLoop({ concurrency: 1, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: gatewayRecommender(gw.port) }));
     const modes = new Set<string>();
     await measure(ctx, 'd', () =>
       closedLoop({ concurrency: PIPELINE_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images, (t) => modes.add(t)) }),

@@ -138,7 +138,7 @@ describe('L0_batcher: queue policies', () => {
     await sleep(30);
     const t0 = performance.now();
     const err = await grpcError(echo('js_qsize', {}, 4));
-    expect(performance.now() - t0).toBeLessThan(200); // not after the busy one finished
+    expect(performance.now() - t0).toBeLessThan(300); // not after the busy one finished
     expect(err.code).toBe(GRPC_UNAVAILABLE);
     expect(err.details).toContain('queue size');
     expect(err.details).toContain('js_qsize');
@@ -160,9 +160,9 @@ describe('L0_batcher: queue policies', () => {
     expect(o.code).toBe(GRPC_UNAVAILABLE);
     expect(d.details).toContain('timeout');
     expect(d.ms).toBeGreaterThanOrEqual(140);
-    expect(d.ms).toBeLessThan(450); // well before the busy request ends
+    expect(d.ms).toBeLessThan(500); // before the busy request ends
     expect(o.ms).toBeGreaterThanOrEqual(25);
-    expect(o.ms).toBeLessThan(d.ms - 50);
+    expect(o.ms).toBeLessThan(d.ms - 30);
     await busy;
     // A request that does not wait in the queue is not timed out.
     expect(toF32((await echo('js_timeout', {}, 7)).raw_output_contents[0]!)[0]).toBe(7);
@@ -171,7 +171,7 @@ describe('L0_batcher: queue policies', () => {
   it('priority: a priority-1 request overtakes queued priority-2 (default) requests', async () => {
     const order: string[] = [];
     const track = (tag: string, p: Promise<ModelInferResponse>) => p.then(() => order.push(tag));
-    const all = [track('busy', echo('js_prio', delay(300)))];
+    const all = [track('busy', echo('js_prio', delay(500)))];
     await sleep(60);
     all.push(track('low1', echo('js_prio', {})));
     await sleep(15);

@@ -4,7 +4,7 @@
 // flight, model_warmup before READY. Poll mode: a changed config or model file
 // reloads under a client loop with no failed request, and a broken reload
 // keeps the old version serving.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferResponse, type Parameters } from '../../client/grpc-client.ts';
@@ -81,6 +81,7 @@ function clientLoop(clients: number, call: () => Promise<unknown>) {
         ok++;
       } catch (err) {
         failures.push((err as Error).message);
+        await sleep(20);
       }
     }
   });
@@ -299,16 +300,19 @@ describe('L0_model_control: poll mode', () => {
     expect(await call(5)).toEqual({ value: 10, version: '1' });
     let last = { value: 0, version: '' };
     const loop = clientLoop(4, async () => (last = await call(5)));
-    await sleep(200);
-    writeFileSync(path.join(dir(), 'config.pbtxt'), scaleConfig('3'));
-    await until(() => last.value === 15, 5000, 'the new config to serve');
-    writeFileSync(path.join(dir(), '1', 'model.ts'), scaleModel(100));
-    await until(() => last.value === 115, 5000, 'the new model file to serve');
-    // A new version folder: version 2 takes over (default policy: latest).
-    writeModel(repo, 'scale', scaleConfig('3'), { 'model.ts': scaleModel(1000) }, 2);
-    await until(() => last.version === '2', 5000, 'version 2 to serve');
-    await sleep(200);
-    await loop.stop();
+    try {
+      await sleep(200);
+      writeFileSync(path.join(dir(), 'config.pbtxt'), scaleConfig('3'));
+      await until(() => last.value === 15, 5000, 'the new config to serve');
+      writeFileSync(path.join(dir(), '1', 'model.ts'), scaleModel(100));
+      await until(() => last.value === 115, 5000, 'the new model file to serve');
+      // A new version folder: version 2 takes over (default policy: latest).
+      writeModel(repo, 'scale', scaleConfig('3'), { 'model.ts': scaleModel(1000) }, 2);
+      await until(() => last.version === '2', 5000, 'version 2 to serve');
+      await sleep(200);
+    } finally {
+      await loop.stop();
+    }
     expect(loop.failures).toEqual([]);
     expect(loop.ok).toBeGreaterThan(50);
     expect(await call(5)).toEqual({ value: 1015, version: '2' });
@@ -316,11 +320,12 @@ describe('L0_model_control: poll mode', () => {
 
   it('keeps the old version serving when a reload fails', async () => {
     const loop = clientLoop(2, () => call(1));
-    writeFileSync(path.join(dir(), 'config.pbtxt'), scaleConfig('4', 'instance_group [ { count: two } ]\n'));
-    const before = readFileSync(path.join(dir(), 'config.pbtxt'), 'utf8');
-    expect(before).toContain('count: two');
-    await sleep(2600); // at least two polls
-    await loop.stop();
+    try {
+      writeFileSync(path.join(dir(), 'config.pbtxt'), scaleConfig('4', 'instance_group [ { count: two } ]\n'));
+      await sleep(2600); // at least two polls
+    } finally {
+      await loop.stop();
+    }
     expect(loop.failures).toEqual([]);
     const entry = engine.server.repositoryIndex(false).find((m) => m.name === 'scale');
     expect(entry?.state).toBe('READY');
