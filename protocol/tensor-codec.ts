@@ -58,8 +58,8 @@ export type TypedArray =
  */
 export function typedView(dt: Datatype, bytes: Uint8Array): TypedArray {
   const size = DATATYPE_SIZES[dt] || 1;
-  const aligned = bytes.byteOffset % size === 0;
-  const src = aligned ? bytes : bytes.slice();
+  // A fresh copy when unaligned (not bytes.slice(): on a Buffer that is a view).
+  const src = bytes.byteOffset % size === 0 ? bytes : new Uint8Array(bytes);
   const { buffer, byteOffset } = src;
   const n = src.byteLength / size;
   switch (dt) {

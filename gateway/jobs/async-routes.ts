@@ -98,12 +98,18 @@ async function inbound(c: Context, invokeDeps: InvokeDeps, deps: AsyncDeps, fn: 
 
 /** Middleware for POST /fn/:name (mounted between app.ts's in-flight counter and invoke). */
 export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareHandler {
+  // Which names declare inbound webhooks, per registry version: a plain call pays one Set lookup.
+  let hooks = { version: '', names: new Set<string>() };
+  const webhookNames = () => {
+    const v = invokeDeps.registry.version;
+    if (hooks.version !== v) hooks = { version: v, names: new Set(invokeDeps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
+    return hooks.names;
+  };
   return async (c, next) => {
-    const hasWebhook = () => invokeDeps.registry.resolve(c.req.param('name')!).then((f) => (f.definition.webhook ? f : null));
     if (!wantsAsync(c)) {
-      // Only functions with inbound webhook settings need a look before the synchronous path.
-      const fn = await hasWebhook().catch(() => null);
-      if (!fn) return next();
+      if (!webhookNames().has(c.req.param('name')!)) return next();
+      const fn = await invokeDeps.registry.resolve(c.req.param('name')!);
+      if (!fn.definition.webhook) return next();
       c.set('fn' as never, fn.name as never);
       return inbound(c, invokeDeps, deps, fn);
     }

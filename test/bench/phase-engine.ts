@@ -1,18 +1,24 @@
-// Phases on the engine (a child process): (b) and the batching-off rows on a
-// repository copy without dynamic_batching, then (c), the encoder, the
-// preprocess-alone and the recommender rows on the bundled repository, with
-// the gateway phase run against that same engine.
+// Phase on the engine: two engine child processes side by side — the bundled
+// repository (dynamic batching) and a copy with batching off — plus the
+// gateway in front of the first. Rows that are compared run back to back
+// ((b)/(c)/(d)/preprocess alone; ceiling/encoder; recommender with/without
+// batching, direct/gateway) so load from other processes on the host hits
+// both sides of a ratio alike. Idle engines cost next to no CPU.
 import type { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
+import { modelPath } from '../../model_repository/build-models.ts';
 import { openLoopRate } from './phase-baseline.ts';
+import { gatewayPipeline, gatewayRecommenderRows, largeImageRows, startBenchGateway, GATEWAY_IDS } from './phase-gateway.ts';
 import { engineEnsemble, engineModel, engineModelShm, enginePreprocess, fp32Bytes } from './calls.ts';
 import { ENCODER_CLIENTS, measure, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
 import { closedLoop, openLoop, type CallFn } from './load-generator.ts';
 import { rssMiB } from './processes.ts';
-import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type EngineProc } from './services.ts';
+import { rawCeiling, rawSessionLatency } from './raw-ort.ts';
+import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type EngineProc, type GatewayProc } from './services.ts';
 
 const ENCODER = (c: TritonGrpcClient) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
 const RECOMMENDER = (c: TritonGrpcClient) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
+const ENGINE_IDS = ['b', 'c', 'pre-alone', 'ol-c', 'ceiling', 'enc-batch', 'enc-shm', 'enc-nobatch', 'rec-nobatch', 'rec-batch', 'rec-c1-batch', 'rec-c1-engine', 'rec-c1-raw'];
 
 /**
  * Warm every model: `concurrent` false = two sequential calls each (batch 1,
@@ -36,7 +42,7 @@ export async function warmEngine(client: TritonGrpcClient, images: Buffer[], con
   }
 }
 
-const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () => closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
+export const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () => closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
 
 /** The encoder with each client's input in its own slot of one registered shm region (filled once). */
 async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
@@ -58,58 +64,82 @@ async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
   }
 }
 
-export async function unbatchedEnginePhase(ctx: BenchContext): Promise<void> {
-  ctx.log('(b) engine with batching off');
-  const ids = ['b', 'enc-nobatch', 'rec-nobatch', 'rec-c1-engine'];
-  const repo = unbatchedRepository(['clip_encoder_model', 'harmful_filter_model', 'product_recommender_model']);
-  let engine: EngineProc | undefined;
-  try {
-    engine = await startEngineProc('engine-nobatch', repo);
-    const c = engine.client;
-    await warmEngine(c, ctx.images, true);
-    await measure(ctx, 'b', loop(ctx, PIPELINE_CLIENTS, engineEnsemble(c, ctx.images)));
-    await measure(ctx, 'enc-nobatch', loop(ctx, ENCODER_CLIENTS, ENCODER(c)));
-    await measure(ctx, 'rec-nobatch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(c)));
-    await measure(ctx, 'rec-c1-engine', loop(ctx, 1, RECOMMENDER(c)), 'no batching, so no queue delay: the request path alone');
-  } catch (e) {
-    ctx.log(`  engine (batching off) failed: ${(e as Error).message}`);
-    skipRows(ctx, `engine failed: ${(e as Error).message.split('\n')[0]}`, ids);
-  } finally {
-    await engine?.stop();
-    removeDir(repo);
-  }
+async function pipelineRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
+  ctx.log('image pipeline: (b), (c), (d), preprocess alone');
+  await measure(ctx, 'b', loop(ctx, PIPELINE_CLIENTS, engineEnsemble(nobatch.client, ctx.images)));
+  const pipeline = engineEnsemble(engine.client, ctx.images);
+  await measure(ctx, 'c', loop(ctx, PIPELINE_CLIENTS, pipeline));
+  if (gw) await gatewayPipeline(ctx, gw);
+  await measure(ctx, 'pre-alone', loop(ctx, PIPELINE_CLIENTS, enginePreprocess(engine.client, ctx.images)));
+  const rate = openLoopRate(ctx);
+  if (rate) await measure(ctx, 'ol-c', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }), undefined, `${rate} req/s`);
+  else skipRows(ctx, 'no (a) throughput to set the rate', ['ol-c']);
 }
 
-/** The bundled engine: memory after warm-up, (c), its open loop, encoder, preprocess alone; then `more(engine)`. */
-export async function batchedEnginePhase(ctx: BenchContext, more: (engine: EngineProc) => Promise<void>): Promise<void> {
-  ctx.log('(c) engine with dynamic batching (bundled repository)');
-  const ids = ['c', 'ol-c', 'enc-batch', 'enc-shm', 'pre-alone', 'rec-batch', 'rec-c1-batch'];
-  let engine: EngineProc | undefined;
+async function encoderRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc): Promise<void> {
+  ctx.log('encoder: raw ceiling, engine with batching (gRPC bytes, shm), without');
+  await measure(ctx, 'ceiling', () =>
+    rawCeiling({
+      modelPath: modelPath(BUNDLED_REPO, 'clip_encoder_model'),
+      inputName: 'pixel_values',
+      sampleShape: [3, 224, 224],
+      workers: 2,
+      batch: 16,
+      warmupMs: ctx.warmupMs,
+      durationMs: ctx.durationMs,
+    }),
+    'p50/p95 are per batch-16 run; throughput in images/s',
+  );
+  await measure(ctx, 'enc-batch', loop(ctx, ENCODER_CLIENTS, ENCODER(engine.client)));
+  await measure(ctx, 'enc-shm', () => encoderViaShm(ctx, engine.client));
+  await measure(ctx, 'enc-nobatch', loop(ctx, ENCODER_CLIENTS, ENCODER(nobatch.client)));
+}
+
+async function recommenderRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
+  ctx.log('recommender: with/without batching, direct/gateway, per-request overhead');
+  await measure(ctx, 'rec-nobatch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(nobatch.client)));
+  await measure(ctx, 'rec-batch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.client)));
+  if (gw) await gatewayRecommenderRows(ctx, gw, 'many');
+  await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(engine.client)));
+  if (gw) await gatewayRecommenderRows(ctx, gw, 'one');
+  await measure(ctx, 'rec-c1-engine', loop(ctx, 1, RECOMMENDER(nobatch.client)), 'no batching, so no queue delay: the request path alone');
+  await measure(ctx, 'rec-c1-raw', () =>
+    rawSessionLatency(modelPath(BUNDLED_REPO, 'product_recommender_model'), 'user_features', [64], ctx.quick ? 200 : 1000, ctx.quick ? 1000 : 5000),
+  );
+}
+
+export async function enginePhase(ctx: BenchContext): Promise<void> {
+  ctx.log('engines: bundled repository (dynamic batching) and a copy with batching off');
+  const repo = unbatchedRepository(['clip_encoder_model', 'harmful_filter_model', 'product_recommender_model']);
+  const engines: EngineProc[] = [];
+  let gw: GatewayProc | undefined;
   try {
-    engine = await startEngineProc('engine', BUNDLED_REPO);
-    const c = engine.client;
-    await warmEngine(c, ctx.images, false);
+    const [engine, nobatch] = await Promise.all([startEngineProc('engine', BUNDLED_REPO), startEngineProc('engine-nobatch', repo)]);
+    engines.push(engine, nobatch);
+    await warmEngine(engine.client, ctx.images, false);
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
-    await warmEngine(c, ctx.images, true);
     ctx.values.set('memory-engine', rss);
     ctx.memory.push({ process: `engine (pid ${pid})`, models: 'all 6 (encoder ×2 instances, preprocess ×2, harmful, recommender, 2 ensembles), 2 sequential calls each', rssMiB: rss });
-    const pipeline = engineEnsemble(c, ctx.images);
-    await measure(ctx, 'c', loop(ctx, PIPELINE_CLIENTS, pipeline));
-    const rate = openLoopRate(ctx);
-    if (rate) await measure(ctx, 'ol-c', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }), undefined, `${rate} req/s`);
-    else skipRows(ctx, 'no (a) throughput to set the rate', ['ol-c']);
-    await measure(ctx, 'enc-batch', loop(ctx, ENCODER_CLIENTS, ENCODER(c)));
-    await measure(ctx, 'enc-shm', () => encoderViaShm(ctx, c));
-    await measure(ctx, 'pre-alone', loop(ctx, PIPELINE_CLIENTS, enginePreprocess(c, ctx.images)));
-    await measure(ctx, 'rec-batch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(c)));
-    await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(c)));
-    await more(engine);
+    await warmEngine(engine.client, ctx.images, true);
+    await warmEngine(nobatch.client, ctx.images, true);
+    gw = await startBenchGateway(ctx, engine);
+    await pipelineRows(ctx, nobatch, engine, gw);
+    await encoderRows(ctx, nobatch, engine);
+    await recommenderRows(ctx, nobatch, engine, gw);
+    if (gw) {
+      await largeImageRows(ctx, engine, gw);
+      gw = undefined;
+    }
     ctx.memory.push({ process: `engine (pid ${pid}) after the whole load`, models: 'same (for reference: heap and buffers grown under load)', rssMiB: rssMiB(pid) });
   } catch (e) {
-    ctx.log(`  engine (batching) failed: ${(e as Error).message}`);
-    skipRows(ctx, `engine failed: ${(e as Error).message.split('\n')[0]}`, ids);
+    ctx.log(`  engine phase failed: ${(e as Error).message}`);
+    const why = `engine failed: ${(e as Error).message.split('\n')[0]}`;
+    skipRows(ctx, why, ENGINE_IDS);
+    skipRows(ctx, why, GATEWAY_IDS);
   } finally {
-    await engine?.stop();
+    await gw?.stop();
+    await Promise.all(engines.map((e) => e.stop()));
+    removeDir(repo);
   }
 }

@@ -10,10 +10,8 @@ import { parseArgs } from 'node:util';
 import { makeJpeg } from '../fixtures/images.ts';
 import { ENCODER_CLIENTS, PIPELINE_CLIENTS, ROW_INFO, SMALL_CLIENTS, type BenchContext } from './context.ts';
 import { baselinePhase } from './phase-baseline.ts';
-import { batchedEnginePhase, unbatchedEnginePhase } from './phase-engine.ts';
-import { gatewayPhase } from './phase-gateway.ts';
+import { enginePhase } from './phase-engine.ts';
 import { memoryPhase } from './phase-memory.ts';
-import { rawPhase } from './phase-raw.ts';
 import { shmPhase } from './phase-shm.ts';
 import { ROOT, stopAll } from './processes.ts';
 import { computeRatios } from './ratios.ts';
@@ -52,10 +50,8 @@ async function main(): Promise<void> {
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
   try {
-    await rawPhase(ctx);
     await baselinePhase(ctx);
-    await unbatchedEnginePhase(ctx);
-    await batchedEnginePhase(ctx, (engine) => gatewayPhase(ctx, engine));
+    await enginePhase(ctx);
     await shmPhase(ctx);
     await memoryPhase(ctx);
   } finally {
@@ -73,7 +69,7 @@ async function main(): Promise<void> {
     loadAfter: os.loadavg(),
     settings: [
       `each closed-loop row: ${ctx.warmupMs} ms warm-up (not measured), then a ${ctx.durationMs} ms window; latencies from an HDR histogram (hdr-histogram-js), µs resolution`,
-      `rows run one at a time; clients run in this process, every server is its own child process (\`node --import tsx\`)`,
+      `rows run one at a time, the two sides of each ratio back to back; clients run in this process, every server is its own child process (\`node --import tsx\`); the two engines (batching on / off) and the gateway are up together, idle when not measured`,
       `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
       'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
       'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',

@@ -184,3 +184,22 @@ describe('deploy CLI', () => {
     server.close();
   });
 });
+
+describe('admin token', () => {
+  it('needs GATEWAY_ADMIN_TOKEN set and a matching bearer token', async () => {
+    const { checkAdminToken } = await import('../../gateway/deploy/admin-routes.ts');
+    const code = (f: () => void) => {
+      try {
+        f();
+        return 'ok';
+      } catch (e) {
+        return (e as { code: string }).code;
+      }
+    };
+    expect(code(() => checkAdminToken(undefined, 'Bearer x'))).toBe('ADMIN_DISABLED');
+    expect(code(() => checkAdminToken('t0k', undefined))).toBe('ADMIN_TOKEN_MISSING');
+    expect(code(() => checkAdminToken('t0k', 'Basic dDBr'))).toBe('ADMIN_TOKEN_MISSING');
+    expect(code(() => checkAdminToken('t0k', 'Bearer t0'))).toBe('ADMIN_TOKEN_INVALID');
+    expect(code(() => checkAdminToken('t0k', 'bearer  t0k '))).toBe('ok');
+  });
+});
