@@ -140,6 +140,14 @@ export function renderMarkdown(d: ReportData): string {
   return out.join('\n');
 }
 
+/** Chart labels of the pipeline rows. */
+const SHORT: Record<string, string> = {
+  a: 'baseline: server per model, JSON',
+  b: 'engine, batching off',
+  c: 'engine, dynamic batching',
+  d: 'gateway /fn → engine (c)',
+};
+
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** A grouped bar chart: measured throughput of (a)-(d), the paper's (a)-(c) beside it in grey. */
@@ -181,11 +189,11 @@ export function renderSvg(d: ReportData): string {
       parts.push(`<text x="${(x1 + bw / 2).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" fill="#777">${p}</text>`);
     }
     parts.push(`<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 18}" text-anchor="middle">(${r.id})</text>`);
-    parts.push(`<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 33}" text-anchor="middle" fill="#555" font-size="10">${esc(r.label.slice(0, 34))}</text>`);
+    parts.push(`<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 33}" text-anchor="middle" fill="#555" font-size="11">${esc(SHORT[r.id] ?? r.id)}</text>`);
   });
   parts.push(`<line x1="${left}" x2="${W - 20}" y1="${bottom}" y2="${bottom}" stroke="#333"/>`);
-  parts.push(`<rect x="${W - 250}" y="${H - 18}" width="10" height="10" fill="#2b6cb0"/><text x="${W - 236}" y="${H - 9}">measured here</text>`);
-  parts.push(`<rect x="${W - 140}" y="${H - 18}" width="10" height="10" fill="#bbb"/><text x="${W - 126}" y="${H - 9}">paper (not measured)</text>`);
+  parts.push(`<rect x="${left}" y="${H - 18}" width="10" height="10" fill="#2b6cb0"/><text x="${left + 14}" y="${H - 9}">measured here</text>`);
+  parts.push(`<rect x="${left + 120}" y="${H - 18}" width="10" height="10" fill="#bbb"/><text x="${left + 134}" y="${H - 9}">the paper's numbers (other hardware; not measured here)</text>`);
   parts.push('</svg>');
   return parts.join('\n') + '\n';
 }

@@ -82,7 +82,12 @@ async function main(): Promise<void> {
       .filter((id) => !['a', 'b', 'c', 'd', 'ol-a', 'ol-c'].includes(id))
       .map(row),
     memory: ctx.memory,
-    notes: ctx.notes,
+    notes: [
+      ...ctx.notes,
+      'the raw ceiling gives ONNX Runtime both cores and nothing else; every engine row shares the same 2 cores with its client (this process), the request path (gRPC, batching, worker messages) and, for bytes on the wire, the 588 KiB FP32 copy per image',
+      'the per-model servers and the engine all run under tsx, so each pays the same Node + tsx base; the stand-in models are small (encoder 2 MB of weights), so that base, not the weights, is most of every process\'s memory',
+      'ratios between rows come from one run, with the two sides measured back to back, but other processes on the host can still shift one side more than the other: compare the load averages above',
+    ],
   };
   const md = renderMarkdown(data);
   mkdirSync(outDir, { recursive: true });

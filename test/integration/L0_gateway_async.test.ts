@@ -87,8 +87,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await gw?.stop();
-  await Promise.all(closers.map((c) => c()));
+  await Promise.allSettled([gw?.stop(), ...closers.map((c) => c())]);
   await engine?.stop();
   removeDir(repo);
   removeDir(fnDir);

@@ -53,10 +53,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await A?.stop();
-  await B?.stop();
-  await redis?.stop();
-  await engine?.stop();
+  try {
+    await Promise.allSettled([A?.stop(), B?.stop()]);
+  } finally {
+    await redis?.stop();
+    await engine?.stop();
+  }
   removeDir(repo);
   removeDir(fnDir);
 });
