@@ -13,7 +13,10 @@ import type { EngineApi } from './engine-client.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import { jsonInputs, multipartInputs, outputsJson, predictOutputBytes, rawBodySpec, bytesInput, type InputTensor, type OutputTensor } from './payload-codec.ts';
+import {
+  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, outputsJson, predictOutputBytes, rawBodySpec,
+  type InputTensor, type OutputTensor,
+} from './payload-codec.ts';
 import type { StagingArena, StagingSlice } from './staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from './trace.ts';
@@ -54,35 +57,14 @@ const shmParams = (region: string, offset: number, size: number) => ({
   shared_memory_byte_size: { int64_param: size },
 });
 
-function isRawType(type: string): boolean {
-  return type.startsWith('image/') || type === 'application/octet-stream' || type.startsWith('audio/') || type.startsWith('video/');
-}
-
 /** Read the inputs of a call, staging a large raw body straight into a slice when possible. */
 async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
   const limit = fn.definition.limits.maxBodyBytes;
   const len = contentLength(c);
   if (len !== undefined && len > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn.name, limit });
-  const type = (c.req.header('content-type') ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
-  if (type === 'application/json' || type.endsWith('+json')) {
-    const text = await readBody(c, limit, fn.name);
-    let body: unknown;
-    try {
-      body = JSON.parse(text.toString('utf8'));
-    } catch (e) {
-      throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
-    }
-    return jsonInputs(fn, body);
-  }
-  if (type === 'multipart/form-data') {
-    let form: FormData;
-    try {
-      form = await c.req.formData();
-    } catch (e) {
-      throw gatewayError('BODY_INVALID', { reason: `malformed multipart body: ${(e as Error).message}` });
-    }
-    return { inputs: await multipartInputs(fn, form) };
-  }
+  const type = mediaType(c.req.header('content-type'));
+  if (isJsonType(type)) return jsonBodyInputs(fn, await readBody(c, limit, fn.name));
+  if (type === 'multipart/form-data') return { inputs: await multipartBodyInputs(fn, () => c.req.formData()) };
   if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
   const spec = rawBodySpec(fn);
   if (len !== undefined && len > deps.shmThreshold) {

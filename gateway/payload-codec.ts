@@ -165,3 +165,39 @@ export function outputsJson(outputs: OutputTensor[]): { outputs: Record<string, 
   for (const t of outputs) o[t.spec.name] = { shape: t.shape, datatype: t.datatype, data: decodeValues(t.datatype, t.bytes) };
   return { outputs: o };
 }
+
+/** The media type of a Content-Type header (no parameters, lower case). */
+export function mediaType(header: string | undefined): string {
+  return (header ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
+}
+
+export function isJsonType(type: string): boolean {
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+/** Bodies that fill the function's single UINT8/BYTES input as they are. */
+export function isRawType(type: string): boolean {
+  return type.startsWith('image/') || type === 'application/octet-stream' || type.startsWith('audio/') || type.startsWith('video/');
+}
+
+/** Inputs of a JSON call body; BODY_INVALID when it is not JSON. */
+export function jsonBodyInputs(fn: ResolvedFunction, bytes: Uint8Array): { inputs: InputTensor[]; outputs?: string[] } {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  } catch (e) {
+    throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
+  }
+  return jsonInputs(fn, body);
+}
+
+/** Inputs of a multipart call body; BODY_INVALID when it cannot be parsed. */
+export async function multipartBodyInputs(fn: ResolvedFunction, form: () => Promise<FormData>): Promise<InputTensor[]> {
+  let f: FormData;
+  try {
+    f = await form();
+  } catch (e) {
+    throw gatewayError('BODY_INVALID', { reason: `malformed multipart body: ${(e as Error).message}` });
+  }
+  return multipartInputs(fn, f);
+}

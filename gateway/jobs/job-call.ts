@@ -6,7 +6,9 @@
 import { gatewayError } from '../errors.ts';
 import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
 import { CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
-import { bytesInput, jsonInputs, multipartInputs, outputsJson, rawBodySpec, type InputTensor } from '../payload-codec.ts';
+import {
+  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, outputsJson, rawBodySpec, type InputTensor,
+} from '../payload-codec.ts';
 
 /** One captured call. */
 export interface StoredCall {
@@ -17,40 +19,13 @@ export interface StoredCall {
   output?: string;
 }
 
-export function isJsonType(type: string): boolean {
-  return type === 'application/json' || type.endsWith('+json');
-}
-
-export function isRawType(type: string): boolean {
-  return type.startsWith('image/') || type === 'application/octet-stream' || type.startsWith('audio/') || type.startsWith('video/');
-}
-
-/** The media type of a Content-Type header (no parameters, lower case). */
-export function mediaType(header: string | undefined): string {
-  return (header ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
-}
-
 /** Decode a call's inputs as POST /fn/<name> would; throws the same catalog errors. */
 export async function decodeCall(fn: ResolvedFunction, call: StoredCall): Promise<{ inputs: InputTensor[]; outputs?: string[] }> {
   const bytes = Buffer.from(call.body, 'base64');
   const type = mediaType(call.contentType);
-  if (isJsonType(type)) {
-    let body: unknown;
-    try {
-      body = JSON.parse(bytes.toString('utf8'));
-    } catch (e) {
-      throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
-    }
-    return jsonInputs(fn, body);
-  }
+  if (isJsonType(type)) return jsonBodyInputs(fn, bytes);
   if (type === 'multipart/form-data') {
-    let form: FormData;
-    try {
-      form = await new Response(bytes, { headers: { 'Content-Type': call.contentType } }).formData();
-    } catch (e) {
-      throw gatewayError('BODY_INVALID', { reason: `malformed multipart body: ${(e as Error).message}` });
-    }
-    return { inputs: await multipartInputs(fn, form) };
+    return { inputs: await multipartBodyInputs(fn, () => new Response(bytes, { headers: { 'Content-Type': call.contentType } }).formData()) };
   }
   if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
   return { inputs: [bytesInput(fn, rawBodySpec(fn), bytes)] };
