@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { ERROR_CATALOG } from './errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
-import { CallReplySchema, ErrorReplySchema, InputValueSchema, TensorDescriptionSchema } from './function-schema.ts';
+import { CallReplySchema, ErrorReplySchema, FunctionBundleSchema, InputValueSchema, TensorDescriptionSchema } from './function-schema.ts';
 
 function json(schema: z.ZodType): Record<string, unknown> {
   return z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
@@ -74,12 +74,26 @@ export function openApiDocument(functions: ResolvedFunction[], version: string):
   }
   paths['/fn'] = { get: { summary: 'list functions with their inputs and outputs', responses: { '200': { description: 'functions' } } } };
   for (const p of ['/healthz', '/readyz', '/metrics']) paths[p] = { get: { responses: { '200': { description: 'ok' }, '503': { description: 'not ready' } } } };
+  paths['/jobs/{id}'] = {
+    get: { summary: 'state of an async call: queued | running | succeeded | failed | dead, with its result or error', responses: { '200': { description: 'job' }, ...errorResponses() } },
+  };
+  const admin = { security: [{ bearer: [] }] };
+  paths['/admin/functions'] = {
+    get: { ...admin, summary: 'the active bundle, in the form PUT accepts', responses: { '200': { description: 'bundle', content: { 'application/json': { schema: { $ref: '#/components/schemas/FunctionBundle' } } } } } },
+    put: {
+      ...admin,
+      summary: 'validate a whole bundle, then swap it in atomically (a refused bundle lists every error and changes nothing)',
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/FunctionBundle' } } } },
+      responses: { '200': { description: 'deployed' }, ...errorResponses() },
+    },
+  };
+  paths['/admin/functions/rollback'] = { post: { ...admin, summary: 'restore the previous bundle version', responses: { '200': { description: 'rolled back' }, ...errorResponses() } } };
   return {
     openapi: '3.1.0',
     info: { title: 'function gateway', version },
     paths,
     components: {
-      schemas: { CallReply: json(CallReplySchema), Error: json(ErrorReplySchema), Tensor: json(TensorDescriptionSchema) },
+      schemas: { CallReply: json(CallReplySchema), Error: json(ErrorReplySchema), Tensor: json(TensorDescriptionSchema), FunctionBundle: json(FunctionBundleSchema) },
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         bearer: { type: 'http', scheme: 'bearer' },

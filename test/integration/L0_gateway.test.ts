@@ -100,6 +100,9 @@ describe('gateway routes', () => {
     const doc = (await (await fetch(`${base}/openapi.json`)).json()) as Json;
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.paths['/fn/search_pipeline_ensemble'].post.requestBody.content['image/jpeg']).toBeDefined();
+    expect(doc.paths['/jobs/{id}'].get).toBeDefined();
+    expect(doc.paths['/admin/functions'].put.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/FunctionBundle');
+    expect(doc.components.schemas.FunctionBundle.properties.functions).toBeDefined();
   });
 
   it('registered its arena regions with the engine and on /dev/shm', async () => {
