@@ -3,7 +3,7 @@
 // session.run blocks this thread, never the engine's event loop.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { deserializeBytes, serializeBytes, typedView } from '../datatypes.ts';
+import { deserializeBytes, serializeBytes, typedView } from '../../protocol/tensor-codec.ts';
 import { datatypeOfOrt } from './ort-types.ts';
 import type {
   FromWorker,

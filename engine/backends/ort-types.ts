@@ -1,5 +1,5 @@
 // ONNX Runtime element types <-> KServe datatypes.
-import type { Datatype } from '../datatypes.ts';
+import type { Datatype } from '../../protocol/tensor-codec.ts';
 
 const TO_ORT: Partial<Record<Datatype, string>> = {
   BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',

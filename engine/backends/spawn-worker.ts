@@ -1,11 +1,9 @@
-// Start a worker thread on a .ts module. Worker threads do not inherit tsx's
-// hooks on Node 20, so a small .mjs bootstrap registers them first.
+// Start a worker thread on a TypeScript module, run as a plain-JS bundle
+// (see worker-bundle.ts).
 import { Worker } from 'node:worker_threads';
-
-const BOOT = new URL('./worker-boot.mjs', import.meta.url);
+import { bundledWorker } from './worker-bundle.ts';
 
 /** A worker running the module at `url` (a .ts file URL) with `workerData`. */
 export function spawnWorker(url: URL, workerData: Record<string, unknown>): Worker {
-  if (!url.pathname.endsWith('.ts')) return new Worker(url, { workerData });
-  return new Worker(BOOT, { workerData: { ...workerData, __entry: url.href } });
+  return new Worker(url.pathname.endsWith('.ts') ? bundledWorker(url) : url, { workerData });
 }
