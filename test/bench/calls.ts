@@ -8,6 +8,14 @@ import { BENCH_API_KEY, post } from './services.ts';
 const EMBED = 512;
 const PIXELS = 3 * 224 * 224;
 
+/**
+ * The gRPC clients of a load row: client `w` of the load generator uses
+ * channel w mod n, so N clients are N connections (like N client processes),
+ * or all share one when given one.
+ */
+export type Channels = TritonGrpcClient | TritonGrpcClient[];
+const pick = (c: Channels, w: number): TritonGrpcClient => (Array.isArray(c) ? c[w % c.length]! : c);
+
 function expectLength(what: string, got: number, want: number): void {
   if (got !== want) throw new Error(`${what}: expected ${want} values, got ${got}`);
 }
@@ -27,10 +35,10 @@ export function baselinePipeline(prePort: number, encPort: number, images: Buffe
 }
 
 /** JPEG in, FINAL_VECTOR out, through an ensemble over gRPC. */
-export function engineEnsemble(client: TritonGrpcClient, images: Buffer[], model = 'search_pipeline_ensemble'): CallFn {
-  return async (_w, seq) => {
+export function engineEnsemble(client: Channels, images: Buffer[], model = 'search_pipeline_ensemble'): CallFn {
+  return async (w, seq) => {
     const img = images[seq % images.length]!;
-    const res = await client.modelInfer({
+    const res = await pick(client, w).modelInfer({
       model_name: model,
       inputs: [{ name: 'RAW_IMAGE', datatype: 'UINT8', shape: [img.byteLength] }],
       raw_input_contents: [img],
@@ -40,10 +48,10 @@ export function engineEnsemble(client: TritonGrpcClient, images: Buffer[], model
 }
 
 /** image_preprocess_model alone over gRPC. */
-export function enginePreprocess(client: TritonGrpcClient, images: Buffer[]): CallFn {
-  return async (_w, seq) => {
+export function enginePreprocess(client: Channels, images: Buffer[]): CallFn {
+  return async (w, seq) => {
     const img = images[seq % images.length]!;
-    const res = await client.modelInfer({
+    const res = await pick(client, w).modelInfer({
       model_name: 'image_preprocess_model',
       inputs: [{ name: 'image_bytes', datatype: 'UINT8', shape: [img.byteLength] }],
       raw_input_contents: [img],
@@ -60,11 +68,11 @@ export function fp32Bytes(count: number, seed = 1): Buffer {
 }
 
 /** A batch-1 FP32 call of an ONNX model over gRPC with raw bytes. */
-export function engineModel(client: TritonGrpcClient, model: string, input: string, sampleShape: number[], outputValues: number): CallFn {
+export function engineModel(client: Channels, model: string, input: string, sampleShape: number[], outputValues: number): CallFn {
   const count = sampleShape.reduce((a, b) => a * b, 1);
   const bytes = fp32Bytes(count);
-  return async () => {
-    const res = await client.modelInfer({
+  return async (w) => {
+    const res = await pick(client, w).modelInfer({
       model_name: model,
       inputs: [{ name: input, datatype: 'FP32', shape: [1, ...sampleShape] }],
       raw_input_contents: [bytes],
@@ -77,10 +85,10 @@ export function engineModel(client: TritonGrpcClient, model: string, input: stri
  * A batch-1 FP32 call whose input sits in a registered shm region: client
  * `w` uses the slot at offset w × slotBytes (the slots are filled once).
  */
-export function engineModelShm(client: TritonGrpcClient, model: string, input: string, sampleShape: number[], outputValues: number, region: string): CallFn {
+export function engineModelShm(client: Channels, model: string, input: string, sampleShape: number[], outputValues: number, region: string): CallFn {
   const slotBytes = sampleShape.reduce((a, b) => a * b, 4);
   return async (w) => {
-    const res = await client.modelInfer({
+    const res = await pick(client, w).modelInfer({
       model_name: model,
       inputs: [
         {

@@ -1,6 +1,7 @@
 // What the phases of one bench run share: the mode, the measurement windows,
 // the input images, and where every result goes.
 import type { LoadResult } from './load-generator.ts';
+import { cpuSeconds } from './processes.ts';
 import type { MemoryRow, Row } from './report.ts';
 
 /** Closed-loop concurrency of the pipeline table (a)-(d) and its ratios. */
@@ -10,7 +11,7 @@ export const ENCODER_CLIENTS = 32;
 /** Concurrency of the small-model rows (recommender, gateway vs direct). */
 export const SMALL_CLIENTS = 16;
 
-const closed = (n: number) => `closed loop, ${n} clients`;
+const closed = (n: number) => `closed loop, ${n} client${n === 1 ? '' : 's'}`;
 
 /** Every load row of the report: id -> label and load. */
 export const ROW_INFO: Record<string, { label: string; load: string }> = {
@@ -77,4 +78,38 @@ export function skipRows(ctx: BenchContext, why: string, ids: string[]): void {
     const info = ROW_INFO[id]!;
     if (!ctx.rows.has(id)) ctx.rows.set(id, { id, label: info.label, load: info.load, skipped: why });
   }
+}
+
+/**
+ * Wrap a row's run to also note where the CPU went: average cores busy in
+ * this process (the clients) and in each given process (its main thread and
+ * the rest: worker threads, libuv, GC) over the whole run, and that divided
+ * by the throughput as ≈ CPU ms per request.
+ */
+export function withCpu(procs: Array<[name: string, pid: number]>, run: () => Promise<LoadResult>, onNote: (note: string) => void): () => Promise<LoadResult> {
+  return async () => {
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    const p0 = procs.map(([, pid]) => cpuSeconds(pid));
+    const result = await run();
+    const wall = (performance.now() - t0) / 1000;
+    const c = process.cpuUsage(c0);
+    const parts = [`client ${(((c.user + c.system) / 1e6 / wall) * 1000 / result.throughput).toFixed(2)}`];
+    procs.forEach(([name, pid], i) => {
+      const p = cpuSeconds(pid);
+      const main = (p.main - p0[i]!.main) / wall;
+      const rest = (p.total - p0[i]!.total) / wall - main;
+      parts.push(`${name} main thread ${((main * 1000) / result.throughput).toFixed(2)} + other threads ${((rest * 1000) / result.throughput).toFixed(2)}`);
+    });
+    onNote(`≈ CPU ms per request: ${parts.join('; ')}`);
+    return result;
+  };
+}
+
+/** measure() with withCpu(): the row's note gets the CPU split (after `note`, if any). */
+export async function measureWithCpu(ctx: BenchContext, id: string, procs: Array<[name: string, pid: number]>, run: () => Promise<LoadResult>, note?: string, load?: string): Promise<void> {
+  let cpu = '';
+  await measure(ctx, id, withCpu(procs, run, (n) => (cpu = n)), note, load);
+  const row = ctx.rows.get(id);
+  if (row?.result) row.note = [row.note, cpu].filter(Boolean).join('; ');
 }

@@ -2,7 +2,7 @@
 // process each, tensors as JSON; the client calls one then the other.
 import { modelPath } from '../../model_repository/build-models.ts';
 import { baselinePipeline } from './calls.ts';
-import { measure, PIPELINE_CLIENTS, skipRows, type BenchContext } from './context.ts';
+import { measure, measureWithCpu, PIPELINE_CLIENTS, skipRows, type BenchContext } from './context.ts';
 import { closedLoop, openLoop } from './load-generator.ts';
 import { BUNDLED_REPO, startBaselineServer, type BaselineProc } from './services.ts';
 
@@ -22,7 +22,8 @@ export async function baselinePhase(ctx: BenchContext): Promise<void> {
     ]);
     started.push(pre, enc);
     const call = baselinePipeline(pre.port, enc.port, ctx.images);
-    await measure(ctx, 'a', () => closedLoop({ concurrency: PIPELINE_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }),
+    const cpu: Array<[string, number]> = [['preprocess server', pre.child.proc.pid!], ['encoder server', enc.child.proc.pid!]];
+    await measureWithCpu(ctx, 'a', cpu, () => closedLoop({ concurrency: PIPELINE_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }),
       'encoder server: one onnxruntime-node session, intra-op 2 threads, no spinning; client parses the preprocess reply and re-sends the tensor as JSON');
     const rate = openLoopRate(ctx);
     if (rate) {

@@ -9,15 +9,15 @@ import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../clien
 import { modelPath } from '../../model_repository/build-models.ts';
 import { openLoopRate } from './phase-baseline.ts';
 import { gatewayPipeline, gatewayRecommenderRows, largeImageRows, startBenchGateway, GATEWAY_IDS } from './phase-gateway.ts';
-import { engineEnsemble, engineModel, engineModelShm, enginePreprocess, fp32Bytes } from './calls.ts';
-import { ENCODER_CLIENTS, measure, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
+import { engineEnsemble, engineModel, engineModelShm, enginePreprocess, fp32Bytes, type Channels } from './calls.ts';
+import { ENCODER_CLIENTS, measure, measureWithCpu, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
 import { closedLoop, openLoop, type CallFn } from './load-generator.ts';
 import { rssMiB } from './processes.ts';
 import { rawCeiling, rawSessionLatency } from './raw-ort.ts';
 import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type EngineProc, type GatewayProc } from './services.ts';
 
-const ENCODER = (c: TritonGrpcClient) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
-const RECOMMENDER = (c: TritonGrpcClient) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
+const ENCODER = (c: Channels) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
+const RECOMMENDER = (c: Channels) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
 const ENGINE_IDS = ['b', 'c', 'pre-alone', 'ol-c', 'ceiling', 'enc-batch', 'enc-shm', 'enc-nobatch', 'rec-nobatch', 'rec-batch', 'rec-c1-batch', 'rec-c1-engine', 'rec-c1-raw'];
 
 /**
@@ -45,7 +45,8 @@ export async function warmEngine(client: TritonGrpcClient, images: Buffer[], con
 export const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () => closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
 
 /** The encoder with each client's input in its own slot of one registered shm region (filled once). */
-async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
+async function encoderViaShm(ctx: BenchContext, engine: EngineProc) {
+  const client = engine.client;
   const slot = 3 * 224 * 224 * 4;
   const name = `bench_encoder_${process.pid}`;
   const region = createSharedMemoryRegion(name, `/${name}`, slot * ENCODER_CLIENTS, { touch: true, exclusive: true });
@@ -54,7 +55,7 @@ async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
     for (let w = 0; w < ENCODER_CLIENTS; w++) region.bytes.set(sample, w * slot);
     await client.systemSharedMemoryRegister(name, region.key, region.byteSize);
     try {
-      const call = engineModelShm(client, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512, name);
+      const call = engineModelShm(engine.channels(ENCODER_CLIENTS), 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512, name);
       return await closedLoop({ concurrency: ENCODER_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
     } finally {
       await client.systemSharedMemoryUnregister(name);
@@ -66,11 +67,12 @@ async function encoderViaShm(ctx: BenchContext, client: TritonGrpcClient) {
 
 async function pipelineRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
   ctx.log('image pipeline: (b), (c), (d), preprocess alone');
-  await measure(ctx, 'b', loop(ctx, PIPELINE_CLIENTS, engineEnsemble(nobatch.client, ctx.images)));
-  const pipeline = engineEnsemble(engine.client, ctx.images);
-  await measure(ctx, 'c', loop(ctx, PIPELINE_CLIENTS, pipeline));
-  if (gw) await gatewayPipeline(ctx, gw);
-  await measure(ctx, 'pre-alone', loop(ctx, PIPELINE_CLIENTS, enginePreprocess(engine.client, ctx.images)));
+  await measureWithCpu(ctx, 'b', [['engine', nobatch.child.proc.pid!]], loop(ctx, PIPELINE_CLIENTS, engineEnsemble(nobatch.channels(PIPELINE_CLIENTS), ctx.images)));
+  const pipeline = engineEnsemble(engine.channels(PIPELINE_CLIENTS), ctx.images);
+  const cpu: Array<[string, number]> = [['engine', engine.child.proc.pid!]];
+  await measureWithCpu(ctx, 'c', cpu, loop(ctx, PIPELINE_CLIENTS, pipeline));
+  if (gw) await gatewayPipeline(ctx, gw, engine);
+  await measureWithCpu(ctx, 'pre-alone', cpu, loop(ctx, PIPELINE_CLIENTS, enginePreprocess(engine.channels(PIPELINE_CLIENTS), ctx.images)));
   const rate = openLoopRate(ctx);
   if (rate) await measure(ctx, 'ol-c', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }), undefined, `${rate} req/s`);
   else skipRows(ctx, 'no (a) throughput to set the rate', ['ol-c']);
@@ -90,18 +92,19 @@ async function encoderRows(ctx: BenchContext, nobatch: EngineProc, engine: Engin
     }),
     'p50/p95 are per batch-16 run; throughput in images/s',
   );
-  await measure(ctx, 'enc-batch', loop(ctx, ENCODER_CLIENTS, ENCODER(engine.client)));
-  await measure(ctx, 'enc-shm', () => encoderViaShm(ctx, engine.client));
-  await measure(ctx, 'enc-nobatch', loop(ctx, ENCODER_CLIENTS, ENCODER(nobatch.client)));
+  const cpu: Array<[string, number]> = [['engine', engine.child.proc.pid!]];
+  await measureWithCpu(ctx, 'enc-batch', cpu, loop(ctx, ENCODER_CLIENTS, ENCODER(engine.channels(ENCODER_CLIENTS))));
+  await measureWithCpu(ctx, 'enc-shm', cpu, () => encoderViaShm(ctx, engine));
+  await measureWithCpu(ctx, 'enc-nobatch', [['engine', nobatch.child.proc.pid!]], loop(ctx, ENCODER_CLIENTS, ENCODER(nobatch.channels(ENCODER_CLIENTS))));
 }
 
 async function recommenderRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
   ctx.log('recommender: with/without batching, direct/gateway, per-request overhead');
-  await measure(ctx, 'rec-nobatch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(nobatch.client)));
-  await measure(ctx, 'rec-batch', loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.client)));
-  if (gw) await gatewayRecommenderRows(ctx, gw, 'many');
+  await measureWithCpu(ctx, 'rec-nobatch', [['engine', nobatch.child.proc.pid!]], loop(ctx, SMALL_CLIENTS, RECOMMENDER(nobatch.channels(SMALL_CLIENTS))));
+  await measureWithCpu(ctx, 'rec-batch', [['engine', engine.child.proc.pid!]], loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.channels(SMALL_CLIENTS))));
+  if (gw) await gatewayRecommenderRows(ctx, gw, engine, 'many');
   await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(engine.client)));
-  if (gw) await gatewayRecommenderRows(ctx, gw, 'one');
+  if (gw) await gatewayRecommenderRows(ctx, gw, engine, 'one');
   await measure(ctx, 'rec-c1-engine', loop(ctx, 1, RECOMMENDER(nobatch.client)), 'no batching, so no queue delay: the request path alone');
   await measure(ctx, 'rec-c1-raw', () =>
     rawSessionLatency(modelPath(BUNDLED_REPO, 'product_recommender_model'), 'user_features', [64], ctx.quick ? 200 : 1000, ctx.quick ? 1000 : 5000),

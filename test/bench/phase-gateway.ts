@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { makeLargeJpeg } from '../fixtures/images.ts';
 import { gatewayImage, gatewayRecommender } from './calls.ts';
-import { measure, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
+import { measure, measureWithCpu, PIPELINE_CLIENTS, SMALL_CLIENTS, skipRows, type BenchContext } from './context.ts';
 import { closedLoop } from './load-generator.ts';
 import { ROOT } from './processes.ts';
 import { startGatewayProc, type EngineProc, type GatewayProc } from './services.ts';
@@ -18,6 +18,11 @@ const LARGE_BYTES = 8 * 2 ** 20;
 
 const loop = (ctx: BenchContext, concurrency: number, call: Parameters<typeof closedLoop>[0]['call']) => () =>
   closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
+
+const cpuOf = (gw: GatewayProc, engine: EngineProc): Array<[string, number]> => [
+  ['gateway', gw.child.proc.pid!],
+  ['engine', engine.child.proc.pid!],
+];
 
 /** The default gateway (staging threshold 64 KiB) after one call of each kind; undefined (rows skipped) when it fails. */
 export async function startBenchGateway(ctx: BenchContext, engine: EngineProc): Promise<GatewayProc | undefined> {
@@ -40,16 +45,16 @@ export async function startBenchGateway(ctx: BenchContext, engine: EngineProc): 
 }
 
 /** (d): the image pipeline through POST /fn with a raw image/jpeg body. */
-export async function gatewayPipeline(ctx: BenchContext, gw: GatewayProc): Promise<void> {
+export async function gatewayPipeline(ctx: BenchContext, gw: GatewayProc, engine: EngineProc): Promise<void> {
   const modes = new Set<string>();
-  await measure(ctx, 'd', loop(ctx, PIPELINE_CLIENTS, gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images, (t) => modes.add(t))));
+  await measureWithCpu(ctx, 'd', cpuOf(gw, engine), loop(ctx, PIPELINE_CLIENTS, gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images, (t) => modes.add(t))));
   const d = ctx.rows.get('d');
-  if (d?.result) d.note = `raw image/jpeg body (${(ctx.images[0]!.byteLength / 1024).toFixed(0)} KiB), JSON reply; X-Payload-Transfer seen: ${[...modes].join(', ')}`;
+  if (d?.result) d.note = `${d.note}; raw image/jpeg body (${(ctx.images[0]!.byteLength / 1024).toFixed(0)} KiB), JSON reply; X-Payload-Transfer seen: ${[...modes].join(', ')}`;
 }
 
 /** The small call through the gateway: `many` = SMALL_CLIENTS clients, `one` = 1 client. */
-export async function gatewayRecommenderRows(ctx: BenchContext, gw: GatewayProc, clients: 'many' | 'one'): Promise<void> {
-  if (clients === 'many') await measure(ctx, 'gw-rec', loop(ctx, SMALL_CLIENTS, gatewayRecommender(gw.port)));
+export async function gatewayRecommenderRows(ctx: BenchContext, gw: GatewayProc, engine: EngineProc, clients: 'many' | 'one'): Promise<void> {
+  if (clients === 'many') await measureWithCpu(ctx, 'gw-rec', cpuOf(gw, engine), loop(ctx, SMALL_CLIENTS, gatewayRecommender(gw.port)));
   else await measure(ctx, 'gw-rec-c1', loop(ctx, 1, gatewayRecommender(gw.port)));
 }
 

@@ -2,7 +2,7 @@
 // tsx on free ports, wait until it answers, read its resident memory, stop it.
 // Every child started here is tracked so `stopAll()` can end them on exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,19 @@ export interface Child {
 }
 
 const children = new Set<Child>();
+const tempDirs = new Set<string>();
+
+/** Remember a temp dir so stopAll() removes it even when a run is cut short. */
+export function trackTempDir(dir: string): string {
+  tempDirs.add(dir);
+  return dir;
+}
+
+/** Remove a temp dir now (and forget it). */
+export function removeTempDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
 
 /** A port that was free a moment ago. */
 export function freePort(): Promise<number> {
@@ -81,9 +94,10 @@ export function stopChild(child: Child, graceMs = 10_000): Promise<void> {
   });
 }
 
-/** Stop every child still running (on the way out, also after a failure). */
+/** Stop every child still running and remove tracked temp dirs (on the way out, also after a failure). */
 export async function stopAll(): Promise<void> {
   await Promise.all([...children].map((c) => stopChild(c, 5000)));
+  for (const dir of [...tempDirs]) removeTempDir(dir);
 }
 
 /** Resident set size (VmRSS) of a process in MiB, from /proc/<pid>/status. */
@@ -91,4 +105,26 @@ export function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!m) throw new Error(`no VmRSS in /proc/${pid}/status`);
   return Number(m[1]) / 1024;
+}
+
+/** Clock ticks per second of /proc times (USER_HZ; 100 on Linux x86-64 and arm64). */
+const USER_HZ = 100;
+
+function ticks(statFile: string): number {
+  const st = readFileSync(statFile, 'utf8');
+  const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]); // utime + stime
+}
+
+/** CPU seconds a process has used: its main thread, and all its threads (workers, libuv, GC, ORT). */
+export function cpuSeconds(pid: number): { main: number; total: number } {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += ticks(`/proc/${pid}/task/${tid}/stat`);
+    } catch {
+      // the thread ended between readdir and read
+    }
+  }
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`) / USER_HZ, total: total / USER_HZ };
 }

@@ -72,8 +72,8 @@ async function main(): Promise<void> {
       `rows run one at a time, the two sides of each ratio back to back; clients run in this process, every server is its own child process (\`node --import tsx\`); the two engines (batching on / off) and the gateway are up together, idle when not measured`,
       `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
       'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
+      'gRPC load rows: each client on its own connection (grpc-js channel with a local subchannel pool), like the HTTP clients, which get a keep-alive socket each; 1-client rows reuse one warm channel',
       'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',
-      'other processes on this host (other sessions\' tests) may have competed for the 2 cores: see the load averages',
     ],
     pipeline: ['a', 'b', 'c', 'd'].map(row),
     openLoop: ['ol-a', 'ol-c'].map(row),
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
       ...ctx.notes,
       'the raw ceiling gives ONNX Runtime both cores and nothing else; every engine row shares the same 2 cores with its client (this process), the request path (gRPC, batching, worker messages) and, for bytes on the wire, the 588 KiB FP32 copy per image',
       'the per-model servers and the engine all run under tsx, so each pays the same Node + tsx base; the stand-in models are small (encoder 2 MB of weights), so that base, not the weights, is most of every process\'s memory',
-      'ratios between rows come from one run, with the two sides measured back to back, but other processes on the host can still shift one side more than the other: compare the load averages above',
+      'ratios between rows come from one run, with the two sides measured back to back, but other processes on this host (other sessions\' tests) may compete for the 2 cores and shift one side more than the other: compare the load averages above',
     ],
   };
   const md = renderMarkdown(data);

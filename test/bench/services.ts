@@ -3,18 +3,20 @@
 // and the baseline's one-process-per-model HTTP servers. Also a keep-alive
 // HTTP POST helper for the HTTP clients.
 import http from 'node:http';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
-import { freePort, ROOT, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
+import { freePort, removeTempDir, ROOT, spawnTs, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 
 export const BUNDLED_REPO = path.join(ROOT, 'model_repository');
 
-/** A running engine child and a gRPC client connected to it. */
+/** A running engine child, a gRPC client connected to it, and one channel per load client. */
 export interface EngineProc {
   child: Child;
   grpcPort: number;
   client: TritonGrpcClient;
+  /** `n` clients each on its own connection (grpc-js shares one per target unless told not to). */
+  channels(n: number): TritonGrpcClient[];
   stop(): Promise<void>;
 }
 
@@ -36,12 +38,18 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
     await stopChild(child);
     throw e;
   }
+  const pool: TritonGrpcClient[] = [];
   return {
     child,
     grpcPort,
     client,
+    channels: (n) => {
+      while (pool.length < n) pool.push(new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
+      return pool.slice(0, n);
+    },
     stop: async () => {
       client.close();
+      for (const c of pool) c.close();
       await stopChild(child);
     },
   };
@@ -56,7 +64,7 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
 export function unbatchedRepository(models: string[]): string {
   const parent = path.join(ROOT, 'node_modules', '.cache', 'tritonish-bench');
   mkdirSync(parent, { recursive: true });
-  const dir = mkdtempSync(path.join(parent, 'nobatch-'));
+  const dir = trackTempDir(mkdtempSync(path.join(parent, 'nobatch-')));
   cpSync(BUNDLED_REPO, dir, { recursive: true });
   for (const m of models) {
     const file = path.join(dir, m, 'config.pbtxt');
@@ -82,7 +90,7 @@ export function stripBlock(text: string, name: string): string {
 }
 
 export function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  removeTempDir(dir);
 }
 
 /** A running gateway child. */
