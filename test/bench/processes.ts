@@ -2,7 +2,7 @@
 // tsx on free ports, wait until it answers, read its resident memory, stop it.
 // Every child started here is tracked so `stopAll()` can end them on exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,15 +116,10 @@ function ticks(statFile: string): number {
   return Number(f[11]) + Number(f[12]); // utime + stime
 }
 
-/** CPU seconds a process has used: its main thread, and all its threads (workers, libuv, GC, ORT). */
+/**
+ * CPU seconds a process has used: its main thread, and in all (every thread,
+ * exited ones included: workers, libuv, GC, ORT).
+ */
 export function cpuSeconds(pid: number): { main: number; total: number } {
-  let total = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += ticks(`/proc/${pid}/task/${tid}/stat`);
-    } catch {
-      // the thread ended between readdir and read
-    }
-  }
-  return { main: ticks(`/proc/${pid}/task/${pid}/stat`) / USER_HZ, total: total / USER_HZ };
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`) / USER_HZ, total: ticks(`/proc/${pid}/stat`) / USER_HZ };
 }
