@@ -15,6 +15,7 @@ import {
   setSharedMemoryRegion,
 } from '../../client/shared-memory.ts';
 import { protoLoaderClient, seededFloats, toF32 } from '../integration/helpers.ts';
+import { newHistogram, recordMs, summarize } from './load-generator.ts';
 
 export interface ShmVsInlineOptions {
   /** Fewer iterations (CI smoke). */
@@ -62,9 +63,10 @@ instance_group [ { count: 1, kind: KIND_CPU } ]
 }
 
 function percentiles(ms: number[]): Percentiles {
-  const s = [...ms].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-  return { p50: at(0.5), p95: at(0.95) };
+  const h = newHistogram();
+  for (const v of ms) recordMs(h, v);
+  const r = summarize(h, ms.length, 0, 0);
+  return { p50: r.p50, p95: r.p95 };
 }
 
 async function time(n: number, fn: () => Promise<void>): Promise<number[]> {
