@@ -2,12 +2,24 @@
 // keys come from environment variables (each may hold several, comma-separated),
 // read at call time so a rotated key applies without a restart. Keys are
 // compared by SHA-256 digest with timingSafeEqual (no early exit on a prefix).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import { gatewayError } from './errors.ts';
 import type { FunctionDefinition } from './function-schema.ts';
 
+// crypto.hash (one-shot, Node >= 20.12) skips creating a Hash object per call.
+const oneShot = typeof hash === 'function';
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
+  return oneShot ? hash('sha256', s, 'buffer') : createHash('sha256').update(s).digest();
+}
+
+// Digests of the accepted keys, per variable, recomputed when its value changes (rotation).
+const acceptedCache = new Map<string, { value: string; digests: Buffer[] }>();
+function acceptedDigests(name: string, value: string): Buffer[] {
+  const hit = acceptedCache.get(name);
+  if (hit && hit.value === value) return hit.digests;
+  const digests = value.split(',').map((s) => s.trim()).filter(Boolean).map(digest);
+  acceptedCache.set(name, { value, digests });
+  return digests;
 }
 
 /** The key a request presents: `X-API-Key`, or `Authorization: Bearer <key>`. */
@@ -27,8 +39,8 @@ export function checkApiKey(def: FunctionDefinition, header: (name: string) => s
   const d = digest(key);
   let ok = false;
   for (const v of def.auth.apiKeyEnv) {
-    for (const accepted of (env[v] ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
-      if (timingSafeEqual(d, digest(accepted))) ok = true; // no early exit
+    for (const accepted of acceptedDigests(v, env[v] ?? '')) {
+      if (timingSafeEqual(d, accepted)) ok = true; // no early exit
     }
   }
   if (!ok) throw gatewayError('API_KEY_INVALID', { name: def.name });

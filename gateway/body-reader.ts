@@ -37,15 +37,54 @@ export function contentLength(c: Context): number | undefined {
   return Number(v);
 }
 
+/**
+ * Feed every chunk of a Node request to `onChunk` with plain listeners (the
+ * small-call hot path: cheaper than an async iterator). Same outcome as
+ * `for await`: `onChunk` throwing destroys the request and rejects; an error
+ * or a close before the end rejects.
+ */
+function eachIncomingChunk(incoming: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<void> {
+  if (incoming.readableEnded) return Promise.resolve();
+  if (incoming.destroyed) return Promise.reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+  return new Promise((resolve, reject) => {
+    const done = (err?: unknown) => {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onError);
+      incoming.off('close', onClose);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      try {
+        onChunk(chunk);
+      } catch (e) {
+        done(e);
+        incoming.destroy();
+      }
+    };
+    const onEnd = () => done();
+    const onError = (e: Error) => done(e);
+    const onClose = () => done(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    incoming.on('data', onData);
+    incoming.on('end', onEnd);
+    incoming.on('error', onError);
+    incoming.on('close', onClose);
+  });
+}
+
 /** The whole body as one Buffer; 413 (BODY_TOO_LARGE) once it passes `limit`. */
 export async function readBody(c: Context, limit: number, fn: string): Promise<Buffer> {
   const parts: Uint8Array[] = [];
   let n = 0;
-  for await (const chunk of chunks(c)) {
+  const take = (chunk: Uint8Array) => {
     n += chunk.byteLength;
     if (n > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn, limit });
     parts.push(chunk);
-  }
+  };
+  const incoming = incomingOf(c);
+  if (incoming) await eachIncomingChunk(incoming, take);
+  else for await (const chunk of webChunks(c)) take(chunk);
   return parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts, n);
 }
 

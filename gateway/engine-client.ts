@@ -77,12 +77,11 @@ export class EngineClient extends EventEmitter implements EngineApi {
     return this.isUp;
   }
 
-  async infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse> {
-    try {
-      return await this.client.modelInfer(req, { timeoutMs });
-    } catch (e) {
+  infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse> {
+    // No async wrapper on the hot path: one promise per call, failures translated.
+    return this.client.modelInfer(req, { timeoutMs }).catch(async (e: unknown) => {
       throw await this.translate(e, fn, timeoutMs, req.model_name);
-    }
+    });
   }
 
   modelMetadata(name: string, version = ''): Promise<ModelMetadataResponse> {

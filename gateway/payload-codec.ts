@@ -92,11 +92,63 @@ export function valueInput(fn: ResolvedFunction, spec: TensorSpec, value: unknow
   return { spec, shape: shaped(fn, spec, flat.shape, flat.values.length), bytes };
 }
 
+const isPlain = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+const isScalar = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean' || typeof v === 'string';
+function isNumberTree(v: unknown): boolean {
+  if (!Array.isArray(v)) return isScalar(v);
+  for (const x of v) if (!(Array.isArray(x) ? isNumberTree(x) : isScalar(x))) return false;
+  return true;
+}
+function isInputValue(v: unknown): boolean {
+  if (!isPlain(v)) return isNumberTree(v);
+  let data = false;
+  for (const k in v) {
+    const x = v[k];
+    if (k === 'data') data = isNumberTree(x);
+    else if (k === 'shape') {
+      if (!Array.isArray(x) || !x.every((d) => Number.isSafeInteger(d) && d >= 0)) return false;
+    } else if (k === 'datatype') {
+      if (typeof x !== 'string') return false;
+    } else if (k === 'b64') {
+      return typeof x === 'string' && Object.keys(v).length === 1;
+    } else return false;
+  }
+  return data;
+}
+
+/**
+ * A cheap check that accepts only bodies CallBodySchema accepts unchanged (a
+ * subset of it): the common case skips zod; anything else (including every
+ * invalid body) goes through zod, which produces the same result and messages.
+ */
+function isPlainCallBody(body: unknown): body is { inputs: Record<string, unknown>; outputs?: string[] } {
+  if (!isPlain(body)) return false;
+  for (const k in body) {
+    if (k === 'outputs') {
+      const o = body.outputs;
+      if (!Array.isArray(o) || !o.every((x) => typeof x === 'string')) return false;
+    } else if (k !== 'inputs') return false;
+  }
+  const inputs = body.inputs;
+  if (!isPlain(inputs)) return false;
+  for (const k in inputs) if (k === '__proto__' || !isInputValue(inputs[k])) return false;
+  return true;
+}
+
 /** Inputs of a JSON call body; every spec must be given and nothing else. */
 export function jsonInputs(fn: ResolvedFunction, body: unknown): { inputs: InputTensor[]; outputs?: string[] } {
-  const parsed = CallBodySchema.safeParse(body);
-  if (!parsed.success) throw gatewayError('BODY_INVALID', { reason: describeIssues(parsed.error).join('; ') });
-  const given = parsed.data.inputs;
+  let given: Record<string, unknown>;
+  let outputs: string[] | undefined;
+  if (isPlainCallBody(body)) {
+    given = body.inputs;
+    outputs = body.outputs;
+  } else {
+    const parsed = CallBodySchema.safeParse(body);
+    if (!parsed.success) throw gatewayError('BODY_INVALID', { reason: describeIssues(parsed.error).join('; ') });
+    given = parsed.data.inputs;
+    outputs = parsed.data.outputs;
+  }
   for (const k of Object.keys(given)) {
     if (!fn.inputs.some((s) => s.name === k)) throw gatewayError('INPUT_UNKNOWN', { name: fn.name, input: k });
   }
@@ -104,7 +156,7 @@ export function jsonInputs(fn: ResolvedFunction, body: unknown): { inputs: Input
     if (!(spec.name in given)) throw gatewayError('INPUT_MISSING', { name: fn.name, input: spec.name });
     return valueInput(fn, spec, given[spec.name]);
   });
-  return { inputs, outputs: parsed.data.outputs };
+  return { inputs, outputs };
 }
 
 /** The single input a raw body fills; RAW_BODY_AMBIGUOUS unless there is exactly one UINT8/BYTES input. */
