@@ -16,6 +16,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --strict-readiness=true       server ready only when every model is ready
   --allow-client-shm=false      accept system shared-memory registrations
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
+  --shm-max-regions=N           most system shm regions registered at once (default unlimited)
+  --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -41,7 +43,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'log-verbose': s, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -66,6 +68,8 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     strictReadiness: bool(values['strict-readiness'], true, 'strict-readiness'),
     allowClientShm: bool(values['allow-client-shm'], false, 'allow-client-shm'),
     shmKeyPrefix: values['shm-key-prefix'],
+    shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
+    shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
   };
 }

@@ -1,0 +1,39 @@
+// Triton's flags: both `--flag=value` and `--flag value`, defaults, and errors
+// that name the flag.
+import { describe, expect, it } from 'vitest';
+import { parseEngineArgs } from '../../engine/cli-options.ts';
+
+describe('parseEngineArgs', () => {
+  it("uses Triton's defaults", () => {
+    const o = parseEngineArgs(['--model-repository=/models']);
+    expect(o).toMatchObject({
+      modelRepository: '/models', grpcPort: 8001, httpPort: 8000, metricsPort: 8002, controlMode: 'none',
+      strictModelConfig: false, strictReadiness: true, allowClientShm: false, logVerbose: 0, loadModels: [],
+    });
+  });
+
+  it('takes --flag=value and --flag value alike, and repeated --load-model', () => {
+    const o = parseEngineArgs([
+      '--model-repository', '/m', '--grpc-port', '9001', '--http-port=9000', '--model-control-mode', 'explicit',
+      '--load-model', 'a', '--load-model=b', '--strict-model-config=true', '--allow-client-shm', 'true',
+      '--shm-key-prefix=/app_', '--shm-max-regions', '4', '--shm-max-bytes=1048576', '--log-verbose', '1',
+    ]);
+    expect(o).toMatchObject({
+      modelRepository: '/m', grpcPort: 9001, httpPort: 9000, controlMode: 'explicit', loadModels: ['a', 'b'],
+      strictModelConfig: true, allowClientShm: true, shmKeyPrefix: '/app_', shmMaxRegions: 4, shmMaxBytes: 1048576, logVerbose: 1,
+    });
+  });
+
+  it('turns a frontend off with --allow-grpc=false', () => {
+    expect(parseEngineArgs(['--model-repository=/m', '--allow-grpc=false']).grpcPort).toBe(-1);
+  });
+
+  it('names the flag at fault', () => {
+    expect(() => parseEngineArgs([])).toThrow(/--model-repository is required/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-port=abc'])).toThrow(/--grpc-port: expected an integer, got 'abc'/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--model-control-mode=sometimes'])).toThrow(/--model-control-mode/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--strict-model-config=maybe'])).toThrow(/--strict-model-config: expected true or false/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--load-model=a'])).toThrow(/--load-model needs --model-control-mode=explicit/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--no-such-flag'])).toThrow();
+  });
+});
