@@ -2,6 +2,7 @@
 // manager and the shared-memory manager, checks requests, resolves shm
 // tensors, routes each request to its model's scheduler and writes shm
 // outputs. All on the main thread; models run on their instances.
+import path from 'node:path';
 import type {
   LoadParameters, ModelIndexEntry, ModelMetadata, ModelStatistics, ServerApi, ShmRegionStatus,
 } from './server-api.ts';
@@ -10,6 +11,7 @@ import type { ModelConfig } from './model-config.ts';
 import { ModelRepositoryManager, type ControlMode } from './model-repository-manager.ts';
 import { SharedMemoryManager, type ShmAcquired } from './shared-memory-manager.ts';
 import { validateRequest, fullShape } from './infer-validation.ts';
+import { classify } from './classification.ts';
 import { fromConfigType } from './datatypes.ts';
 import { invalidArg, notFound, toStatusError, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
@@ -154,6 +156,7 @@ export class InferenceServer implements ServerApi {
         t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: region.offset, regionSize: region.byte_size, fd: a.fd };
       }
       const res = await this.inferValidated(req);
+      this.applyClassification(req, res);
       this.writeShmOutputs(req, res);
       return res;
     } finally {
@@ -184,6 +187,17 @@ export class InferenceServer implements ServerApi {
       res.outputs.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
     }
     return res;
+  }
+
+  /** Outputs asked for with `classification: k` become their top-k as BYTES. */
+  private applyClassification(req: InferRequest, res: InferResponse): void {
+    if (!req.outputs.some((o) => o.classification)) return;
+    const mv = this.repository.get(res.modelName, res.modelVersion);
+    for (const o of req.outputs) {
+      if (!o.classification) continue;
+      const i = res.outputs.findIndex((t) => t.name === o.name);
+      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.opts.modelRepository, res.modelName));
+    }
   }
 
   private writeShmOutputs(req: InferRequest, res: InferResponse): void {

@@ -99,8 +99,13 @@ export function toInferRequest(m: Msg): InferRequest {
   const outputs: RequestedOutput[] = (m.outputs ?? []).map((o: Msg) => {
     const p = paramsOf(o.parameters);
     const shm = parseShmParams(p, o.name, 'output');
-    if (p.classification !== undefined) throw invalidArg(`output '${o.name}': the classification extension is not supported over gRPC here`);
-    return shm ? { name: o.name, shm } : { name: o.name };
+    const out: RequestedOutput = shm ? { name: o.name, shm } : { name: o.name };
+    if (p.classification !== undefined) {
+      const k = Number(p.classification);
+      if (!Number.isSafeInteger(k) || k < 1) throw invalidArg(`'classification' of output '${o.name}' must be a positive integer`);
+      out.classification = k;
+    }
+    return out;
   });
   const parameters = paramsOf(m.parameters);
   return {
