@@ -6,24 +6,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import crypto from 'node:crypto';
-import type { ModelConfig } from './model-config.ts';
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import type { ModelIndexEntry, ModelState, LoadParameters } from './server-api.ts';
 import type { SharedMemoryManager } from './shared-memory-manager.ts';
-import { backendFor } from './backend.ts';
-import { ModelVersion } from './model-lifecycle.ts';
-import { ModelStatistics } from './model-statistics.ts';
-import { InstancePool } from './instance-pool.ts';
-import { DefaultScheduler } from './default-scheduler.ts';
-import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
-import type { Scheduler } from './scheduler.ts';
-import { runWarmup } from './model-warmup.ts';
-import { backendNameOf, loadModelConfig, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
+import type { ModelVersion } from './model-lifecycle.ts';
+import { loadModelVersion } from './model-version-loader.ts';
+import { RepositoryPoller } from './repository-poller.ts';
+import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
 import { StatusError, invalidArg, notFound, toStatusError, unavailable } from './status.ts';
-import { log, tracer } from './trace.ts';
-
-const trace = tracer('repository');
+import { log } from './trace.ts';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
 
@@ -54,10 +45,18 @@ interface ModelEntry {
 
 export class ModelRepositoryManager {
   private readonly models = new Map<string, ModelEntry>();
-  private poller?: NodeJS.Timeout;
-  private polling = false;
+  private readonly poller: RepositoryPoller;
 
-  constructor(private readonly opts: RepositoryOptions) {}
+  constructor(private readonly opts: RepositoryOptions) {
+    this.poller = new RepositoryPoller({
+      repository: opts.repository,
+      modelDirs: () => this.modelDirs(),
+      entries: () => this.models,
+      entry: (n) => this.entry(n),
+      unload: (n) => this.unload(n),
+      loadMany: (ns) => this.loadMany(ns),
+    });
+  }
 
   /** Load what the control mode says to load at startup. */
   async start(): Promise<void> {
@@ -65,11 +64,7 @@ export class ModelRepositoryManager {
     const names =
       controlMode === 'explicit' && !startupModels.includes('*') ? startupModels : this.modelDirs();
     await this.loadMany(names);
-    if (controlMode === 'poll') {
-      for (const n of this.modelDirs()) this.entry(n).fingerprint = this.fingerprint(n);
-      this.poller = setInterval(() => void this.poll(), Math.max(1, this.opts.pollSecs) * 1000);
-      this.poller.unref();
-    }
+    if (controlMode === 'poll') this.poller.start(this.opts.pollSecs);
   }
 
   /** Load plain models first, in parallel, then ensembles (they need their steps' configs). */
@@ -89,7 +84,7 @@ export class ModelRepositoryManager {
   }
 
   async stop(): Promise<void> {
-    if (this.poller) clearInterval(this.poller);
+    this.poller.stop();
     // Ensembles first: they hold requests on their composing models.
     const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
     for (const e of entries) await this.unload(e.name).catch(() => undefined);
@@ -164,7 +159,8 @@ export class ModelRepositoryManager {
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
-      for (const v of versions) loaded.push(await this.loadVersion(src, raw, v));
+      const deps = { shm: this.opts.shm, infer: this.opts.infer, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config };
+      for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
       const se = toStatusError(err);
@@ -184,46 +180,6 @@ export class ModelRepositoryManager {
     log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
     // Old versions drain their in-flight requests, then go.
     await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
-  }
-
-  private async loadVersion(src: ReturnType<ModelRepositoryManager['source']>, raw: ModelConfig, version: number): Promise<ModelVersion> {
-    const versionDir = path.join(src.modelDir, String(version));
-    log.info(`loading: ${src.modelName}:${version}`);
-    const config = loadModelConfig(src, raw, versionDir);
-    const backend = backendFor(config);
-    const bm = await backend.load({
-      modelName: src.modelName,
-      version,
-      modelDir: src.modelDir,
-      versionDir,
-      config,
-      shm: this.opts.shm,
-      infer: this.opts.infer,
-      lookupConfig: (n, v) => this.readyVersion(n, v)?.config,
-    });
-    const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
-    let scheduler: Scheduler;
-    if (bm.createScheduler) scheduler = bm.createScheduler(stats);
-    else {
-      const pool = new InstancePool(bm.instances);
-      scheduler =
-        config.dynamic_batching && config.max_batch_size > 0
-          ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
-          : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
-    }
-    const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
-    mv.setState('LOADING');
-    try {
-      await runWarmup(config, scheduler, src.modelDir);
-    } catch (err) {
-      mv.setState('UNAVAILABLE', (err as Error).message);
-      await scheduler.stop();
-      await bm.finalize();
-      throw err;
-    }
-    mv.setState('READY');
-    trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
-    return mv;
   }
 
   private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
@@ -316,48 +272,8 @@ export class ModelRepositoryManager {
     return [...this.models.values()].every((e) => e.state === 'READY' || e.reason === 'unloaded');
   }
 
-  /** A fingerprint of a model folder's files (names, sizes, mtimes). */
-  private fingerprint(name: string): string {
-    const h = crypto.createHash('sha1');
-    const walk = (d: string) => {
-      if (!fs.existsSync(d)) return;
-      for (const ent of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        const p = path.join(d, ent.name);
-        if (ent.isDirectory()) walk(p);
-        else {
-          const st = fs.statSync(p);
-          h.update(`${p}:${st.size}:${st.mtimeMs}\n`);
-        }
-      }
-    };
-    walk(path.join(this.opts.repository, name));
-    return h.digest('hex');
-  }
-
   /** Poll mode: load new models, reload changed ones, unload removed ones. */
-  async poll(): Promise<void> {
-    if (this.polling) return;
-    this.polling = true;
-    try {
-      const dirs = new Set(this.modelDirs());
-      for (const [name, e] of this.models) {
-        if (!dirs.has(name) && !e.tmpDir) await this.unload(name).catch(() => undefined);
-      }
-      const changed: string[] = [];
-      for (const name of dirs) {
-        const fp = this.fingerprint(name);
-        const e = this.entry(name);
-        if (e.fingerprint !== fp) {
-          e.fingerprint = fp;
-          changed.push(name);
-        }
-      }
-      if (changed.length) {
-        log.info(`poll: reloading ${changed.join(', ')}`);
-        await this.loadMany(changed);
-      }
-    } finally {
-      this.polling = false;
-    }
+  poll(): Promise<void> {
+    return this.poller.poll();
   }
 }

@@ -5,26 +5,14 @@
 // Ownership: every mapping made here is one external ArrayBuffer whose
 // finalizer unmaps it unless munmap() already did. Mappings are recorded in a
 // process-wide slot table (shared by every worker thread that loads the addon)
-// so the SIGBUS handler can tell its own mappings from anyone else's.
-//
-// SIGBUS guard: when the file under a mapping shrinks (a client truncates or
-// replaces its region), touching a page past the new end raises SIGBUS. For a
-// fault inside one of our mappings the handler maps anonymous zero pages
-// MAP_FIXED from the faulting page to the mapping's end, flags the mapping as
-// faulted and returns: the access completes reading zeros, the process lives.
-// Faults elsewhere go to the previous handler (or the default action).
-//
-// Threading: slot claim/release and bookkeeping hold g_mutex; the signal
-// handler takes no lock and reads only atomics. A slot being handled
-// (kHandling) is never released until the handler is done with it.
+// so the SIGBUS handler can tell its own mappings from anyone else's. The
+// guard and the slot table live in sigbus-guard.{h,cc}; their threading
+// contract (g_mutex, lock-free handler) is described there.
 #include <napi.h>
 
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdint>
 #include <mutex>
-#include <sched.h>
 #include <string>
 
 #include <fcntl.h>
@@ -32,31 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace {
+#include "sigbus-guard.h"
 
-// open() flag bits understood by this addon (mirrored in shm-addon.d.ts).
-constexpr int kFlagCreate = 1;
-constexpr int kFlagExclusive = 2;
-constexpr int kFlagReadOnly = 4;
-
-enum SlotState : int { kFree = 0, kBusy = 1, kLive = 2, kHandling = 3 };
-
-struct Mapping;
-
-struct Slot {
-  std::atomic<int> state{kFree};
-  std::atomic<uintptr_t> start{0};
-  std::atomic<size_t> length{0};
-  std::atomic<int> prot{0};
-  std::atomic<bool> faulted{false};
-  Mapping* owner = nullptr;  // guarded by g_mutex
-};
-
-constexpr size_t kChunkSlots = 256;
-struct Chunk {
-  Slot slots[kChunkSlots];
-  std::atomic<Chunk*> next{nullptr};
-};
+namespace shm_native {
 
 // The finalizer hint of one ArrayBuffer; freed by its finalizer.
 struct Mapping {
@@ -66,126 +32,16 @@ struct Mapping {
   bool unmapped;  // guarded by g_mutex
 };
 
-Chunk g_first;  // chunks are appended, never freed (the handler walks them lock-free)
-std::mutex g_mutex;
-uintptr_t g_page_mask = ~uintptr_t(4095);
-struct sigaction g_prev_sigbus;
-std::once_flag g_guard_once;
+}  // namespace shm_native
 
-// ---------------------------------------------------------------- SIGBUS guard
+namespace {
 
-void ChainSigbus(int sig, siginfo_t* info, void* ctx) {
-  const struct sigaction& prev = g_prev_sigbus;
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction != nullptr) {
-      prev.sa_sigaction(sig, info, ctx);
-      return;
-    }
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // Default action: restore it; a real fault re-executes and kills the process
-  // as it would have without us; a sent signal is re-raised.
-  sigaction(SIGBUS, &prev, nullptr);
-  if (info == nullptr || info->si_code <= 0) raise(sig);
-}
+using namespace shm_native;
 
-void OnSigbus(int sig, siginfo_t* info, void* ctx) {
-  const int saved_errno = errno;
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(info ? info->si_addr : nullptr);
-  if (info != nullptr && info->si_code > 0) {
-    for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
-      for (Slot& s : c->slots) {
-        if (s.state.load(std::memory_order_acquire) < kLive) continue;
-        const uintptr_t start = s.start.load(std::memory_order_relaxed);
-        const size_t len = s.length.load(std::memory_order_relaxed);
-        if (addr < start || addr - start >= len) continue;
-        int expected = kLive;
-        if (!s.state.compare_exchange_strong(expected, kHandling, std::memory_order_acq_rel)) {
-          // Another thread is covering this mapping right now: retry the access.
-          errno = saved_errno;
-          return;
-        }
-        const uintptr_t page = addr & g_page_mask;
-        void* r = mmap(reinterpret_cast<void*>(page), start + len - page, s.prot.load(std::memory_order_relaxed),
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-        s.faulted.store(true, std::memory_order_release);
-        s.state.store(kLive, std::memory_order_release);
-        errno = saved_errno;
-        if (r != MAP_FAILED) return;
-        ChainSigbus(sig, info, ctx);
-        return;
-      }
-    }
-  }
-  errno = saved_errno;
-  ChainSigbus(sig, info, ctx);
-}
-
-void InstallGuard() {
-  std::call_once(g_guard_once, [] {
-    long page = sysconf(_SC_PAGESIZE);
-    if (page > 0) g_page_mask = ~uintptr_t(page - 1);
-    struct sigaction sa {};
-    sa.sa_sigaction = OnSigbus;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &g_prev_sigbus);
-  });
-}
-
-// ---------------------------------------------------------------- slot table (hold g_mutex)
-
-Slot* ClaimSlot(void* addr, size_t length, int prot, Mapping* owner) {
-  Chunk* c = &g_first;
-  for (;;) {
-    for (Slot& s : c->slots) {
-      if (s.state.load(std::memory_order_relaxed) != kFree) continue;
-      s.state.store(kBusy, std::memory_order_relaxed);
-      s.start.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_relaxed);
-      s.length.store(length, std::memory_order_relaxed);
-      s.prot.store(prot, std::memory_order_relaxed);
-      s.faulted.store(false, std::memory_order_relaxed);
-      s.owner = owner;
-      s.state.store(kLive, std::memory_order_release);
-      return &s;
-    }
-    Chunk* next = c->next.load(std::memory_order_acquire);
-    if (next == nullptr) {
-      next = new Chunk();
-      c->next.store(next, std::memory_order_release);
-    }
-    c = next;
-  }
-}
-
-// Takes the slot out of the handler's view, unmaps, frees the slot.
-void UnmapSlot(Slot* s) {
-  for (;;) {
-    int expected = kLive;
-    if (s->state.compare_exchange_weak(expected, kBusy, std::memory_order_acq_rel)) break;
-    sched_yield();  // kHandling: a fault on this mapping is being covered
-  }
-  munmap(reinterpret_cast<void*>(s->start.load(std::memory_order_relaxed)), s->length.load(std::memory_order_relaxed));
-  s->owner = nullptr;
-  s->start.store(0, std::memory_order_relaxed);
-  s->length.store(0, std::memory_order_relaxed);
-  s->state.store(kFree, std::memory_order_release);
-}
-
-Slot* FindLive(void* addr) {
-  if (addr == nullptr) return nullptr;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
-    for (Slot& s : c->slots) {
-      if (s.state.load(std::memory_order_acquire) >= kLive && s.owner != nullptr &&
-          s.start.load(std::memory_order_relaxed) == a)
-        return &s;
-    }
-  }
-  return nullptr;
-}
+// open() flag bits understood by this addon (mirrored in shm-addon.d.ts).
+constexpr int kFlagCreate = 1;
+constexpr int kFlagExclusive = 2;
+constexpr int kFlagReadOnly = 4;
 
 // ---------------------------------------------------------------- JS helpers
 

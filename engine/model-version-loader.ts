@@ -1,0 +1,62 @@
+// Loading one version of a model (the per-version half of Triton's
+// model_lifecycle): normalize its config, have the backend build its
+// instances, pick its scheduler and run warmup. The repository manager calls
+// it under the model's load lock; on failure nothing of the version is left.
+import path from 'node:path';
+import type { ModelConfig } from './model-config.ts';
+import { backendFor, type BackendContext } from './backend.ts';
+import { ModelVersion } from './model-lifecycle.ts';
+import { ModelStatistics } from './model-statistics.ts';
+import { InstancePool } from './instance-pool.ts';
+import { DefaultScheduler } from './default-scheduler.ts';
+import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
+import type { Scheduler } from './scheduler.ts';
+import { runWarmup } from './model-warmup.ts';
+import { loadModelConfig, type ConfigSource } from './model-config-loader.ts';
+import { log, tracer } from './trace.ts';
+
+const trace = tracer('repository');
+
+/** What a version needs from the engine around it. */
+export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig'>;
+
+/** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
+export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, version: number, deps: VersionLoadDeps): Promise<ModelVersion> {
+  const versionDir = path.join(src.modelDir, String(version));
+  log.info(`loading: ${src.modelName}:${version}`);
+  const config = loadModelConfig(src, raw, versionDir);
+  const backend = backendFor(config);
+  const bm = await backend.load({
+    modelName: src.modelName,
+    version,
+    modelDir: src.modelDir,
+    versionDir,
+    config,
+    shm: deps.shm,
+    infer: deps.infer,
+    lookupConfig: deps.lookupConfig,
+  });
+  const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
+  let scheduler: Scheduler;
+  if (bm.createScheduler) scheduler = bm.createScheduler(stats);
+  else {
+    const pool = new InstancePool(bm.instances);
+    scheduler =
+      config.dynamic_batching && config.max_batch_size > 0
+        ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
+        : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
+  }
+  const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
+  mv.setState('LOADING');
+  try {
+    await runWarmup(config, scheduler, src.modelDir);
+  } catch (err) {
+    mv.setState('UNAVAILABLE', (err as Error).message);
+    await scheduler.stop();
+    await bm.finalize();
+    throw err;
+  }
+  mv.setState('READY');
+  trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
+  return mv;
+}
