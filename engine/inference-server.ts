@@ -13,7 +13,7 @@ import { SharedMemoryManager, type ShmAcquired } from './shared-memory-manager.t
 import { validateRequest, fullShape } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { fromConfigType } from './datatypes.ts';
-import { invalidArg, notFound, toStatusError, unavailable, unsupported } from './status.ts';
+import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
 
@@ -286,4 +286,3 @@ export class InferenceServer implements ServerApi {
   }
 }
 
-export { toStatusError };

@@ -11,11 +11,6 @@ export class InstancePool {
     this.free = [...instances];
   }
 
-  /** Number of instances idle right now. */
-  idleCount(): number {
-    return this.free.length;
-  }
-
   /** Take an idle instance without waiting, or undefined. */
   tryAcquire(): ExecutionInstance | undefined {
     return this.free.shift();
