@@ -73,7 +73,7 @@ export class EnsembleScheduler implements Scheduler {
         this.stats.countInference(batch);
         // Overhead outside the composing models shows as compute_input (before the
         // first step) and compute_output (after the last); the rest as compute_infer.
-        this.recordTimes(Number((firstDispatch ?? arrival) - arrival), Number(lastDone - (firstDispatch ?? arrival)), Number(end - lastDone));
+        this.stats.ensembleTimes(Number((firstDispatch ?? arrival) - arrival), Number(lastDone - (firstDispatch ?? arrival)), Number(end - lastDone));
         trace(`'${plan.name}' done in ${(Number(end - arrival) / 1e6).toFixed(2)} ms (steps ${(stepNs / 1e6).toFixed(2)} ms)`, request.id);
         resolve({ modelName: plan.name, modelVersion: this.version, id: request.id, outputs });
       };
@@ -125,9 +125,6 @@ export class EnsembleScheduler implements Scheduler {
     });
   }
 
-  private recordTimes(inputNs: number, inferNs: number, outputNs: number): void {
-    this.stats.ensembleTimes(inputNs, inferNs, outputNs);
-  }
 
   /** The request a step sends to its model: the ensemble's tensors under the model's input names, by reference. */
   private stepRequest(step: EnsemblePlanStep, parent: InferRequest, tensors: Map<string, Tensor>): InferRequest {

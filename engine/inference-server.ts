@@ -151,9 +151,8 @@ export class InferenceServer implements ServerApi {
         if (t.data.byteLength) throw invalidArg(`input '${t.name}' has both shared memory parameters and data`);
         const a = this.shm.acquire(t.shm, { tensor: t.name, kind: 'input' });
         held.push(a);
-        const region = this.shm.status(t.shm.region)[0]!;
         t.data = a.bytes;
-        t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: region.offset, regionSize: region.byte_size, fd: a.fd };
+        t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: a.regionOffset, regionSize: a.regionSize, fd: a.fd };
       }
       const res = await this.inferValidated(req);
       this.applyClassification(req, res);
@@ -163,7 +162,7 @@ export class InferenceServer implements ServerApi {
       for (const a of held) a.release();
       // A worker may have mapped a region again after its unregister's forget
       // (this request was still queued then): drop those mappings now.
-      if (held.length) {
+      if (held.some((a) => a.unregistered)) {
         const live = new Set(this.shm.status().map((r) => r.key));
         this.forgetInBackends([...new Set(held.map((a) => a.key))].filter((k) => !live.has(k)));
       }

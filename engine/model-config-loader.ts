@@ -7,6 +7,7 @@ import { parseModelConfigText } from './model-config-parser.ts';
 import { normalizeModelConfig } from './model-config-utils.ts';
 import type { ModelConfig } from './model-config.ts';
 import { readOnnxIO } from './backends/onnx-metadata.ts';
+import { usableGpuCount } from './gpu-info.ts';
 import { messageType, TO_OBJECT } from '../protocol/index.ts';
 import { invalidArg } from './status.ts';
 
@@ -66,7 +67,7 @@ export function loadModelConfig(src: ConfigSource, raw: ModelConfig, versionDir:
     const f = path.join(versionDir, raw.default_model_filename || 'model.onnx');
     if (fs.existsSync(f)) onnxIO = readOnnxIO(f);
   }
-  return normalizeModelConfig(structuredClone(raw), { modelName: src.modelName, file: rel, strict: src.strict, onnxIO });
+  return normalizeModelConfig(structuredClone(raw), { modelName: src.modelName, file: rel, strict: src.strict, onnxIO, gpuCount: usableGpuCount() });
 }
 
 /** Numeric version folders of a model, ascending. */

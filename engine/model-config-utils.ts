@@ -182,7 +182,10 @@ function normalizeInstanceGroups(c: ModelConfig, opts: NormalizeOptions, fail: F
     const gpus = out.gpus ?? [];
     if (out.kind === 'KIND_AUTO') out.kind = gpuCount > 0 ? 'KIND_GPU' : 'KIND_CPU';
     if (out.kind === 'KIND_GPU') {
-      if (gpuCount === 0) throw fail(`${path}.kind`, `KIND_GPU but no GPUs are available`);
+      if (gpuCount === 0) throw fail(
+          `${path}.kind`,
+          `KIND_GPU but no GPUs are available to onnxruntime (it needs a GPU and onnxruntime-node's CUDA execution provider: see the README, "GPU hosts")`,
+        );
       gpus.forEach((id, j) => {
         if (id < 0 || id >= gpuCount) throw fail(`${path}.gpus[${j}]`, `GPU ${id} is not available (${gpuCount} visible)`);
       });

@@ -38,6 +38,11 @@ export interface ShmAcquired {
    * object this manager checked, even if the key was unlinked or reused since. Valid until release().
    */
   readonly fd: ShmFd;
+  /** The registered region's own offset and size in the object (what a worker maps once). */
+  readonly regionOffset: number;
+  readonly regionSize: number;
+  /** True once the region was unregistered (it stays mapped until released). */
+  readonly unregistered: boolean;
   /** Drop this use of the region (idempotent). */
   release(): void;
 }
@@ -182,6 +187,11 @@ export class SharedMemoryManager {
       key: region.key,
       absoluteOffset,
       fd: region.fd,
+      regionOffset: region.offset,
+      regionSize: region.byteSize,
+      get unregistered() {
+        return region.unregistered;
+      },
       release: () => {
         if (released) return;
         released = true;

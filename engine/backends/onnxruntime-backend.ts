@@ -7,13 +7,12 @@
 // worker protocol lives in onnxruntime-instance.ts; this file loads models.
 import path from 'node:path';
 import fs from 'node:fs';
-import * as ort from 'onnxruntime-node';
 import { spawnWorker } from './spawn-worker.ts';
 import { OnnxInstance } from './onnxruntime-instance.ts';
 import type { Backend, BackendContext, BackendModel, IOInfo } from '../backend.ts';
 import type { WireMeta } from './onnxruntime-messages.ts';
 import { datatypeOfOrt } from './ort-types.ts';
-import { StatusError, invalidArg } from '../status.ts';
+import { invalidArg } from '../status.ts';
 import type { ModelConfig } from '../model-config.ts';
 
 const WORKER_URL = new URL('./onnxruntime-worker.ts', import.meta.url);
@@ -57,14 +56,8 @@ export const onnxruntimeBackend: Backend = {
   async load(ctx: BackendContext): Promise<BackendModel> {
     const file = modelPath(ctx);
     const groups = ctx.config.instance_group ?? [];
+    // KIND_GPU only survives normalization where onnxruntime has CUDA (gpu-info.ts).
     const gpu = groups.some((g) => g.kind === 'KIND_GPU');
-    if (gpu && !ort.listSupportedBackends().some((b) => b.name === 'cuda')) {
-      throw new StatusError(
-        'UNAVAILABLE',
-        `model '${ctx.modelName}' asks for KIND_GPU but onnxruntime-node has no CUDA execution provider here; ` +
-          'on a CUDA 12 host reinstall it with ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node (see README)',
-      );
-    }
     const options = sessionOptionsOf(ctx.config, gpu);
     const instances: OnnxInstance[] = [];
     for (const g of groups) {

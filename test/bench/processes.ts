@@ -3,9 +3,9 @@
 // Every child started here is tracked so `stopAll()` can end them on exit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../fixtures/net.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -32,17 +32,7 @@ export function removeTempDir(dir: string): void {
   tempDirs.delete(dir);
 }
 
-/** A port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** `node --import tsx <script> ...args` from the repository root; the pid is node's own. */
 export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}): Child {

@@ -1,19 +1,10 @@
 // Helpers for the gateway suites: a real redis-server on a free port, free
 // ports, polling. Not a test file itself.
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../fixtures/net.ts';
+
+export { freePort };
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
   const end = Date.now() + timeoutMs;

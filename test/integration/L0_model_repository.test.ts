@@ -8,6 +8,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server.ts';
+import { usableGpuCount } from '../../engine/gpu-info.ts';
 import {
   BROKEN_MODEL_ERROR,
   SIMPLE_CONFIG,
@@ -47,6 +48,10 @@ function writeMixedRepository(prefix: string): string {
   writeModel(repo, 'nofile_model', SIMPLE_CONFIG.replace('name: "simple"', 'name: "nofile_model"'), { '1': {} });
   // Only a name and a platform: inputs, outputs and max_batch_size come from the ONNX file.
   writeModel(repo, 'bare_model', 'name: "bare_model"\nplatform: "onnxruntime_onnx"\n', { '1': { 'model.onnx': buildSimpleFp32Batch() } });
+  // Asks for a GPU instance: on a host where onnxruntime has no usable GPU it must be refused with a reason.
+  writeModel(repo, 'gpu_model', `${SIMPLE_CONFIG.replace('name: "simple"', 'name: "gpu_model"')}instance_group [ { count: 1, kind: KIND_GPU } ]\n`, {
+    '1': { 'model.onnx': buildSimple() },
+  });
   // Versions 1 and 3; the default policy (latest 1) serves only 3.
   const twoVersions = SIMPLE_CONFIG.replace('name: "simple"', 'name: "versioned_model"');
   writeModel(repo, 'versioned_model', twoVersions, { '1': { 'model.onnx': buildSimple() }, '3': { 'model.onnx': buildSimple() } });
@@ -125,6 +130,18 @@ describe('L0_model_repository: mixed repository, --strict-model-config=false', (
     expect(rows[0]!.state).toBe('UNAVAILABLE');
     expect(rows[0]!.reason).toContain('model.onnx');
     expect(rows[0]!.reason).toContain('nofile_model');
+  });
+
+  it('refuses KIND_GPU where onnxruntime has no usable GPU, saying what is missing', () => {
+    const rows = row('gpu_model');
+    expect(rows).toHaveLength(1);
+    if (usableGpuCount() > 0) {
+      expect(rows[0]!.state).toBe('READY');
+      return;
+    }
+    expect(rows[0]!.state).toBe('UNAVAILABLE');
+    expect(rows[0]!.reason).toMatch(/gpu_model\/config\.pbtxt: instance_group\[0\]\.kind: KIND_GPU but no GPUs are available/);
+    expect(rows[0]!.reason).toContain('CUDA execution provider');
   });
 
   it('is not ready as a server while a model is unavailable (strict readiness)', async () => {

@@ -3,7 +3,6 @@
 // Triton-generated client sees the server (@grpc/proto-loader from the .proto
 // files, no project code), and small tensor/HTTP helpers.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { startEngine, type EngineOptions, type RunningEngine } from '../../engine/server.ts';
 import { writeTestRepository } from '../fixtures/test-models.ts';
+import { freePort } from '../fixtures/net.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PROTOCOL_DIR = path.join(ROOT, 'protocol');
@@ -32,17 +32,7 @@ export function startTestEngine(opts: Partial<EngineOptions> & { modelRepository
   return startEngine({ grpcPort: 0, httpPort: 0, metricsPort: 0, host: '127.0.0.1', allowClientShm: true, ...opts });
 }
 
-/** A port that was free a moment ago (for child processes that need a fixed one). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 // ---- gRPC through @grpc/proto-loader: what a generated Triton client sees ----
 
