@@ -14,6 +14,7 @@ import { asyncCalls, mountJobRoutes, type AsyncDeps } from './jobs/async-routes.
 import { mountAdminRoutes } from './deploy/admin-routes.ts';
 import type { FunctionDeployer } from './deploy/function-deployer.ts';
 import { openApiDocument } from './openapi.ts';
+import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
 import { log } from './trace.ts';
 
 export interface AppDeps extends InvokeDeps {
@@ -26,12 +27,16 @@ export interface AppDeps extends InvokeDeps {
   deployer?: FunctionDeployer;
   /** The admin bearer token (default: GATEWAY_ADMIN_TOKEN at request time). */
   adminToken?: () => string | undefined;
+  /** The web console under /console (gateway/console/); absent: no console. */
+  console?: ConsoleDeps;
 }
 
 export interface GatewayApp {
   app: Hono;
   /** Calls being served now. */
   inflight(): number;
+  /** Stop background work the app owns (the console's chart sampler). */
+  close(): void;
   /** Refuse new calls (503 on /readyz) and resolve when in-flight calls are done or after timeoutMs. */
   drain(timeoutMs: number): Promise<void>;
 }
@@ -126,10 +131,12 @@ export function createApp(deps: AppDeps): GatewayApp {
   app.post('/fn/:name', (c) => invoke(c, deps, c.req.param('name')));
   if (deps.jobs) mountJobRoutes(app, deps.jobs);
   if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);
+  const consoleUi = deps.console ? mountConsole(app, { adminToken: deps.adminToken, ...deps.console }) : undefined;
 
   return {
     app,
     inflight: () => inflight,
+    close: () => consoleUi?.stop(),
     drain: (timeoutMs) => {
       draining = true;
       if (inflight === 0) return Promise.resolve();

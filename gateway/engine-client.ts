@@ -104,6 +104,24 @@ export class EngineClient extends EventEmitter implements EngineApi {
     }
   }
 
+  /** The model's configuration (model_config.proto field names), for the console. */
+  async modelConfig(name: string, version = ''): Promise<Record<string, unknown>> {
+    try {
+      return (await this.client.modelConfig(name, version, { timeoutMs: this.controlTimeoutMs })).config;
+    } catch (e) {
+      throw await this.translate(e, name, this.controlTimeoutMs);
+    }
+  }
+
+  /** Triton statistics rows (every model and version when name is empty), for the console. */
+  async modelStatistics(name = '', version = ''): Promise<Array<Record<string, unknown>>> {
+    try {
+      return (await this.client.modelStatistics(name, version, { timeoutMs: this.controlTimeoutMs })).model_stats ?? [];
+    } catch (e) {
+      throw await this.translate(e, name, this.controlTimeoutMs);
+    }
+  }
+
   async registerRegion(name: string, key: string, byteSize: number): Promise<void> {
     try {
       await this.client.systemSharedMemoryRegister(name, key, byteSize, 0, { timeoutMs: this.controlTimeoutMs });

@@ -50,6 +50,8 @@ export const ERROR_CATALOG = {
   BUNDLE_VERSION_CONFLICT: { status: 409, message: "version '{version}' is already deployed with different content" },
   ROLLBACK_UNAVAILABLE: { status: 409, message: 'there is no previous function bundle to roll back to' },
   DEPLOY_UNAVAILABLE: { status: 503, message: 'the function bundle store is unavailable; nothing changed' },
+  CONSOLE_TOKEN_MISSING: { status: 401, message: "the console needs a token: send 'X-Console-Token: <GATEWAY_CONSOLE_TOKEN>'" },
+  CONSOLE_TOKEN_INVALID: { status: 403, message: 'the console token is not valid' },
   INTERNAL: { status: 500, message: 'internal gateway error' },
 } as const satisfies Record<string, CatalogEntry>;
 

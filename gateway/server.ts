@@ -59,6 +59,10 @@ export interface GatewayOptions {
   jobClaimIdleMs?: number;
   /** Redis key namespace of jobs and deployed bundles, shared by all replicas (default `tgw`). */
   redisNamespace?: string;
+  /** Serve the web console under /console (default true). */
+  console?: boolean;
+  /** The console's chart sampling interval (ms, default 2000). */
+  consoleSampleMs?: number;
 }
 
 export interface RunningGateway {
@@ -143,7 +147,14 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     claimIdleMs: o.jobClaimIdleMs ?? 30_000,
   });
   runner.start();
-  const gw = createApp({ ...invokeDeps, store, reaped: () => reaper.reapedTotal, jobs: { queue: jobs }, deployer });
+  const gw = createApp({
+    ...invokeDeps,
+    store,
+    reaped: () => reaper.reapedTotal,
+    jobs: { queue: jobs },
+    deployer,
+    ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs } }),
+  });
 
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0' }, () => resolve(s as Server));
@@ -158,6 +169,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       await gw.drain(o.drainMs ?? 10_000);
+      gw.close();
       server.closeAllConnections();
       await closed;
       await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner

@@ -56,6 +56,11 @@ export class FunctionDeployer {
     return this.current;
   }
 
+  /** Versions activated, oldest first (the last is active): the console's deploy history. */
+  history(): Promise<string[]> {
+    return this.o.store.history();
+  }
+
   /** Seed the store with the local definitions if it is empty, apply the active bundle, follow changes. */
   async start(local: FunctionDefinition[], version?: string): Promise<VersionedBundle> {
     const seeded = await this.o.store.initialize({ version: version ?? contentVersion(local), functions: local });

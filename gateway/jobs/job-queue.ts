@@ -30,5 +30,7 @@ export interface JobQueue {
   release(entry: string, delayMs: number): Promise<void>;
   /** The job is finished with: remove its entry from the queue. */
   ack(entry: string): Promise<void>;
+  /** The newest jobs still retained, newest first, at most `limit` (the console's job list). */
+  recent(limit: number): Promise<JobRecord[]>;
   close(): Promise<void>;
 }

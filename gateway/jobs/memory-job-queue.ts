@@ -86,6 +86,14 @@ export class MemoryJobQueue implements JobQueue {
     this.held.delete(entry);
   }
 
+  async recent(limit: number): Promise<JobRecord[]> {
+    this.prune();
+    return [...this.records.values()]
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .slice(0, limit)
+      .map((r) => structuredClone(r));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);

@@ -6,7 +6,8 @@
 // longer than the claim time, and live runners reset the idle time of what
 // they hold (XCLAIM ... JUSTID) as a heartbeat. Job records are hashes
 // `<ns>:job:<id>` {rev, state, doc} with a TTL equal to the job's retention,
-// updated by one Lua compare-and-set on rev.
+// updated by one Lua compare-and-set on rev. The sorted set `<ns>:jobs:recent`
+// (ids by creation time, trimmed to RECENT_KEEP) lets the console list them.
 //
 // Ownership: owns two ioredis connections (one for commands, one for the
 // blocking XREADGROUP). Event loop only. At-least-once: a runner paused
@@ -28,6 +29,9 @@ export interface RedisJobQueueOptions {
   /** Per-command timeout of the command connection (ms). */
   commandTimeoutMs?: number;
 }
+
+/** Ids kept in the recent-jobs index (records past their retention drop out when read). */
+const RECENT_KEEP = 500;
 
 type Entries = Array<[string, string[]]>;
 
@@ -61,6 +65,10 @@ export class RedisJobQueue implements JobQueue {
     for (const c of [this.redis, this.blocking]) c.on('error', () => undefined); // state is seen through failed commands
   }
 
+  private get recentKey(): string {
+    return `${this.ns}:jobs:recent`;
+  }
+
   private key(id: string): string {
     return `${this.ns}:job:${id}`;
   }
@@ -89,6 +97,8 @@ export class RedisJobQueue implements JobQueue {
       .hset(this.key(rec.id), 'rev', String(rec.rev), 'state', rec.state, 'doc', JSON.stringify(rec))
       .pexpire(this.key(rec.id), rec.retentionMs)
       .xadd(this.stream, '*', 'id', rec.id)
+      .zadd(this.recentKey, rec.createdAt, rec.id)
+      .zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1)
       .exec();
     const failed = res?.find(([e]) => e);
     if (!res || failed) throw failed?.[0] ?? new Error('redis transaction aborted');
@@ -145,6 +155,23 @@ export class RedisJobQueue implements JobQueue {
     await this.ensureGroup();
     const r = (await this.redis.call('XPENDING', this.stream, this.group)) as [number, ...unknown[]];
     return Number(r[0]);
+  }
+
+  async recent(limit: number): Promise<JobRecord[]> {
+    const ids = await this.redis.zrevrange(this.recentKey, 0, Math.max(0, limit * 2 - 1));
+    if (!ids.length) return [];
+    const p = this.redis.pipeline();
+    for (const id of ids) p.hget(this.key(id), 'doc');
+    const res = (await p.exec()) ?? [];
+    const out: JobRecord[] = [];
+    const gone: string[] = [];
+    res.forEach(([err, doc], i) => {
+      if (err) return;
+      if (doc) out.push(JSON.parse(doc as string) as JobRecord);
+      else gone.push(ids[i]!);
+    });
+    if (gone.length) await this.redis.zrem(this.recentKey, ...gone); // past retention
+    return out.slice(0, limit);
   }
 
   async close(): Promise<void> {

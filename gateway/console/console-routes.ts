@@ -1,0 +1,71 @@
+// The web console under /console: page shells, static assets (read at
+// startup, content-hashed, cached) and the read-only JSON API the pages poll.
+// With GATEWAY_CONSOLE_TOKEN set the API needs `X-Console-Token` (the admin
+// token is accepted too); without it the read-only views are open. Admin
+// actions never pass through here: the page sends them to /admin/* with the
+// admin token, which checks it as for any other client.
+//
+// Ownership: owns the sampler (stopped by stop()) and the loaded assets.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Hono } from 'hono';
+import { gatewayError } from '../errors.ts';
+import { loadAssets } from './console-assets.ts';
+import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';
+import { PAGES, renderPage } from './console-pages.ts';
+import { ConsoleSampler, readSnapshot } from './console-sampler.ts';
+
+export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
+  /** Token the read-only API needs (default: GATEWAY_CONSOLE_TOKEN at request time); unset: open. */
+  consoleToken?: () => string | undefined;
+  /** Also accepted for the read-only API (default: GATEWAY_ADMIN_TOKEN). */
+  adminToken?: () => string | undefined;
+  /** Chart sampling interval (ms, default 2000). */
+  sampleMs?: number;
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
+
+/** Throws CONSOLE_TOKEN_MISSING / _INVALID unless `given` matches the console (or admin) token; open when none is set. */
+export function checkConsoleToken(expected: string | undefined, admin: string | undefined, given: string | undefined): void {
+  if (!expected) return;
+  if (!given) throw gatewayError('CONSOLE_TOKEN_MISSING');
+  if (!same(given, expected) && !(admin && same(given, admin))) throw gatewayError('CONSOLE_TOKEN_INVALID');
+}
+
+/** Mount the console on `app`; returns stop() for the sampler. */
+export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
+  const assets = loadAssets();
+  const consoleToken = d.consoleToken ?? (() => process.env.GATEWAY_CONSOLE_TOKEN);
+  const adminToken = d.adminToken ?? (() => process.env.GATEWAY_ADMIN_TOKEN);
+  const sampler = new ConsoleSampler(() => readSnapshot({ modelStatistics: () => d.engine.modelStatistics(), metrics: d.metrics }), {
+    intervalMs: d.sampleMs,
+  });
+
+  for (const p of PAGES) {
+    app.get(p.path, (c) => {
+      c.header('Cache-Control', 'no-cache');
+      return c.html(renderPage(assets, p.id));
+    });
+  }
+  app.get('/console/', (c) => c.redirect('/console'));
+
+  app.get('/console/static/:name', (c) => {
+    const a = assets.get(c.req.param('name'));
+    if (!a) throw gatewayError('ROUTE_NOT_FOUND', { method: 'GET', path: c.req.path });
+    const etag = `"${a.hash}"`;
+    c.header('ETag', etag);
+    c.header('Cache-Control', 'public, max-age=31536000, immutable');
+    if (c.req.header('if-none-match') === etag) return c.body(null, 304);
+    c.header('Content-Type', a.type);
+    return c.body(a.body as Uint8Array<ArrayBuffer>);
+  });
+
+  app.use('/console/api/*', async (c, next) => {
+    checkConsoleToken(consoleToken(), adminToken(), c.req.header('x-console-token'));
+    c.header('Cache-Control', 'no-store');
+    await next();
+  });
+  mountConsoleApi(app, { ...d, sampler });
+  return { stop: () => sampler.stop() };
+}

@@ -1,0 +1,180 @@
+// The web console in a real browser: the real engine on the bundled models,
+// a real gateway, and Debian's Chromium driven by playwright-core. Overview
+// lists the models and functions, a live chart receives new points while
+// traffic flows, the try-it form uploads a real JPEG and shows the vector,
+// a wrong admin token shows the catalog's error, and rollback with the right
+// one changes the active version. Screenshots of every page (desktop and
+// phone width) go to test-artifacts/console/ (gitignored) for a human look.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../../gateway/server.ts';
+import { setQuiet } from '../../gateway/trace.ts';
+import { waitFor } from './L0_gateway-support.ts';
+import { BUNDLED_REPO, ROOT, removeDir, startTestEngine } from './helpers.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = fs.existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`L0_console skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+
+const TOKEN = `console-admin-${process.pid}`;
+const ART = path.join(ROOT, 'test-artifacts', 'console');
+const MODELS = ['clip_encoder_model', 'harmful_filter_model', 'image_preprocess_model', 'moderated_search_ensemble', 'product_recommender_model', 'search_pipeline_ensemble'];
+
+let engine: Awaited<ReturnType<typeof startTestEngine>>;
+let gw: RunningGateway;
+let ctx: BrowserContext;
+let page: Page;
+let tmp: string;
+let jpeg: string;
+const base = () => `http://127.0.0.1:${gw.port}`;
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ART, `${name}.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(ART, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+const callImage = (body: Buffer, headers: Record<string, string> = {}) =>
+  fetch(`${base()}/fn/image_search`, { method: 'POST', body, headers: { 'Content-Type': 'image/jpeg', ...headers } });
+
+describe.skipIf(!hasChromium)('web console in Chromium', () => {
+  beforeAll(async () => {
+    setQuiet(true);
+    process.env.GATEWAY_ADMIN_TOKEN = TOKEN;
+    delete process.env.GATEWAY_CONSOLE_TOKEN;
+    fs.mkdirSync(ART, { recursive: true });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), `console-${process.pid}-`));
+    const fnDir = path.join(tmp, 'functions');
+    fs.mkdirSync(fnDir);
+    for (const f of fs.readdirSync(path.join(ROOT, 'functions'))) fs.copyFileSync(path.join(ROOT, 'functions', f), path.join(fnDir, f));
+    // image_search also accepts async calls here, so the Jobs page has a job to show.
+    const def = JSON.parse(fs.readFileSync(path.join(fnDir, 'image_search.json'), 'utf8'));
+    fs.writeFileSync(path.join(fnDir, 'image_search.json'), JSON.stringify({ ...def, async: { enabled: true } }));
+    // A real photo-like JPEG above the 64 KiB staging threshold: noise compresses badly.
+    jpeg = path.join(tmp, 'noise.jpg');
+    await sharp(randomBytes(400 * 300 * 3), { raw: { width: 400, height: 300, channels: 3 } }).jpeg({ quality: 90 }).toFile(jpeg);
+
+    engine = await startTestEngine({ modelRepository: BUNDLED_REPO, httpPort: -1, metricsPort: -1 });
+    gw = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      engine: `127.0.0.1:${engine.grpcPort}`,
+      functions: fnDir,
+      prefix: `tgwc${process.pid}`,
+      arenaRegions: 1,
+      arenaRegionBytes: 4 * 1024 * 1024,
+      consoleSampleMs: 500,
+    });
+    ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      viewport: { width: 1280, height: 900 },
+    });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    try {
+      await ctx?.close();
+      await gw?.stop();
+    } finally {
+      await engine?.stop();
+      removeDir(tmp);
+    }
+  }, 60_000);
+
+  it('overview lists every bundled model and every function', async () => {
+    await page.goto(`${base()}/console`);
+    await page.waitForSelector('#models tbody tr[data-model="clip_encoder_model"]');
+    for (const m of MODELS) {
+      await expect(page.locator(`#models tr[data-model="${m}"]`).first().textContent()).resolves.toContain('READY');
+    }
+    const clip = (await page.locator('#models tr[data-model="clip_encoder_model"]').textContent()) ?? '';
+    expect(clip).toMatch(/2 × KIND_CPU/);
+    expect(clip).toMatch(/preferred 4, 8, 16/);
+    expect(clip).toMatch(/MiB/);
+    const fns = await page.locator('#functions tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-function')));
+    expect(fns).toEqual(expect.arrayContaining(['image_search', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']));
+    expect(await page.locator('#functions tr[data-function="product_recommender"]').textContent()).toContain('API key (RECOMMENDER_API_KEYS)');
+    expect(await page.locator('#engine').textContent()).toContain('Ready');
+    await shot('overview');
+  });
+
+  it('a live chart receives new points as traffic flows', async () => {
+    await page.goto(`${base()}/console/live`);
+    const points = async () => Number(await page.locator('#chart-rps').getAttribute('data-points'));
+    await waitFor('first chart points', async () => (await points()) >= 1, 15_000, 100);
+    const before = await points();
+    const body = fs.readFileSync(jpeg);
+    for (let i = 0; i < 12; i++) expect((await callImage(body)).status).toBe(200);
+    await waitFor('points after traffic', async () => (await points()) > before, 15_000, 100);
+    const rate = page.locator('#chart-rps td[data-series="clip_encoder_model"]');
+    await waitFor('a non-zero request rate', async () => Number(await rate.textContent()) > 0, 15_000, 100);
+    await waitFor('a latency percentile', async () => Number(await page.locator('#chart-latency td[data-series="image_search p95"]').textContent()) > 0, 15_000, 100);
+    expect(await page.locator('#chart-rps canvas').count()).toBeGreaterThan(0);
+    await shot('live');
+  });
+
+  it('try-it uploads a JPEG and shows the embedding and transfer headers', async () => {
+    await page.goto(`${base()}/console/try#image_search`);
+    await page.waitForSelector('#in-image');
+    await page.setInputFiles('#in-image', jpeg);
+    await page.click('#try-form button[type=submit]');
+    await page.waitForSelector('#try-outputs [data-output="embedding"]');
+    expect(await page.locator('#try-status').textContent()).toBe('200');
+    expect(await page.locator('[data-output="embedding"] [data-length]').textContent()).toBe('512');
+    expect(await page.locator('#try-meta [data-header="x-payload-transfer"]').textContent()).toMatch(/^(shm|inline)$/);
+    await shot('try-it');
+    // A tensor function without its API key: the catalog's error, in words.
+    await page.selectOption('#try-fn', 'product_recommender');
+    await page.waitForSelector('#in-user_features');
+    await page.click('#try-form button[type=submit]');
+    await expect(page.locator('#try-error').textContent()).resolves.toContain("function 'product_recommender' requires an API key");
+  });
+
+  it('rollback with the admin token changes the active version; a wrong token shows the error', async () => {
+    const { functions } = (await (await fetch(`${base()}/admin/functions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as { functions: unknown[] };
+    for (const version of ['console-a', 'console-b']) {
+      const r = await fetch(`${base()}/admin/functions`, {
+        method: 'PUT',
+        headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ version, functions }),
+      });
+      expect(r.status).toBe(200);
+    }
+    await page.goto(`${base()}/console/deploys`);
+    await waitFor('active version shown', async () => (await page.locator('#active-version').textContent()) === 'console-b', 10_000, 100);
+    expect(await page.locator('#deploy-history li').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('console-a')]));
+
+    await page.fill('#admin-token', 'not-the-token');
+    await page.click('#rollback button[type=submit]');
+    await waitFor('the error', async () => /the admin token is not valid/.test((await page.locator('#rollback-status').textContent()) ?? ''), 10_000, 100);
+    expect(await page.locator('#rollback-status').textContent()).toContain('ADMIN_TOKEN_INVALID');
+    expect(await page.locator('#active-version').textContent()).toBe('console-b');
+    await shot('deploys-wrong-token');
+
+    await page.fill('#admin-token', TOKEN);
+    await page.click('#rollback button[type=submit]');
+    await waitFor('rolled back', async () => (await page.locator('#active-version').textContent()) === 'console-a', 10_000, 100);
+    expect(gw.deployer.active?.version).toBe('console-a');
+    await shot('deploys');
+  });
+
+  it('jobs lists a recent async call with its status', async () => {
+    const r = await callImage(fs.readFileSync(jpeg), { Prefer: 'respond-async' });
+    expect(r.status).toBe(202);
+    const { id } = (await r.json()) as { id: string };
+    await page.goto(`${base()}/console/jobs`);
+    const row = page.locator(`#jobs tr[data-job="${id}"]`);
+    await waitFor('job succeeded in the list', async () => /succeeded/.test((await row.textContent()) ?? ''), 15_000, 100);
+    expect(await row.textContent()).toContain('image_search');
+    await shot('jobs');
+  });
+});
