@@ -114,7 +114,7 @@ export function mountConsoleApi(app: Hono, d: ConsoleApiDeps): void {
     });
   });
 
-  app.get('/console/api/series', (c) => c.json({ intervalMs: d.sampler.intervalMs, points: d.sampler.look() }));
+  app.get('/console/api/series', (c) => c.json({ intervalMs: d.sampler.intervalMs, keep: d.sampler.keep, points: d.sampler.look() }));
 
   app.get('/console/api/deploys', async (c) => {
     if (!d.deployer) return c.json({ enabled: false, active: null, history: [] });

@@ -62,7 +62,7 @@ const overview = html`
 </section>
 <section aria-labelledby="models-h">
   <h2 id="models-h">Models</h2>
-  <div class="scroll"><table id="models">
+  <div class="scroll"><table id="models" class="cards">
     <caption class="sr-only">Every model in the engine's repository</caption>
     <thead><tr><th scope="col">Model</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Platform</th><th scope="col">Instances</th><th scope="col">Batching</th><th scope="col">Memory</th></tr></thead>
     <tbody></tbody>
@@ -70,7 +70,7 @@ const overview = html`
 </section>
 <section aria-labelledby="functions-h">
   <h2 id="functions-h">Functions</h2>
-  <div class="scroll"><table id="functions">
+  <div class="scroll"><table id="functions" class="cards">
     <caption class="sr-only">Functions served under /fn</caption>
     <thead><tr><th scope="col">Function</th><th scope="col">Target</th><th scope="col">Inputs</th><th scope="col">Outputs</th><th scope="col">Auth</th></tr></thead>
     <tbody></tbody>
@@ -78,7 +78,7 @@ const overview = html`
 </section>`;
 
 const live = html`
-<p class="note">Rates and means over each sampling interval, from the engine's statistics and the gateway's metrics; new points arrive every few seconds. Hover a chart for values; the table below each chart has the latest ones.</p>
+<p class="note">Rates and means over each sampling interval, from the engine's statistics and the gateway's metrics; new points arrive every few seconds. The table under each chart names its lines and gives their latest values.</p>
 <div id="charts" class="charts">
 ${[
   ['rps', 'Requests per second, per model'],
@@ -132,7 +132,7 @@ const deploys = html`
 
 const jobs = html`
 <p class="note">Recent asynchronous calls (Prefer: respond-async or X-Callback-Url), newest first.</p>
-<div class="scroll"><table id="jobs">
+<div class="scroll"><table id="jobs" class="cards">
   <caption class="sr-only">Recent async jobs</caption>
   <thead><tr><th scope="col">Job</th><th scope="col">Function</th><th scope="col">Status</th><th scope="col">HTTP</th><th scope="col">Callback attempts</th><th scope="col">Last error</th><th scope="col">Updated</th></tr></thead>
   <tbody></tbody>

@@ -19,7 +19,8 @@ export interface SamplerOptions {
 
 export class ConsoleSampler {
   readonly intervalMs: number;
-  private readonly keep: number;
+  /** Points kept: the charts' window is keep × intervalMs. */
+  readonly keep: number;
   private readonly idleStopMs: number;
   private readonly now: () => number;
   private readonly points: SeriesPoint[] = [];

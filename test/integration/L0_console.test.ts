@@ -167,6 +167,22 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     await shot('deploys');
   });
 
+  it('with GATEWAY_CONSOLE_TOKEN set, the page asks for the token and then shows the state', async () => {
+    process.env.GATEWAY_CONSOLE_TOKEN = `console-view-${process.pid}`;
+    try {
+      await page.goto(`${base()}/console`);
+      await page.waitForSelector('#console-token:not([hidden])');
+      expect(await page.locator('#page-error').textContent()).toContain('CONSOLE_TOKEN_MISSING');
+      expect(await page.locator('#models tbody tr').count()).toBe(0);
+      await page.fill('#console-token-input', process.env.GATEWAY_CONSOLE_TOKEN);
+      await page.press('#console-token-input', 'Enter');
+      await page.waitForSelector('#models tbody tr[data-model="clip_encoder_model"]');
+      expect(await page.locator('#page-error').isHidden()).toBe(true);
+    } finally {
+      delete process.env.GATEWAY_CONSOLE_TOKEN;
+    }
+  });
+
   it('jobs lists a recent async call with its status', async () => {
     const r = await callImage(fs.readFileSync(jpeg), { Prefer: 'respond-async' });
     expect(r.status).toBe(202);

@@ -8,8 +8,10 @@
   const { api, el, every, pages } = window.tgw;
   const PALETTE = ['#0b5cad', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490', '#a16207', '#4338ca', '#be185d', '#334155'];
   const plots = {};
+  let windowS = 180;
 
   const num = (v, digits = 2) => (v === null || v === undefined ? '—' : Number(v).toFixed(digits));
+  const bytesAxis = (u, ticks) => ticks.map((v) => (v >= 1048576 ? `${(v / 1048576).toFixed(1)}M` : v >= 1024 ? `${(v / 1024).toFixed(0)}K` : String(v)));
   const rate = (v) => (v === null || v === undefined ? '—' : v >= 1048576 ? `${(v / 1048576).toFixed(2)} MiB/s` : v >= 1024 ? `${(v / 1024).toFixed(1)} KiB/s` : `${v.toFixed(0)} B/s`);
 
   /** Series of one chart: [{label, values(point) → number|null}], from the names seen in the window. */
@@ -50,20 +52,24 @@
       if (entry) entry.plot.destroy();
       const opts = {
         ...sizeOf(fig),
-        scales: { x: { time: true } },
-        series: [{ label: 'time' }, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, dash: s.dash, spanGaps: false, value: (u, v) => s.fmt(v) }))],
-        axes: [{}, { size: 56 }],
-        legend: { live: true },
+        // A fixed window ending at the newest point, so the time axis reads like a monitor's.
+        scales: { x: { time: true, range: (u, min, max) => [max - windowS, max] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        series: [{ label: 'time' }, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, dash: s.dash, spanGaps: false }))],
+        axes: [{}, { size: 60, values: id === 'bytes' ? bytesAxis : undefined }],
+        legend: { show: false },
       };
       entry = plots[id] = { key, plot: new uPlot(opts, data, fig.querySelector('.plot')) };
     } else {
       entry.plot.setData(data);
     }
     fig.dataset.points = String(points.length);
-    const rows = series.map((s) => {
+    const rows = series.map((s, i) => {
       let last = null;
-      for (let i = points.length - 1; i >= 0 && last === null; i--) last = s.get(points[i]);
-      return el('tr', {}, el('th', { scope: 'row', text: s.label }), el('td', { 'data-series': s.label, text: s.fmt(last) }));
+      for (let k = points.length - 1; k >= 0 && last === null; k--) last = s.get(points[k]);
+      const swatch = el('span', { class: s.dash ? 'swatch dashed' : 'swatch', 'aria-hidden': 'true' });
+      swatch.style.background = PALETTE[i % PALETTE.length];
+      swatch.style.borderColor = PALETTE[i % PALETTE.length];
+      return el('tr', {}, el('th', { scope: 'row' }, swatch, s.label), el('td', { 'data-series': s.label, text: s.fmt(last) }));
     });
     fig.querySelector('.latest tbody').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { text: 'No data yet: call a function to see it here.' }))]));
   }
@@ -72,6 +78,7 @@
   async function refresh() {
     const { body } = await api('/console/api/series');
     lastPoints = body.points;
+    windowS = Math.max(30, ((body.intervalMs || 2000) * (body.keep || 90)) / 1000);
     for (const fig of document.querySelectorAll('figure.chart')) draw(fig, fig.id.replace('chart-', ''), lastPoints);
     return body.intervalMs;
   }

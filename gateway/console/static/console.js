@@ -83,6 +83,17 @@
     while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
     return `${n.toFixed(i ? 1 : 0)} ${u[i]}`;
   };
+  /** Label each body cell with its column's header (phone width shows rows as labelled cards). */
+  function labelCells(table) {
+    const heads = [...table.querySelectorAll('thead th')].map((h) => h.textContent);
+    for (const tr of table.querySelectorAll('tbody tr')) {
+      let i = 0;
+      for (const cell of tr.children) {
+        if (cell.tagName === 'TD' && i > 0 && heads[i] && !cell.hasAttribute('colspan')) cell.dataset.label = heads[i];
+        i += Number(cell.getAttribute('colspan') || 1);
+      }
+    }
+  }
   const fmtTensor = (t) => `${t.name}: ${t.datatype} [${t.shape.join(', ')}]`;
   const stateClass = (s) => (s === 'READY' ? 'ok' : s === 'LOADING' || s === 'UNLOADING' ? 'warn' : 'bad');
 
@@ -128,6 +139,8 @@
       el('td', { colspan: 4 }, el('span', { class: 'bad', text: 'Unavailable' }), el('span', { class: 'reason', text: u.reason })),
     ));
     document.querySelector('#functions tbody').replaceChildren(...rows, ...down);
+    labelCells(document.getElementById('models'));
+    labelCells(document.getElementById('functions'));
   }
 
   // ---- Deploys ----
@@ -141,7 +154,7 @@
     const a = body.active;
     active.replaceChildren(
       el('dt', { text: 'Version' }), el('dd', {}, el('code', { id: 'active-version', text: a ? a.version : '—' })),
-      el('dt', { text: 'Functions' }), el('dd', { text: a ? a.functions.map((f) => `${f.name} → ${f.model}`).join(', ') || 'none' : '—' }),
+      el('dt', { text: 'Functions' }), el('dd', {}, a && a.functions.length ? el('ul', { class: 'plain' }, ...a.functions.map((f) => el('li', {}, el('code', { text: f.name }), ' → ', el('code', { text: f.model })))) : 'none'),
     );
     document.getElementById('deploy-history').replaceChildren(...body.history.map((v, i) =>
       el('li', { class: i === 0 ? 'active' : null }, el('code', { text: v }), i === 0 ? el('span', { class: 'tag', text: 'active' }) : i === 1 ? el('span', { class: 'tag', text: 'rollback target' }) : null)));
@@ -188,6 +201,7 @@
       el('td', { text: j.lastError || '—' }),
       el('td', {}, el('time', { datetime: j.updatedAt, text: new Date(j.updatedAt).toLocaleTimeString() })),
     )));
+    labelCells(document.getElementById('jobs'));
   }
 
   const pages = {

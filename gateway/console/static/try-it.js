@@ -42,7 +42,8 @@
           el('span', { class: 'hint', id: 'try-key-hint', text: `sent as X-API-Key; accepted keys come from ${f.auth.apiKeyEnv.join(', ')}` }))]
       : [];
     box.replaceChildren(
-      el('p', { class: 'note' }, f.description || `Calls ${f.target.model}.`, ' Outputs: ', f.outputs.map(fmtTensor).join('; ')),
+      el('p', { class: 'note' }, f.description || `Calls ${f.target.model}.`),
+      el('p', { class: 'note' }, `Outputs: ${f.outputs.map(fmtTensor).join('; ')}`),
       ...fields, ...key);
   }
 
