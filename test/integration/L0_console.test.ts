@@ -139,6 +139,29 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     await expect(page.locator('#try-error').textContent()).resolves.toContain("function 'product_recommender' requires an API key");
   });
 
+  it('a result with lines and boxes (an OCR reply) is drawn over the uploaded image', async () => {
+    // No OCR function exists on this branch: the browser's request is answered with an
+    // OCR-shaped reply (a BYTES output holding JSON lines with polygon and rectangle boxes).
+    const lines = { lines: [{ text: 'HELLO', box: [[10, 10], [200, 10], [200, 60], [10, 60]] }, { text: 'WORLD', box: [20, 100, 220, 150] }] };
+    await page.route('**/fn/image_search', (r) =>
+      r.fulfill({ status: 200, contentType: 'application/json', headers: { 'X-Payload-Transfer': 'inline' }, body: JSON.stringify({ outputs: { text: { datatype: 'BYTES', shape: [1], data: [JSON.stringify(lines)] } } }) }),
+    );
+    try {
+      await page.goto(`${base()}/console/try#image_search`);
+      await page.waitForSelector('#in-image');
+      await page.setInputFiles('#in-image', jpeg);
+      await page.click('#try-form button[type=submit]');
+      await page.waitForSelector('#try-overlay svg polygon');
+      expect(await page.locator('#try-overlay svg polygon').count()).toBe(2);
+      expect(await page.locator('#try-overlay svg polygon').nth(1).getAttribute('points')).toBe('20,100 220,100 220,150 20,150');
+      expect(await page.locator('#try-overlay svg').getAttribute('viewBox')).toBe('0 0 400 300');
+      expect(await page.locator('#try-overlay .lines li').allTextContents()).toEqual(['HELLO', 'WORLD']);
+      await shot('try-it-ocr');
+    } finally {
+      await page.unroute('**/fn/image_search');
+    }
+  });
+
   it('rollback with the admin token changes the active version; a wrong token shows the error', async () => {
     const { functions } = (await (await fetch(`${base()}/admin/functions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as { functions: unknown[] };
     for (const version of ['console-a', 'console-b']) {

@@ -70,6 +70,23 @@ function queueContract(name: string, make: () => Promise<JobQueue>) {
       expect(await q.get('nope')).toBeNull();
       await q.close();
     });
+
+    it('recent lists retained jobs newest first (the console job list)', async () => {
+      const q = await make();
+      const pause = () => new Promise((r) => setTimeout(r, 3));
+      const a = await q.enqueue({ fn: 'f', payload: {}, retentionMs: 60_000 });
+      await pause();
+      const b = await q.enqueue({ fn: 'g', payload: {}, retentionMs: 60_000 });
+      await pause();
+      await q.enqueue({ fn: 'h', payload: {}, retentionMs: 20 });
+      await new Promise((r) => setTimeout(r, 60));
+      const ids = (await q.recent(10)).map((r) => r.id);
+      expect(ids.indexOf(b.id)).toBeLessThan(ids.indexOf(a.id));
+      expect(ids.indexOf(a.id)).toBeGreaterThanOrEqual(0);
+      expect((await q.recent(10)).some((r) => r.fn === 'h')).toBe(false); // past its retention
+      expect(await q.recent(1)).toHaveLength(1);
+      await q.close();
+    });
   });
 }
 

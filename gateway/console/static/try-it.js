@@ -89,10 +89,12 @@
         p.append(title);
         svg.append(p);
       }
-      wrap.append(svg);
+      frame.append(svg);
     };
     img.src = URL.createObjectURL(file);
-    wrap.replaceChildren(img);
+    const texts = el('ol', { class: 'lines', 'aria-label': 'Recognised lines' }, ...lines.map((l) => el('li', { text: l.text ?? '' })));
+    const frame = el('div', { class: 'frame' }, img);
+    wrap.replaceChildren(frame, texts);
     wrap.hidden = false;
   }
 
@@ -176,6 +178,10 @@
       if (f) { buildForm(f); history.replaceState(null, '', `#${encodeURIComponent(f.name)}`); }
     };
     select.addEventListener('change', pick);
+    window.addEventListener('hashchange', () => {
+      const name = decodeURIComponent(location.hash.slice(1));
+      if (name !== select.value && functions.some((f) => f.name === name)) { select.value = name; pick(); }
+    });
     document.getElementById('try-pick').addEventListener('submit', (e) => e.preventDefault());
     document.getElementById('try-form').addEventListener('submit', submit);
     pick();
