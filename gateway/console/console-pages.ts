@@ -30,6 +30,7 @@ function layout(assets: Map<string, Asset>, page: PageId, body: Html, scripts: s
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · tritonish console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl(assets, 'console.css')}">
 ${page === 'live' ? html`<link rel="stylesheet" href="${assetUrl(assets, 'uplot.css')}">` : ''}
 </head>

@@ -45,6 +45,10 @@ export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
   for (const p of PAGES) {
     app.get(p.path, (c) => {
       c.header('Cache-Control', 'no-cache');
+      // Only our own scripts run; images may be the blob: URL of an uploaded file; uPlot sizes with inline styles.
+      c.header('Content-Security-Policy', "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      c.header('X-Content-Type-Options', 'nosniff');
+      c.header('Referrer-Policy', 'no-referrer');
       return c.html(renderPage(assets, p.id));
     });
   }

@@ -31,13 +31,17 @@ let ctx: BrowserContext;
 let page: Page;
 let tmp: string;
 let jpeg: string;
+const pageErrors: string[] = [];
 const base = () => `http://127.0.0.1:${gw.port}`;
 
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(ART, `${name}.png`), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(400); // the charts re-size after a debounced resize event
   await page.screenshot({ path: path.join(ART, `${name}-phone.png`), fullPage: true });
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390); // no sideways scrolling at phone width
   await page.setViewportSize({ width: 1280, height: 900 });
+  await page.waitForTimeout(200);
 }
 
 const callImage = (body: Buffer, headers: Record<string, string> = {}) =>
@@ -78,9 +82,15 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
       viewport: { width: 1280, height: 900 },
     });
     page = ctx.pages()[0] ?? (await ctx.newPage());
+    // Any script error or CSP violation on a console page fails the suite.
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/status of (401|403|503)/.test(m.text())) pageErrors.push(m.text());
+    });
   }, 120_000);
 
   afterAll(async () => {
+    expect(pageErrors).toEqual([]);
     try {
       await ctx?.close();
       await gw?.stop();
