@@ -120,7 +120,7 @@ const deploys = html`
 </section>
 <section aria-labelledby="history-h">
   <h2 id="history-h">History</h2>
-  <p class="note">Newest first; rollback re-activates the version below the active one.</p>
+  <p class="note">The activation stack, newest first: a deploy pushes a version, a rollback takes the active one off and re-activates the one below it.</p>
   <ol id="deploy-history" class="history"></ol>
 </section>
 <form id="rollback" class="panel">
