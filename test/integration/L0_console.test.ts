@@ -114,6 +114,12 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     expect(fns).toEqual(expect.arrayContaining(['image_search', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']));
     expect(await page.locator('#functions tr[data-function="product_recommender"]').textContent()).toContain('API key (RECOMMENDER_API_KEYS)');
     expect(await page.locator('#engine').textContent()).toContain('Ready');
+    // Keyboard: the first Tab reaches the skip link, the next ones the page links.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe('/console/live');
     await shot('overview');
   });
 
