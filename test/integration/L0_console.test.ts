@@ -39,7 +39,7 @@ async function shot(name: string): Promise<void> {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(400); // the charts re-size after a debounced resize event
   await page.screenshot({ path: path.join(ART, `${name}-phone.png`), fullPage: true });
-  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390); // no sideways scrolling at phone width
+  expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390); // no sideways scrolling at phone width
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.waitForTimeout(200);
 }
@@ -116,10 +116,10 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     expect(await page.locator('#engine').textContent()).toContain('Ready');
     // Keyboard: the first Tab reaches the skip link, the next ones the page links.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await page.evaluate<string>('document.activeElement?.textContent')).toBe('Skip to content');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe('/console/live');
+    expect(await page.evaluate<string>("document.activeElement?.getAttribute('href')")).toBe('/console/live');
     await shot('overview');
   });
 
