@@ -8,8 +8,11 @@ import type { Backend, BackendContext, BackendModel } from '../../backend.ts';
 import { invalidArg } from '../../status.ts';
 import { PythonInstance } from './python-instance.ts';
 import { resolveInterpreter } from './interpreter.ts';
+import { sweepStaleShm } from './tensor-transfer.ts';
+import { log } from '../../trace.ts';
 
 let instanceCounter = 0;
+let swept = false;
 
 /** A unique, valid shm name prefix for one instance: /tpy.<engine pid>.<n>.<model> */
 function shmPrefix(model: string): string {
@@ -20,6 +23,11 @@ export const pythonBackend: Backend = {
   name: 'python',
   defaultModelFilename: 'model.py',
   async load(ctx: BackendContext): Promise<BackendModel> {
+    if (!swept) {
+      swept = true;
+      const n = sweepStaleShm();
+      if (n) log.info(`python backend: removed ${n} /dev/shm object(s) left by engines that are gone`);
+    }
     const file = path.join(ctx.versionDir, ctx.config.default_model_filename || 'model.py');
     if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.basename(file)} in ${ctx.versionDir}`);
     const interpreter = resolveInterpreter(ctx.config, ctx.modelDir, ctx.backendConfig?.python);

@@ -149,3 +149,29 @@ export function sweepShm(prefix: string): number {
   for (const name of names) if (name.startsWith(stem) && shmUnlinkIfExists(`/${name}`)) n++;
   return n;
 }
+
+/** Unlink /dev/shm/tpy.<pid>.* objects of engine processes that no longer exist (an engine killed with SIGKILL). */
+export function sweepStaleShm(): number {
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync('/dev/shm');
+  } catch {
+    return 0;
+  }
+  let n = 0;
+  for (const name of names) {
+    const m = /^tpy\.(\d+)\./.exec(name);
+    if (!m || Number(m[1]) === process.pid || pidAlive(Number(m[1]))) continue;
+    if (shmUnlinkIfExists(`/${name}`)) n++;
+  }
+  return n;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
