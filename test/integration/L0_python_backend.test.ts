@@ -11,6 +11,8 @@ import {
 import { pythonRepo, pythonShmEntries, processAlive } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { shmClose, shmMap, shmOpen, shmTruncate, shmUnlinkIfExists } from '../../native/index.ts';
 
 const BATCH_PROBE = {
@@ -109,6 +111,38 @@ parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "/nonexistent/env/
   model: 'class TritonPythonModel:\n    pass\n',
 };
 
+const AUTO_CFG = {
+  config: `name: "auto_cfg"
+backend: "python"
+`,
+  // Triton's auto_complete_config: the config above names no tensors.
+  model: `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        auto_complete_model_config.add_input({"name": "A", "data_type": "TYPE_INT64", "dims": [3]})
+        auto_complete_model_config.add_output({"name": "B", "data_type": "TYPE_INT64", "dims": [3]})
+        auto_complete_model_config.set_max_batch_size(4)
+        auto_complete_model_config.set_dynamic_batching()
+        return auto_complete_model_config
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("B", pb_utils.get_input_tensor_by_name(r, "A").as_numpy()[:, ::-1].copy())]) for r in requests]
+`,
+};
+
+const PY_PIPELINE = `name: "py_pipeline"
+platform: "ensemble"
+input [ { name: "RGB", data_type: TYPE_UINT8, dims: [ -1 ] } ]
+output [ { name: "EMB", data_type: TYPE_FP32, dims: [ 512 ] } ]
+ensemble_scheduling { step [
+  { model_name: "image_preprocess_model" model_version: -1 input_map { key: "image_bytes" value: "RGB" } output_map { key: "preprocessed_tensor" value: "PIX" } },
+  { model_name: "clip_encoder_model" model_version: -1 input_map { key: "pixel_values" value: "PIX" } output_map { key: "image_embeds" value: "EMB" } }
+] }
+`;
+
 let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
@@ -125,7 +159,7 @@ beforeAll(async () => {
   repo = pythonRepo(
     'l0-python',
     ['add_sub', 'bls_encoder', 'decoupled_count', 'image_preprocess_model'],
-    { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER },
+    { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER, auto_cfg: AUTO_CFG },
     ['clip_encoder_model'],
   );
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
@@ -155,6 +189,18 @@ describe('L0_python_backend', () => {
     });
     expect(http.status).toBe(200);
     expect(http.json.outputs).toEqual([{ name: 'OUTPUT1', datatype: 'FP32', shape: [4], data: [-3, -1, 1, 3] }]);
+  });
+
+  it('auto_complete_config fills the tensors, batching and batcher the config left out', async () => {
+    const meta = await client.call('ModelMetadata', { name: 'auto_cfg' });
+    expect(meta.inputs).toEqual([{ name: 'A', datatype: 'INT64', shape: ['-1', '3'] }]);
+    expect(meta.outputs).toEqual([{ name: 'B', datatype: 'INT64', shape: ['-1', '3'] }]);
+    const cfg = (await client.call('ModelConfig', { name: 'auto_cfg' })).config;
+    expect(cfg.max_batch_size).toBe(4);
+    expect(cfg.dynamic_batching).toBeTruthy();
+    const a = Buffer.from(BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]).buffer);
+    const res = await client.call('ModelInfer', { model_name: 'auto_cfg', inputs: [{ name: 'A', datatype: 'INT64', shape: [2, 3] }], raw_input_contents: [a] });
+    expect(Array.from(new BigInt64Array(Uint8Array.from(res.raw_output_contents[0]).buffer))).toEqual([3n, 2n, 1n, 6n, 5n, 4n]);
   });
 
   it('BYTES tensors arrive as object arrays of bytes', async () => {
@@ -319,6 +365,21 @@ describe('L0_python_backend', () => {
       worst = Math.max(worst, Math.abs(out[c * 224 * 224 + y * 224 + x]! - want));
     }
     expect(worst).toBeLessThan(1e-5);
+
+    // The python preprocessing as an ensemble step in front of the ONNX encoder.
+    mkdirSync(path.join(repo, 'py_pipeline', '1'), { recursive: true });
+    writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PY_PIPELINE);
+    await client.call('RepositoryModelLoad', { model_name: 'py_pipeline' });
+    const viaEnsemble = await client.call('ModelInfer', {
+      model_name: 'py_pipeline', inputs: [{ name: 'RGB', datatype: 'UINT8', shape: [rgb.length] }], raw_input_contents: [rgb],
+    });
+    const direct = await client.call('ModelInfer', {
+      model_name: 'clip_encoder_model',
+      inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [1, 3, 224, 224] }],
+      raw_input_contents: [Buffer.from(out.buffer)],
+    });
+    expect(maxAbsDiff(toF32(viaEnsemble.raw_output_contents[0]), toF32(direct.raw_output_contents[0]))).toBeLessThan(1e-6);
+    await client.call('RepositoryModelUnload', { model_name: 'py_pipeline' });
   });
 
   it('an exception in execute fails that request with its text; a TritonError keeps its code; the stub lives on', async () => {
@@ -351,7 +412,7 @@ describe('L0_python_backend', () => {
     const pids = [...stubs('bls_encoder'), ...stubs('add_sub')].map((s) => s.pid!);
     expect(pids.every(processAlive)).toBe(true);
     expect(pythonShmEntries().length).toBeGreaterThan(0);
-    for (const m of ['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty', 'bytes_upper', 'image_preprocess_model']) {
+    for (const m of ['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty', 'bytes_upper', 'image_preprocess_model', 'auto_cfg']) {
       await client.call('RepositoryModelUnload', { model_name: m });
     }
     expect(pids.some(processAlive)).toBe(false);

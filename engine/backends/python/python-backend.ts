@@ -46,7 +46,10 @@ export const pythonBackend: Backend = {
         );
       }
     }
-    const started = await Promise.allSettled(instances.map((x) => x.start()));
+    if (!instances.length) throw invalidArg(`model '${ctx.modelName}': instance_group gives no instance`);
+    // The first instance runs auto_complete_config; the rest start with the completed config.
+    const first = await Promise.allSettled([instances[0]!.start(true)]);
+    const started = first[0]!.status === 'rejected' ? first : await Promise.allSettled(instances.slice(1).map((x) => x.start()));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
       await Promise.all(instances.map((x) => x.close()));

@@ -10,6 +10,7 @@ import type { InferRequest, InferResponse, ParamValue } from '../../infer-reques
 import { StatusError, internal, toStatusError, unavailable, type StatusCode } from '../../status.ts';
 import { log, tracer } from '../../trace.ts';
 import { isDecoupled } from '../../decoupled.ts';
+import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
 import { InputArena, decodeFromStub, encodeOwned, sweepShm, type WireTensor } from './tensor-transfer.ts';
 
@@ -47,7 +48,6 @@ export class PythonInstance implements ExecutionInstance {
   private blsSeq = 0;
   private closed = false;
   private readonly arena: InputArena;
-  private readonly decoupled: boolean;
 
   constructor(
     readonly name: string,
@@ -55,11 +55,19 @@ export class PythonInstance implements ExecutionInstance {
     private readonly opts: PythonInstanceOptions,
   ) {
     this.arena = new InputArena(`${opts.prefix}-in`);
-    this.decoupled = isDecoupled(ctx.config);
   }
 
-  /** Spawn the stub and run initialize(args); rejects UNAVAILABLE with the reason. */
-  async start(): Promise<void> {
+  /** Read per use: auto_complete_config may set the policy after construction. */
+  private get decoupled(): boolean {
+    return isDecoupled(this.ctx.config);
+  }
+
+  /**
+   * Spawn the stub and run initialize(args); rejects UNAVAILABLE with the
+   * reason. With `autoComplete`, first runs the model's auto_complete_config
+   * and merges its answer into the (shared) config.
+   */
+  async start(autoComplete = false): Promise<void> {
     const stub = new StubProcess(
       { interpreter: this.opts.interpreter, modelFile: this.opts.modelFile, prefix: this.opts.prefix, label: `'${this.ctx.modelName}' ${this.name}` },
       (m) => this.stub === stub && this.onFrame(stub, m),
@@ -67,9 +75,14 @@ export class PythonInstance implements ExecutionInstance {
     this.stub = stub;
     this.ready = false;
     void stub.exited.then((how) => this.onExit(stub, how));
-    const started = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
-    stub.send({ t: 'init', args: this.initArgs() });
     try {
+      if (autoComplete) {
+        const completed = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
+        stub.send({ t: 'autocomplete', config: this.ctx.config, model_dir: this.ctx.modelDir });
+        await completed;
+      }
+      const started = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
+      stub.send({ t: 'init', args: this.initArgs() });
       await started;
       this.ready = true;
       trace(`${this.name} of '${this.ctx.modelName}' started (pid ${stub.child.pid})`);
@@ -135,6 +148,13 @@ export class PythonInstance implements ExecutionInstance {
   private onFrame(stub: StubProcess, m: StubFrame): void {
     switch (m.t) {
       case 'ready':
+        this.starting?.resolve();
+        return;
+      case 'config':
+        if (m.config) {
+          const filled = mergeAutoComplete(this.ctx.config, m.config as Record<string, unknown>);
+          if (filled.length) log.info(`python model '${this.ctx.modelName}': auto_complete_config filled ${filled.join(', ')}`);
+        }
         this.starting?.resolve();
         return;
       case 'init_error': {

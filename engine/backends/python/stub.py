@@ -282,16 +282,26 @@ def main():
     threading.Thread(target=reader_loop, args=(work, channel), daemon=True).start()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    model, model_dir, decoupled = None, "", False
+    model, model_dir, decoupled, cls = None, "", False, None
     while True:
         m = work.get()
         t = m["t"]
-        if t == "init":
+        if t == "autocomplete":
+            # Triton calls the static auto_complete_config before initialize.
+            try:
+                cls = load_model_class(model_file)
+                done = None
+                if hasattr(cls, "auto_complete_config"):
+                    done = cls.auto_complete_config(pb_utils.ModelConfig(m["config"])).as_dict()
+                write_frame({"t": "config", "config": done})
+            except BaseException as e:
+                write_frame({"t": "init_error", "kind": "python", "message": where(e, os.path.abspath(m["model_dir"]))})
+        elif t == "init":
             args = m["args"]
             model_dir = os.path.abspath(args["model_repository"])
             decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
             try:
-                model = load_model_class(model_file)()
+                model = (cls or load_model_class(model_file))()
                 if hasattr(model, "initialize"):
                     r = model.initialize(args)
                     if inspect.isawaitable(r):
