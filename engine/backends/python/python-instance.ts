@@ -7,12 +7,13 @@
 import type { BackendContext } from '../../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../scheduler.ts';
 import type { InferRequest, InferResponse, ParamValue } from '../../infer-request.ts';
+import { serveBls } from './bls-bridge.ts';
 import { StatusError, internal, toStatusError, unavailable, type StatusCode } from '../../status.ts';
 import { log, tracer } from '../../trace.ts';
 import { isDecoupled } from '../../decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
-import { InputArena, decodeFromStub, encodeOwned, sweepShm, type WireTensor } from './tensor-transfer.ts';
+import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';
 
 const trace = tracer('python');
 const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
@@ -242,34 +243,7 @@ export class PythonInstance implements ExecutionInstance {
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
   private onBls(stub: StubProcess, m: StubFrame): void {
-    const reply = (body: Record<string, unknown>) => stub.send({ t: 'bls_reply', bid: m.bid, ...body });
-    let req: InferRequest;
-    try {
-      req = {
-        modelName: String(m.model),
-        modelVersion: Number(m.version) > 0 ? String(m.version) : '',
-        id: m.id || undefined,
-        inputs: decodeFromStub((m.inputs ?? []) as WireTensor[], this.opts.prefix),
-        outputs: ((m.outputs ?? []) as string[]).map((name) => ({ name })),
-        parameters: (m.parameters ?? {}) as Record<string, ParamValue>,
-      };
-    } catch (err) {
-      reply({ error: toStatusError(err).message, code: toStatusError(err).code });
-      return;
-    }
-    this.ctx.infer(req).then(
-      (res) => {
-        try {
-          reply({ outputs: encodeOwned(res.outputs, `${this.opts.prefix}.b${++this.blsSeq}`) });
-        } catch (err) {
-          reply({ error: toStatusError(err).message, code: 'INTERNAL' });
-        }
-      },
-      (err) => {
-        const se = toStatusError(err);
-        reply({ error: se.message, code: se.code });
-      },
-    );
+    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
   }
 
   /** The stub is gone: fail what it held (start or batch), drop its shm objects. */
