@@ -2,7 +2,7 @@
 // model.py files answer exactly over gRPC and HTTP, batch, call other models
 // (BLS), stream (decoupled), fail the way Triton does, survive a killed stub,
 // and leave no process or /dev/shm object behind after unload.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import {
   f32Bytes, grpcError, httpJson, i32Bytes, maxAbsDiff, protoLoaderClient, removeDir, seededFloats, startTestEngine, toF32, toI32,
@@ -47,7 +47,7 @@ backend: "python"
 input [ { name: "MODE", data_type: TYPE_INT32, dims: [ 1 ] } ]
 output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 1 ] } ]
 `,
-  // 0: answer 7; 1: raise; 2: a TritonError response; 3: sleep (to be killed).
+  // 0: answer 7; 1: raise; 2: a TritonError response; 3: sleep (to be killed); 4: print and log, then answer.
   model: `import os, time
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -61,6 +61,9 @@ class TritonPythonModel:
             return [pb_utils.InferenceResponse(error=pb_utils.TritonError("bad mode", pb_utils.TritonError.INVALID_ARG))]
         if mode == 3:
             time.sleep(30)
+        if mode == 4:
+            print("plain print on stdout", flush=True)
+            pb_utils.Logger.log_error("faulty logs an error")
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([7], dtype=np.int32))])]
 `,
 };
@@ -392,6 +395,24 @@ describe('L0_python_backend', () => {
     const ok = await client.call('ModelInfer', faultyReq(0));
     expect(Array.from(toI32(ok.raw_output_contents[0]))).toEqual([7]);
     expect(stubs('faulty')[0]!.pid).toBe(pid);
+  });
+
+  it("the model's stdout and pb_utils.Logger reach the engine log tagged with model and instance, never the channel", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      const ok = await client.call('ModelInfer', faultyReq(4));
+      expect(Array.from(toI32(ok.raw_output_contents[0]))).toEqual([7]);
+      for (const until = Date.now() + 5000; !lines.some((l) => l.includes('faulty logs an error')) && Date.now() < until; ) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines.some((l) => /^E\S+ python 'faulty' faulty_0_0: faulty logs an error\n$/.test(l))).toBe(true);
   });
 
   it('a stub killed with SIGKILL mid-request fails that request; the next one restarts it and succeeds', async () => {
