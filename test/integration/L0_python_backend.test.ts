@@ -136,6 +136,34 @@ class TritonPythonModel:
 `,
 };
 
+const BLS_GATHER = {
+  config: `name: "bls_gather"
+backend: "python"
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 4 ] } ]
+output [ { name: "Y", data_type: TYPE_FP32, dims: [ 4 ] } ]
+`,
+  // Triton's async pattern: async def execute awaiting several BLS calls at once (add_sub twice, gathered).
+  model: `import asyncio
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            calls = [
+                pb_utils.InferenceRequest(model_name="add_sub", requested_output_names=[name],
+                    inputs=[pb_utils.Tensor("INPUT0", x), pb_utils.Tensor("INPUT1", np.full(4, k, dtype=np.float32))]).async_exec()
+                for name, k in (("OUTPUT0", 10.0), ("OUTPUT1", 1.0))
+            ]
+            a, b = await asyncio.gather(*calls)
+            y = pb_utils.get_output_tensor_by_name(a, "OUTPUT0").as_numpy() * pb_utils.get_output_tensor_by_name(b, "OUTPUT1").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y)]))
+        return out
+`,
+};
+
 const PY_PIPELINE = `name: "py_pipeline"
 platform: "ensemble"
 input [ { name: "RGB", data_type: TYPE_UINT8, dims: [ -1 ] } ]
@@ -162,7 +190,7 @@ beforeAll(async () => {
   repo = pythonRepo(
     'l0-python',
     ['add_sub', 'bls_encoder', 'decoupled_count', 'image_preprocess_model'],
-    { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER, auto_cfg: AUTO_CFG },
+    { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER, auto_cfg: AUTO_CFG, bls_gather: BLS_GATHER },
     ['clip_encoder_model'],
   );
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
@@ -249,6 +277,12 @@ describe('L0_python_backend', () => {
       const norm = Math.hypot(...emb);
       expect(Math.abs(toF32(res.raw_output_contents[1])[0]! - norm)).toBeLessThan(1e-4);
     }
+  });
+
+  it('async def execute awaits several async_exec BLS calls at once', async () => {
+    const res = await client.call('ModelInfer', { model_name: 'bls_gather', inputs: [{ name: 'X', datatype: 'FP32', shape: [4] }], raw_input_contents: [f32Bytes([1, 2, 3, 4])] });
+    // (x + 10) * (x - 1)
+    expect(Array.from(toF32(res.raw_output_contents[0]))).toEqual([0, 12, 26, 42]);
   });
 
   it("a client's system-shm input reaches the stub unchanged and the model's in-place edit does not touch it", async () => {
@@ -433,7 +467,7 @@ describe('L0_python_backend', () => {
     const pids = [...stubs('bls_encoder'), ...stubs('add_sub')].map((s) => s.pid!);
     expect(pids.every(processAlive)).toBe(true);
     expect(pythonShmEntries().length).toBeGreaterThan(0);
-    for (const m of ['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty', 'bytes_upper', 'image_preprocess_model', 'auto_cfg']) {
+    for (const m of ['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty', 'bytes_upper', 'image_preprocess_model', 'auto_cfg', 'bls_gather']) {
       await client.call('RepositoryModelUnload', { model_name: m });
     }
     expect(pids.some(processAlive)).toBe(false);
