@@ -142,7 +142,12 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
             return api.infer(req);
           })
           .then(
-            (res) => res.streamEnd || call.write({ error_message: '', infer_response: toInferResponse(res) }),
+            (res) => {
+              // Triton's opt-in: an empty response marked final closes each decoupled request's stream.
+              if (res.streamEnd && !m.parameters?.triton_enable_empty_final_response?.bool_param) return;
+              if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
+              call.write({ error_message: '', infer_response: toInferResponse(res) });
+            },
             (err) => call.write({ error_message: toStatusError(err).message, infer_response: { model_name: m.model_name, id: m.id } }),
           )
           .finally(() => {

@@ -334,6 +334,21 @@ describe('L0_python_backend', () => {
     expect(got).toEqual([0, 1, 2, 3]);
     expect(errors).toEqual(['IN must be >= 0']);
 
+    // With triton_enable_empty_final_response, the stream also carries an empty response marked final.
+    const finals: Array<{ outputs: number; final: boolean }> = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { infer_response: { outputs: unknown[]; parameters: Record<string, { bool_param?: boolean }> } }>;
+      call.on('data', (m) => finals.push({ outputs: m.infer_response.outputs.length, final: !!m.infer_response.parameters?.triton_final_response?.bool_param }));
+      call.on('error', reject);
+      call.on('end', resolve);
+      call.write({
+        model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([2])],
+        parameters: { triton_enable_empty_final_response: { bool_param: true } },
+      });
+      call.end();
+    });
+    expect(finals).toEqual([{ outputs: 1, final: false }, { outputs: 1, final: false }, { outputs: 0, final: true }]);
+
     const e = await grpcError(
       client.call('ModelInfer', { model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([2])] }),
     );
