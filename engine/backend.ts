@@ -28,6 +28,8 @@ export interface BackendContext {
   infer: (request: InferRequest) => Promise<InferResponse>;
   /** Normalized configs of the engine's other loaded models (ensembles). */
   lookupConfig: (name: string, version: number) => ModelConfig | undefined;
+  /** Engine-wide backend settings by backend name (Triton's --backend-config=<backend>,<key>=<value>). */
+  backendConfig?: Record<string, Record<string, string>>;
 }
 
 export interface BackendModel {

@@ -18,6 +18,7 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
+  --backend-config=python,KEY=VALUE  backend setting (repeatable; python: python-executable, execution-env-path)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -43,7 +44,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -71,5 +72,17 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
+    backendConfig: parseBackendConfig(values['backend-config'] ?? []),
   };
+}
+
+/** Triton's `--backend-config=<backend>,<key>=<value>` flags, grouped by backend. */
+export function parseBackendConfig(flags: string[]): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const f of flags) {
+    const m = /^([^,=]+),([^=]+)=(.*)$/.exec(f);
+    if (!m) throw new Error(`--backend-config: expected <backend>,<key>=<value>, got '${f}'`);
+    (out[m[1]!] ??= {})[m[2]!] = m[3]!;
+  }
+  return out;
 }

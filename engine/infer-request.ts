@@ -2,6 +2,7 @@
 // InferenceRequest / InferenceResponse). Frontends (gRPC, HTTP) translate
 // wire messages to these; schedulers and backends see only these.
 import type { Datatype } from './datatypes.ts';
+import type { StatusError } from './status.ts';
 
 /** Where a tensor's bytes live in a registered system shared-memory region. */
 export interface ShmRef {
@@ -77,6 +78,12 @@ export interface InferRequest {
   arrivalNs?: bigint;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /**
+   * Set by a streaming frontend (ModelStreamInfer): a decoupled model's
+   * responses (or per-response errors) are delivered here as they come, and
+   * the request's promise then resolves with a `streamEnd` response.
+   */
+  onResponse?: (response: InferResponse | StatusError) => void;
 }
 
 export interface InferResponse {
@@ -89,4 +96,6 @@ export interface InferResponse {
    */
   outputs: Array<Tensor & { shm?: ShmRef }>;
   parameters?: Record<string, ParamValue>;
+  /** A decoupled model's end of stream: every response went through `onResponse`; nothing to send. */
+  streamEnd?: boolean;
 }

@@ -16,6 +16,7 @@ import { fromConfigType } from './datatypes.ts';
 import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
+import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from './decoupled.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -29,6 +30,8 @@ export interface InferenceServerOptions {
   shmMaxBytes?: number;
   /** Server ready only when every model is ready (Triton's --strict-readiness). */
   strictReadiness?: boolean;
+  /** Per-backend settings (Triton's --backend-config=<backend>,<key>=<value>). */
+  backendConfig?: Record<string, Record<string, string>>;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -62,6 +65,7 @@ export class InferenceServer implements ServerApi {
       pollSecs: opts.repositoryPollSecs ?? 15,
       shm: this.shm,
       infer: (r) => this.inferValidated(r),
+      backendConfig: opts.backendConfig,
     });
   }
 
@@ -143,6 +147,8 @@ export class InferenceServer implements ServerApi {
   /** A client request: resolve shm inputs, run, write shm outputs, release. */
   async infer(req: InferRequest): Promise<InferResponse> {
     if (this.stopping) throw unavailable('server is shutting down');
+    // Only a streaming frontend can carry a decoupled model's responses.
+    if (!req.onResponse) rejectDecoupled(this, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
     req.arrivalNs ??= process.hrtime.bigint();
     const held: ShmAcquired[] = [];
     try {

@@ -28,6 +28,8 @@ export interface RepositoryOptions {
   shm: SharedMemoryManager;
   /** Route a request through the target model's own scheduler (ensemble steps). */
   infer: (request: InferRequest) => Promise<InferResponse>;
+  /** Per-backend settings handed to backends (--backend-config). */
+  backendConfig?: Record<string, Record<string, string>>;
 }
 
 interface ModelEntry {
@@ -159,7 +161,7 @@ export class ModelRepositoryManager {
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
-      const deps = { shm: this.opts.shm, infer: this.opts.infer, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config };
+      const deps = { shm: this.opts.shm, infer: this.opts.infer, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config, backendConfig: this.opts.backendConfig };
       for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));

@@ -18,7 +18,7 @@ import { log, tracer } from './trace.ts';
 const trace = tracer('repository');
 
 /** What a version needs from the engine around it. */
-export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig'>;
+export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'>;
 
 /** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
 export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, version: number, deps: VersionLoadDeps): Promise<ModelVersion> {
@@ -35,6 +35,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     shm: deps.shm,
     infer: deps.infer,
     lookupConfig: deps.lookupConfig,
+    backendConfig: deps.backendConfig,
   });
   const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
   let scheduler: Scheduler;

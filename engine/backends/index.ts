@@ -3,6 +3,7 @@ import { registerBackend } from '../backend.ts';
 import { onnxruntimeBackend } from './onnxruntime-backend.ts';
 import { jsBackend } from './js-backend.ts';
 import { ensembleBackend } from './ensemble-backend.ts';
+import { pythonBackend } from './python/python-backend.ts';
 
 let done = false;
 /** Register onnxruntime, js and ensemble (idempotent). */
@@ -12,4 +13,5 @@ export function registerBuiltinBackends(): void {
   registerBackend(onnxruntimeBackend);
   registerBackend(jsBackend);
   registerBackend(ensembleBackend);
+  registerBackend(pythonBackend);
 }

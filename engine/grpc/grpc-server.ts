@@ -8,6 +8,7 @@ import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/in
 import { grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
+import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 
 type Msg = Record<string, any>;
 type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
@@ -114,6 +115,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       let req;
       try {
         req = toInferRequest(call.request);
+        rejectDecoupled(api, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
       } catch (err) {
         replyError(cb, err);
         return;
@@ -132,10 +134,20 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
           .then(() => {
             const req = toInferRequest(m);
             req.arrivalNs = process.hrtime.bigint();
+            // A decoupled model's responses are written as they come (decoupled.ts).
+            req.onResponse = (r) =>
+              r instanceof Error
+                ? call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } })
+                : call.write({ error_message: '', infer_response: toInferResponse(r) });
             return api.infer(req);
           })
           .then(
-            (res) => call.write({ error_message: '', infer_response: toInferResponse(res) }),
+            (res) => {
+              // Triton's opt-in: an empty response marked final closes each decoupled request's stream.
+              if (res.streamEnd && !m.parameters?.triton_enable_empty_final_response?.bool_param) return;
+              if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
+              call.write({ error_message: '', infer_response: toInferResponse(res) });
+            },
             (err) => call.write({ error_message: toStatusError(err).message, infer_response: { model_name: m.model_name, id: m.id } }),
           )
           .finally(() => {

@@ -6,6 +6,7 @@ import { HEADER_LENGTH } from './binary-extension.ts';
 import { readBody, versionParam, type HttpEnv } from './http-util.ts';
 import { encodeInferResponse, parseInferRequest } from './infer-json.ts';
 import { modelRoute } from './routes-models.ts';
+import { DECOUPLED_HTTP_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 
 export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number): void {
   modelRoute(app, 'post', '/infer', async (c) => {
@@ -19,6 +20,7 @@ export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInput
     );
     request.arrivalNs = arrivalNs;
     request.signal = c.req.raw.signal;
+    rejectDecoupled(api, request.modelName, request.modelVersion, DECOUPLED_HTTP_MESSAGE);
     const response = await api.infer(request);
     const encoded = encodeInferResponse(response, request.outputs, binaryOutputDefault);
     const out = encoded.body as Uint8Array<ArrayBuffer>;

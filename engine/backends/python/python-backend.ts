@@ -1,0 +1,65 @@
+// The python backend (Triton's python_backend): runs an unmodified
+// `<version>/model.py` (class TritonPythonModel) in one stub process per
+// instance. See python-instance.ts for the per-instance protocol and
+// stub.py / triton_python_backend_utils.py for the Python side.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Backend, BackendContext, BackendModel } from '../../backend.ts';
+import { invalidArg } from '../../status.ts';
+import { PythonInstance } from './python-instance.ts';
+import { resolveInterpreter } from './interpreter.ts';
+import { sweepStaleShm } from './tensor-transfer.ts';
+import { log } from '../../trace.ts';
+
+let instanceCounter = 0;
+let swept = false;
+
+/** A unique, valid shm name prefix for one instance: /tpy.<engine pid>.<n>.<model> */
+function shmPrefix(model: string): string {
+  return `/tpy.${process.pid}.${++instanceCounter}.${model.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64)}`;
+}
+
+export const pythonBackend: Backend = {
+  name: 'python',
+  defaultModelFilename: 'model.py',
+  async load(ctx: BackendContext): Promise<BackendModel> {
+    if (!swept) {
+      swept = true;
+      const n = sweepStaleShm();
+      if (n) log.info(`python backend: removed ${n} /dev/shm object(s) left by engines that are gone`);
+    }
+    const file = path.join(ctx.versionDir, ctx.config.default_model_filename || 'model.py');
+    if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.basename(file)} in ${ctx.versionDir}`);
+    const interpreter = resolveInterpreter(ctx.config, ctx.modelDir, ctx.backendConfig?.python);
+    const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU' as const, count: 1 }];
+    const instances: PythonInstance[] = [];
+    for (const g of groups) {
+      for (let i = 0; i < g.count; i++) {
+        instances.push(
+          new PythonInstance(`${g.name}_${i}`, ctx, {
+            interpreter,
+            modelFile: file,
+            prefix: shmPrefix(ctx.modelName),
+            kind: g.kind === 'KIND_GPU' ? 'GPU' : g.kind === 'KIND_MODEL' ? 'MODEL' : 'CPU',
+            deviceId: g.gpus?.[i % g.gpus.length] ?? 0,
+          }),
+        );
+      }
+    }
+    if (!instances.length) throw invalidArg(`model '${ctx.modelName}': instance_group gives no instance`);
+    // The first instance runs auto_complete_config; the rest start with the completed config.
+    const first = await Promise.allSettled([instances[0]!.start(true)]);
+    const started = first[0]!.status === 'rejected' ? first : await Promise.allSettled(instances.slice(1).map((x) => x.start()));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) {
+      await Promise.all(instances.map((x) => x.close()));
+      throw failed.reason;
+    }
+    return {
+      instances,
+      finalize: async () => {
+        await Promise.all(instances.map((x) => x.close()));
+      },
+    };
+  },
+};

@@ -1,0 +1,298 @@
+// One python backend execution instance: a stub process (stub-process.ts)
+// hosting the model's TritonPythonModel. Sends each batch as one `exec` frame
+// and answers with the stub's responses; serves the stub's BLS calls through
+// the engine; collects a decoupled model's streamed responses. A stub that
+// dies fails only the requests it held and is started again (initialize
+// included) on the next execute. execute() never runs twice at once (the pool).
+import type { BackendContext } from '../../backend.ts';
+import type { ExecuteResult, ExecutionInstance } from '../../scheduler.ts';
+import type { InferRequest, InferResponse, ParamValue } from '../../infer-request.ts';
+import { serveBls } from './bls-bridge.ts';
+import { StatusError, internal, toStatusError, unavailable, type StatusCode } from '../../status.ts';
+import { log, tracer } from '../../trace.ts';
+import { isDecoupled } from '../../decoupled.ts';
+import { mergeAutoComplete } from './auto-complete.ts';
+import { StubProcess, type StubFrame } from './stub-process.ts';
+import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';
+
+const trace = tracer('python');
+const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
+const FINAL = 1;
+
+export interface PythonInstanceOptions {
+  interpreter: string;
+  modelFile: string;
+  /** shm name prefix owned by this instance, e.g. /tpy.1234.7.add_sub */
+  prefix: string;
+  kind: string;
+  deviceId: number;
+}
+
+type Outcome = InferResponse | StatusError;
+
+/** The batch the stub is executing. */
+interface Running {
+  seq: number;
+  requests: InferRequest[];
+  finals: boolean[];
+  last: Array<Outcome | undefined>;
+  execDone: boolean;
+  resolve(outcomes: Outcome[]): void;
+}
+
+export class PythonInstance implements ExecutionInstance {
+  private stub: StubProcess | undefined;
+  private ready = false;
+  private starting: { resolve(): void; reject(e: StatusError): void } | undefined;
+  private running: Running | undefined;
+  private seq = 0;
+  private blsSeq = 0;
+  private closed = false;
+  private readonly arena: InputArena;
+
+  constructor(
+    readonly name: string,
+    private readonly ctx: BackendContext,
+    private readonly opts: PythonInstanceOptions,
+  ) {
+    this.arena = new InputArena(`${opts.prefix}-in`);
+  }
+
+  /** Read per use: auto_complete_config may set the policy after construction. */
+  private get decoupled(): boolean {
+    return isDecoupled(this.ctx.config);
+  }
+
+  /**
+   * Spawn the stub and run initialize(args); rejects UNAVAILABLE with the
+   * reason. With `autoComplete`, first runs the model's auto_complete_config
+   * and merges its answer into the (shared) config.
+   */
+  async start(autoComplete = false): Promise<void> {
+    const stub = new StubProcess(
+      { interpreter: this.opts.interpreter, modelFile: this.opts.modelFile, prefix: this.opts.prefix, label: `'${this.ctx.modelName}' ${this.name}` },
+      (m) => this.stub === stub && this.onFrame(stub, m),
+    );
+    this.stub = stub;
+    this.ready = false;
+    void stub.exited.then((how) => this.onExit(stub, how));
+    try {
+      if (autoComplete) {
+        const completed = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
+        stub.send({ t: 'autocomplete', config: this.ctx.config, model_dir: this.ctx.modelDir });
+        await completed;
+      }
+      const started = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
+      stub.send({ t: 'init', args: this.initArgs() });
+      await started;
+      this.ready = true;
+      trace(`${this.name} of '${this.ctx.modelName}' started (pid ${stub.child.pid})`);
+    } catch (err) {
+      stub.kill();
+      await stub.exited;
+      throw err;
+    } finally {
+      this.starting = undefined;
+    }
+  }
+
+  /** Triton's initialize(args) keys, all strings. */
+  private initArgs(): Record<string, string> {
+    return {
+      model_config: JSON.stringify(this.ctx.config),
+      model_instance_kind: this.opts.kind,
+      model_instance_name: this.name,
+      model_instance_device_id: String(this.opts.deviceId),
+      model_repository: this.ctx.modelDir,
+      model_version: String(this.ctx.version),
+      model_name: this.ctx.modelName,
+    };
+  }
+
+  async execute(requests: InferRequest[]): Promise<ExecuteResult> {
+    if (this.closed) throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
+    const t0 = process.hrtime.bigint();
+    if (!this.stub?.alive || !this.ready) {
+      try {
+        await this.start();
+        log.info(`python stub of instance ${this.name} of '${this.ctx.modelName}' restarted`);
+      } catch (err) {
+        const e = toStatusError(err);
+        return { responses: requests.map(() => e), timing: { computeInputNs: Number(process.hrtime.bigint() - t0), computeInferNs: 0, computeOutputNs: 0 } };
+      }
+    }
+    const stub = this.stub!;
+    const wire = this.arena.encode(requests.map((r) => r.inputs));
+    const seq = ++this.seq;
+    const frame = {
+      t: 'exec',
+      seq,
+      model: this.ctx.modelName,
+      requests: requests.map((r, i) => ({
+        id: r.id ?? '',
+        correlation_id: jsonParam(r.parameters.sequence_id ?? 0),
+        parameters: jsonParams(r.parameters),
+        outputs: r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name),
+        inputs: wire[i],
+      })),
+    };
+    const done = new Promise<Outcome[]>((resolve) => {
+      this.running = { seq, requests, finals: requests.map(() => false), last: requests.map(() => undefined), execDone: false, resolve };
+    });
+    const t1 = process.hrtime.bigint();
+    stub.send(frame);
+    const responses = await done;
+    const t2 = process.hrtime.bigint();
+    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 } };
+  }
+
+  private onFrame(stub: StubProcess, m: StubFrame): void {
+    switch (m.t) {
+      case 'ready':
+        this.starting?.resolve();
+        return;
+      case 'config':
+        if (m.config) {
+          const filled = mergeAutoComplete(this.ctx.config, m.config as Record<string, unknown>);
+          if (filled.length) log.info(`python model '${this.ctx.modelName}': auto_complete_config filled ${filled.join(', ')}`);
+        }
+        this.starting?.resolve();
+        return;
+      case 'init_error': {
+        const why =
+          m.kind === 'numpy'
+            ? `python interpreter '${this.opts.interpreter}' cannot import numpy (${m.message})`
+            : `Failed to initialize python model '${this.ctx.modelName}' instance ${this.name}: ${m.message}`;
+        this.starting?.reject(unavailable(why));
+        return;
+      }
+      case 'exec_done':
+        return this.onExecDone(m);
+      case 'resp':
+        return this.onStreamed(m);
+      case 'bls':
+        return this.onBls(stub, m);
+      case 'fini_done':
+        return; // the exit follows
+      default:
+        log.warn(`python ${this.name}: unknown frame '${m.t}' from stub`);
+    }
+  }
+
+  private onExecDone(m: StubFrame): void {
+    const r = this.running;
+    if (!r || r.seq !== m.seq) return;
+    if (m.error !== undefined) {
+      const err = new StatusError('INTERNAL', `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`);
+      return this.finish(r.requests.map((_, i) => (r.finals[i] ? (r.last[i] ?? this.streamEnd(r.requests[i]!)) : err)));
+    }
+    if (this.decoupled) {
+      r.execDone = true;
+      return this.maybeFinishStream(r);
+    }
+    const frames = (m.responses ?? []) as StubFrame[];
+    this.finish(r.requests.map((req, i) => this.toOutcome(req, frames[i])));
+  }
+
+  /** A decoupled model's response (from any of its threads). */
+  private onStreamed(m: StubFrame): void {
+    const r = this.running;
+    if (!r || r.seq !== m.seq) return;
+    const i = m.index as number;
+    const req = r.requests[i];
+    if (!req || r.finals[i]) return;
+    if (m.has_response) {
+      const out = this.toOutcome(req, m);
+      if (req.onResponse) req.onResponse(out);
+      else r.last[i] = out;
+    }
+    if ((m.flags as number) & FINAL) r.finals[i] = true;
+    this.maybeFinishStream(r);
+  }
+
+  private maybeFinishStream(r: Running): void {
+    if (!r.execDone || !r.finals.every(Boolean)) return;
+    this.finish(r.requests.map((req, i) => (req.onResponse ? this.streamEnd(req) : (r.last[i] ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`)))));
+  }
+
+  private streamEnd(req: InferRequest): InferResponse {
+    return { modelName: this.ctx.modelName, modelVersion: String(this.ctx.version), id: req.id, outputs: [], streamEnd: true };
+  }
+
+  private finish(outcomes: Outcome[]): void {
+    const r = this.running;
+    this.running = undefined;
+    r?.resolve(outcomes);
+  }
+
+  private toOutcome(req: InferRequest, f: StubFrame | undefined): Outcome {
+    if (!f) return internal(`python model '${this.ctx.modelName}' returned no response for a request`);
+    if (f.error) {
+      const code = (CODES.has(f.error.code) ? f.error.code : 'INTERNAL') as StatusCode;
+      return new StatusError(code, String(f.error.message));
+    }
+    try {
+      const tensors = decodeFromStub((f.outputs ?? []) as WireTensor[], this.opts.prefix);
+      const want = req.outputs.length ? req.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
+      const outputs = want.flatMap((n) => tensors.filter((t) => t.name === n));
+      return { modelName: this.ctx.modelName, modelVersion: String(this.ctx.version), id: req.id, outputs };
+    } catch (err) {
+      return toStatusError(err);
+    }
+  }
+
+  /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
+  private onBls(stub: StubProcess, m: StubFrame): void {
+    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
+  }
+
+  /** The stub is gone: fail what it held (start or batch), drop its shm objects. */
+  private onExit(stub: StubProcess, how: string): void {
+    if (this.stub !== stub) return;
+    this.ready = false;
+    sweepShm(this.opts.prefix);
+    if (this.starting) {
+      this.starting.reject(unavailable(how.startsWith('python interpreter') || how.startsWith('cannot start') ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
+      return;
+    }
+    if (this.closed) return;
+    const r = this.running;
+    const msg = `python stub of instance ${this.name} of model '${this.ctx.modelName}' ${how}`;
+    if (r) {
+      const err = internal(`${msg} while executing; the request failed (the stub restarts on the next request)`);
+      this.finish(r.requests.map((req, i) => (r.finals[i] ? (r.last[i] ?? this.streamEnd(req)) : err)));
+    }
+    log.error(`${msg}; it restarts on its next request`);
+  }
+
+  /** finalize(), then kill the process group and remove every shm object of this instance. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const stub = this.stub;
+    if (stub?.alive) {
+      stub.send({ t: 'fini' });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([stub.exited, new Promise((r) => (timer = setTimeout(r, 5000)))]);
+      clearTimeout(timer);
+    }
+    stub?.kill();
+    if (stub) await stub.exited;
+    this.arena.close();
+    sweepShm(this.opts.prefix);
+  }
+
+  /** The stub's pid (tests). */
+  get pid(): number | undefined {
+    return this.stub?.alive ? this.stub.child.pid : undefined;
+  }
+}
+
+
+function jsonParam(v: ParamValue): string | number | boolean {
+  return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v;
+}
+
+function jsonParams(p: Record<string, ParamValue>): Record<string, string | number | boolean> {
+  return Object.fromEntries(Object.entries(p).map(([k, v]) => [k, jsonParam(v)]));
+}

@@ -1,0 +1,251 @@
+# The python backend's stub: one process per model instance, hosting an
+# unmodified Triton `model.py` (class TritonPythonModel). The engine talks to
+# it over fd 3 only (4-byte little-endian length + UTF-8 JSON frames); the
+# model's stdout/stderr go to the engine's log. Tensor bytes travel in POSIX
+# shm (/dev/shm) or, when small, inline in the frame.
+#
+# Threads: the main thread runs initialize/execute/finalize, one at a time.
+# A reader thread demultiplexes frames: work goes to the main thread's queue,
+# BLS replies wake their waiters (so a BLS call inside execute cannot
+# deadlock). Frames are written under one lock from any thread (decoupled
+# response senders).
+import asyncio
+import importlib.util
+import inspect
+import json
+import os
+import queue
+import sys
+import threading
+import traceback
+
+CHANNEL_FD = 3
+_write_lock = threading.Lock()
+
+
+def write_frame(obj):
+    data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    buf = memoryview(len(data).to_bytes(4, "little") + data)
+    with _write_lock:
+        while buf:
+            n = os.write(CHANNEL_FD, buf)
+            buf = buf[n:]
+
+
+def read_exact(n):
+    chunks, left = [], n
+    while left:
+        b = os.read(CHANNEL_FD, left)
+        if not b:
+            return None
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def read_frame():
+    head = read_exact(4)
+    if head is None:
+        return None
+    body = read_exact(int.from_bytes(head, "little"))
+    return None if body is None else json.loads(body)
+
+
+try:
+    import numpy as np
+except Exception as e:  # the engine reports this reason verbatim
+    write_frame({"t": "init_error", "kind": "numpy", "message": f"{type(e).__name__}: {e}"})
+    sys.exit(3)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_python_backend_utils as pb_utils  # noqa: E402
+
+from stub_tensors import ShmReader, Writer  # noqa: E402
+
+
+def where(exc, model_dir):
+    """'Type: message (add_sub/1/model.py:12)': the innermost frame in the model's own files."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if os.path.abspath(f.filename).startswith(model_dir)] or frames
+    loc = ""
+    if mine:
+        f = mine[-1]
+        loc = f" ({os.path.relpath(f.filename, os.path.dirname(model_dir))}:{f.lineno})"
+    return f"{type(exc).__name__}: {exc}{loc}"
+
+
+class Channel:
+    """What pb_utils reaches through: decoupled sends and BLS calls."""
+
+    def __init__(self, reader, writer):
+        self.reader = reader
+        self.writer = writer
+        self.pending = {}
+        self.lock = threading.Lock()
+        self.next_bid = 0
+
+    def response_frame(self, response):
+        if response is None:
+            return {}
+        if response.has_error():
+            err = response.error()
+            code = err.code_name() if isinstance(err, pb_utils.TritonError) else "INTERNAL"
+            return {"error": {"message": err.message() if hasattr(err, "message") else str(err), "code": code}}
+        return {"outputs": self.writer.encode([(t.name(), t.as_numpy()) for t in response.output_tensors()])}
+
+    def send_response(self, seq, index, response, flags):
+        frame = {"t": "resp", "seq": seq, "index": index, "flags": flags}
+        frame.update(self.response_frame(response))
+        frame["has_response"] = response is not None
+        write_frame(frame)
+
+    def _start_bls(self, req, deliver):
+        with self.lock:
+            self.next_bid += 1
+            bid = self.next_bid
+            self.pending[bid] = deliver
+        write_frame({
+            "t": "bls", "bid": bid, "model": req.model_name(), "version": req._model_version,
+            "id": req.request_id(), "outputs": req.requested_output_names(), "parameters": json.loads(req.parameters()),
+            "inputs": self.writer.encode([(t.name(), t.as_numpy()) for t in req.inputs()]),
+        })
+
+    def reply(self, m):
+        with self.lock:
+            deliver = self.pending.pop(m["bid"], None)
+        if deliver is None:
+            return
+        try:
+            if "error" in m:
+                code = pb_utils.TritonError._NAMES.index(m.get("code", "INTERNAL")) if m.get("code") in pb_utils.TritonError._NAMES else 1
+                resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(m["error"], code))
+            else:
+                resp = pb_utils.InferenceResponse([pb_utils.Tensor(w["name"], self.reader.tensor(w)) for w in m["outputs"]])
+                for key in {w["key"] for w in m["outputs"] if w.get("own")}:
+                    os.unlink("/dev/shm" + key)
+        except Exception as e:
+            resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(f"BLS reply unreadable: {e}"))
+        deliver(resp)
+
+    def bls(self, req):
+        done = threading.Event()
+        box = []
+        self._start_bls(req, lambda r: (box.append(r), done.set()))
+        done.wait()
+        return box[0]
+
+    async def bls_async(self, req):
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._start_bls(req, lambda r: loop.call_soon_threadsafe(fut.set_result, r))
+        return await fut
+
+
+def reader_loop(work, channel):
+    while True:
+        m = read_frame()
+        if m is None:  # the engine went away: nothing left to serve
+            os._exit(0)
+        if m["t"] == "bls_reply":
+            channel.reply(m)
+        else:
+            work.put(m)
+
+
+def load_model_class(path):
+    spec = importlib.util.spec_from_file_location("model", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["model"] = mod
+    spec.loader.exec_module(mod)
+    return mod.TritonPythonModel
+
+
+def main():
+    model_file = sys.argv[1]
+    prefix = sys.argv[2]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(model_file)))
+    reader, writer = ShmReader(), Writer(prefix)
+    channel = Channel(reader, writer)
+    pb_utils._channel = channel
+    work = queue.Queue()
+    threading.Thread(target=reader_loop, args=(work, channel), daemon=True).start()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    model, model_dir, decoupled, cls = None, "", False, None
+    while True:
+        m = work.get()
+        t = m["t"]
+        if t == "autocomplete":
+            # Triton calls the static auto_complete_config before initialize.
+            try:
+                cls = load_model_class(model_file)
+                done = None
+                if hasattr(cls, "auto_complete_config"):
+                    done = cls.auto_complete_config(pb_utils.ModelConfig(m["config"])).as_dict()
+                write_frame({"t": "config", "config": done})
+            except BaseException as e:
+                write_frame({"t": "init_error", "kind": "python", "message": where(e, os.path.abspath(m["model_dir"]))})
+        elif t == "init":
+            args = m["args"]
+            model_dir = os.path.abspath(args["model_repository"])
+            decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
+            try:
+                model = (cls or load_model_class(model_file))()
+                if hasattr(model, "initialize"):
+                    r = model.initialize(args)
+                    if inspect.isawaitable(r):
+                        loop.run_until_complete(r)
+                write_frame({"t": "ready"})
+            except BaseException as e:
+                write_frame({"t": "init_error", "kind": "python", "message": where(e, model_dir)})
+        elif t == "exec":
+            run_execute(m, model, model_dir, decoupled, reader, channel, loop)
+        elif t == "fini":
+            try:
+                if model is not None and hasattr(model, "finalize"):
+                    model.finalize()
+            except BaseException as e:
+                sys.stderr.write(f"finalize failed: {where(e, model_dir)}\n")
+            write_frame({"t": "fini_done"})
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
+    seq = m["seq"]
+    try:
+        requests = []
+        for i, r in enumerate(m["requests"]):
+            inputs = [pb_utils.Tensor(w["name"], reader.tensor(w)) for w in r["inputs"]]
+            req = pb_utils.InferenceRequest(
+                inputs=inputs, requested_output_names=r["outputs"], request_id=r.get("id", ""),
+                correlation_id=r.get("correlation_id", 0), parameters=json.dumps(r.get("parameters", {})),
+                model_name=m.get("model"),
+            )
+            req._sender = pb_utils.InferenceResponseSender(seq, i)
+            requests.append(req)
+        result = model.execute(requests)
+        if inspect.isawaitable(result):
+            result = loop.run_until_complete(result)
+        if decoupled:
+            write_frame({"t": "exec_done", "seq": seq})
+            return
+        if result is None or len(result) != len(requests):
+            got = "None" if result is None else f"{len(result)} responses"
+            raise pb_utils.TritonModelException(f"execute returned {got} for {len(requests)} requests")
+        frames = []
+        for resp in result:
+            f = channel.response_frame(resp)
+            if not f:
+                f = {"error": {"message": "execute returned None for a request", "code": "INTERNAL"}}
+            frames.append(f)
+        write_frame({"t": "exec_done", "seq": seq, "responses": frames})
+    except BaseException as e:
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        write_frame({"t": "exec_done", "seq": seq, "error": where(e, model_dir)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+# This project's own `triton_python_backend_utils` (imported by models as
+# `pb_utils`), written from Triton's documented Python-backend API. CPU only:
+# tensors are numpy arrays; the stub (stub.py) moves them to and from the
+# engine. Anything of Triton's API not here raises TritonModelException with
+# an UNSUPPORTED message when called.
+import json
+import sys
+import threading
+
+import numpy as np
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+
+# The stub installs its channel here (send a frame, run a BLS request).
+_channel = None
+
+
+class TritonError(Exception):
+    """An error with one of Triton's codes (TRITONSERVER_Error_Code order)."""
+
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+    _NAMES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS", "CANCELLED"]
+
+    def __init__(self, message, code=INTERNAL):
+        super().__init__(message)
+        self._message = str(message)
+        self._code = int(code)
+
+    def message(self):
+        return self._message
+
+    def code(self):
+        return self._code
+
+    def code_name(self):
+        return self._NAMES[self._code] if 0 <= self._code < len(self._NAMES) else "UNKNOWN"
+
+
+class TritonModelException(Exception):
+    """Raised by pb_utils calls that fail (Triton raises this from its C++ side)."""
+
+    def message(self):
+        return str(self)
+
+
+def _unsupported(what):
+    raise TritonModelException(f"UNSUPPORTED: {what} is not supported by this engine's python backend")
+
+
+# TRITONSERVER_DataType values and their numpy types.
+_TRITON_TYPES = [
+    ("INVALID", None), ("BOOL", np.bool_), ("UINT8", np.uint8), ("UINT16", np.uint16), ("UINT32", np.uint32),
+    ("UINT64", np.uint64), ("INT8", np.int8), ("INT16", np.int16), ("INT32", np.int32), ("INT64", np.int64),
+    ("FP16", np.float16), ("FP32", np.float32), ("FP64", np.float64), ("BYTES", np.object_), ("BF16", None),
+]
+_NAME_TO_NP = {n: t for n, t in _TRITON_TYPES if t is not None}
+
+
+def triton_string_to_numpy(triton_type_string):
+    """'TYPE_FP32' -> np.float32 (TYPE_STRING -> np.object_)."""
+    name = triton_type_string[5:] if triton_type_string.startswith("TYPE_") else triton_type_string
+    if name == "STRING":
+        name = "BYTES"
+    return _NAME_TO_NP.get(name)
+
+
+def triton_to_numpy_type(data_type):
+    """A TRITONSERVER_DataType value -> numpy type."""
+    if 0 <= data_type < len(_TRITON_TYPES):
+        return _TRITON_TYPES[data_type][1]
+    return None
+
+
+def numpy_to_triton_type(data_type):
+    """A numpy type -> its TRITONSERVER_DataType value (None when Triton has none)."""
+    dt = np.dtype(data_type)
+    if dt.kind in ("O", "S", "U"):
+        return 13
+    for i, (_, t) in enumerate(_TRITON_TYPES):
+        if t is not None and t is not np.object_ and np.dtype(t) == dt:
+            return i
+    return None
+
+
+def _wire_datatype(arr):
+    dt = arr.dtype
+    if dt.kind in ("O", "S", "U"):
+        return "BYTES"
+    for n, t in _TRITON_TYPES:
+        if t is not None and t is not np.object_ and np.dtype(t) == dt:
+            return n
+    raise TritonModelException(f"numpy dtype {dt} has no Triton datatype")
+
+
+def serialize_byte_tensor(input_tensor):
+    """Flatten a BYTES array to Triton's wire form (4-byte little-endian length, then bytes), as a 0-d object array."""
+    if input_tensor.size == 0:
+        return np.empty([0], dtype=np.object_)
+    parts = []
+    for obj in np.nditer(input_tensor, flags=["refs_ok"], order="C"):
+        item = obj.item()
+        b = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        parts.append(len(b).to_bytes(4, "little"))
+        parts.append(b)
+    return np.asarray(b"".join(parts), dtype=np.object_)
+
+
+def deserialize_bytes_tensor(encoded_tensor):
+    """Triton's wire form -> 1-D object array of bytes."""
+    buf = encoded_tensor if isinstance(encoded_tensor, (bytes, bytearray, memoryview)) else bytes(encoded_tensor)
+    out, off, n = [], 0, len(buf)
+    while off < n:
+        ln = int.from_bytes(buf[off:off + 4], "little")
+        off += 4
+        out.append(bytes(buf[off:off + ln]))
+        off += ln
+    return np.array(out, dtype=np.object_)
+
+
+class Tensor:
+    """A named CPU tensor over a numpy array."""
+
+    def __init__(self, name, data, dtype=None):
+        if not isinstance(data, np.ndarray):
+            raise TritonModelException(f"tensor '{name}': expected a numpy array, got {type(data).__name__}")
+        self._name = name
+        self._data = data
+
+    def name(self):
+        return self._name
+
+    def as_numpy(self):
+        return self._data
+
+    def shape(self):
+        return list(self._data.shape)
+
+    def triton_dtype(self):
+        return numpy_to_triton_type(self._data.dtype)
+
+    def is_cpu(self):
+        return True
+
+    def to_dlpack(self):
+        return self._data.__dlpack__()
+
+    @staticmethod
+    def from_dlpack(name, dlpack_tensor):
+        try:
+            return Tensor(name, np.from_dlpack(dlpack_tensor))
+        except Exception as e:  # a CUDA tensor
+            raise TritonModelException(f"UNSUPPORTED: DLPack tensor '{name}' is not a CPU tensor ({e})")
+
+
+class InferenceResponse:
+    """A response: output tensors, or an error."""
+
+    def __init__(self, output_tensors=None, error=None, parameters=None):
+        self._outputs = list(output_tensors or [])
+        self._error = error
+        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+
+    def output_tensors(self):
+        return self._outputs
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+    def parameters(self):
+        return self._parameters
+
+
+class InferenceResponseSender:
+    """Sends a decoupled request's responses, from any thread."""
+
+    def __init__(self, seq, index):
+        self._seq = seq
+        self._index = index
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def send(self, response=None, flags=0):
+        with self._lock:
+            if self._closed:
+                raise TritonModelException("Unable to send response. Response sender has been closed.")
+            if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._closed = True
+        _channel.send_response(self._seq, self._index, response, flags)
+
+    def is_cancelled(self):
+        return False
+
+
+class InferenceRequest:
+    """A request the model received, or a BLS request it builds (model_name=..., inputs=..., requested_output_names=...)."""
+
+    def __init__(self, model_name=None, inputs=None, requested_output_names=None, model_version=-1, correlation_id=0,
+                 request_id="", flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None, **_ignored):
+        self._model_name = model_name
+        self._inputs = list(inputs or [])
+        self._requested = list(requested_output_names or [])
+        self._model_version = model_version
+        self._correlation_id = correlation_id
+        self._request_id = request_id
+        self._flags = flags
+        self._timeout = timeout
+        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+        self._sender = None
+
+    def inputs(self):
+        return self._inputs
+
+    def request_id(self):
+        return self._request_id
+
+    def correlation_id(self):
+        return self._correlation_id
+
+    def flags(self):
+        return self._flags
+
+    def timeout(self):
+        return self._timeout
+
+    def model_name(self):
+        return self._model_name
+
+    def requested_output_names(self):
+        return self._requested
+
+    def parameters(self):
+        return self._parameters
+
+    def is_cancelled(self):
+        return False
+
+    def get_response_sender(self):
+        if self._sender is None:
+            raise TritonModelException("get_response_sender is only available on a request the model received")
+        return self._sender
+
+    def set_release_flags(self, flags):
+        pass
+
+    def exec(self, decoupled=False):
+        if decoupled:
+            _unsupported("BLS exec(decoupled=True)")
+        return _channel.bls(self)
+
+    async def async_exec(self, decoupled=False):
+        if decoupled:
+            _unsupported("BLS async_exec(decoupled=True)")
+        return await _channel.bls_async(self)
+
+
+def get_input_tensor_by_name(inference_request, name):
+    for t in inference_request.inputs():
+        if t.name() == name:
+            return t
+    return None
+
+
+def get_output_tensor_by_name(inference_response, name):
+    for t in inference_response.output_tensors():
+        if t.name() == name:
+            return t
+    return None
+
+
+def get_input_config_by_name(model_config, name):
+    for t in model_config.get("input", []):
+        if t.get("name") == name:
+            return t
+    return None
+
+
+def get_output_config_by_name(model_config, name):
+    for t in model_config.get("output", []):
+        if t.get("name") == name:
+            return t
+    return None
+
+
+def using_decoupled_model_transaction_policy(model_config):
+    return bool((model_config.get("model_transaction_policy") or {}).get("decoupled", False))
+
+
+class Logger:
+    """Lines go to the engine's log, tagged with the model's name."""
+
+    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+
+    @staticmethod
+    def log(message, level=0):
+        tag = {0: "I", 1: "W", 2: "E", 3: "V"}.get(level, "I")
+        sys.stderr.write(f"{tag} {message}\n")
+        sys.stderr.flush()
+
+    @staticmethod
+    def log_info(message):
+        Logger.log(message, Logger.INFO)
+
+    @staticmethod
+    def log_warn(message):
+        Logger.log(message, Logger.WARNING)
+
+    @staticmethod
+    def log_error(message):
+        Logger.log(message, Logger.ERROR)
+
+    @staticmethod
+    def log_verbose(message):
+        Logger.log(message, Logger.VERBOSE)
+
+
+LogLevel = Logger
+
+
+class ModelConfig:
+    """The config handed to auto_complete_config (its edits are not applied by this engine yet)."""
+
+    def __init__(self, model_config):
+        self._config = model_config if isinstance(model_config, dict) else json.loads(model_config)
+
+    def as_dict(self):
+        return self._config
+
+    def max_batch_size(self):
+        return self._config.get("max_batch_size", 0)
+
+    def set_max_batch_size(self, n):
+        self._config["max_batch_size"] = n
+
+    def set_dynamic_batching(self):
+        self._config.setdefault("dynamic_batching", {})
+
+    def add_input(self, inp):
+        self._config.setdefault("input", []).append(inp)
+
+    def add_output(self, out):
+        self._config.setdefault("output", []).append(out)
+
+    def set_model_transaction_policy(self, policy):
+        self._config["model_transaction_policy"] = policy
+
+
+class MetricFamily:
+    COUNTER, GAUGE, HISTOGRAM = 0, 1, 2
+
+    def __init__(self, *args, **kwargs):
+        _unsupported("custom metrics (pb_utils.MetricFamily)")
+
+
+def load_model(*args, **kwargs):
+    _unsupported("pb_utils.load_model")
+
+
+def unload_model(*args, **kwargs):
+    _unsupported("pb_utils.unload_model")
+
+
+def is_model_ready(*args, **kwargs):
+    _unsupported("pb_utils.is_model_ready")
