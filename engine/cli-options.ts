@@ -18,6 +18,7 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
+  --server-name=triton          server metadata name (Triton's clients compare it)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -43,7 +44,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'server-name': s, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -71,5 +72,6 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
+    serverName: values['server-name'],
   };
 }

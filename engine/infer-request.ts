@@ -77,6 +77,11 @@ export interface InferRequest {
   arrivalNs?: bigint;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /**
+   * Told each execution's compute times once this request has run (an
+   * ensemble sums its steps' into its own statistics, as Triton does).
+   */
+  onExecuted?: (timing: { computeInputNs: number; computeInferNs: number; computeOutputNs: number }) => void;
 }
 
 export interface InferResponse {

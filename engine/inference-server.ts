@@ -13,7 +13,7 @@ import { SharedMemoryManager, type ShmAcquired } from './shared-memory-manager.t
 import { validateRequest, fullShape } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { fromConfigType } from './datatypes.ts';
-import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
+import { failedLoad, invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
 
@@ -29,13 +29,15 @@ export interface InferenceServerOptions {
   shmMaxBytes?: number;
   /** Server ready only when every model is ready (Triton's --strict-readiness). */
   strictReadiness?: boolean;
+  /** Server metadata `name` (Triton's clients and tools compare it to 'triton'). */
+  serverName?: string;
 }
 
-export const SERVER_NAME = 'tritonish';
+export const SERVER_NAME = 'triton';
 export const SERVER_VERSION = '0.1.0';
 
 export class InferenceServer implements ServerApi {
-  readonly name = SERVER_NAME;
+  readonly name: string;
   readonly version = SERVER_VERSION;
   readonly extensions = [
     'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
@@ -53,6 +55,7 @@ export class InferenceServer implements ServerApi {
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
+    this.name = opts.serverName || SERVER_NAME;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
@@ -130,7 +133,9 @@ export class InferenceServer implements ServerApi {
     if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
-    await this.repository.load(name, params);
+    await this.repository.load(name, params).catch((err: unknown) => {
+      throw failedLoad(name, err);
+    });
   }
 
   async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {

@@ -24,6 +24,11 @@ describe('parseEngineArgs', () => {
     });
   });
 
+  it("names the server 'triton' unless --server-name says otherwise", () => {
+    expect(parseEngineArgs(['--model-repository=/m']).serverName).toBeUndefined();
+    expect(parseEngineArgs(['--model-repository=/m', '--server-name', 'mine']).serverName).toBe('mine');
+  });
+
   it('turns a frontend off with --allow-grpc=false', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--allow-grpc=false']).grpcPort).toBe(-1);
   });
