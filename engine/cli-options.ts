@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { EngineOptions } from './server.ts';
 import type { ControlMode } from './model-repository-manager.ts';
+import { traceSettingsFromFlags } from './trace-manager.ts';
 
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required)
@@ -18,6 +19,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
+  --trace-config=SETTING        Triton's: triton,file=F  level=TIMESTAMPS|TENSORS  rate=N  count=N
+                                triton,log-frequency=N  mode=opentelemetry  opentelemetry,url=URL (repeatable)
   --server-name=triton          server metadata name (Triton's clients compare it)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
@@ -44,7 +47,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'server-name': s, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'server-name': s, 'trace-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -73,5 +76,6 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
     serverName: values['server-name'],
+    traceConfig: traceSettingsFromFlags(values['trace-config'] ?? []),
   };
 }

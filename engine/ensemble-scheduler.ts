@@ -11,6 +11,7 @@ import { StatusError, internal, toStatusError, unavailable } from './status.ts';
 import { tracer } from './trace.ts';
 
 const trace = tracer('ensemble');
+const SEQUENCE_PARAMS = new Set(['sequence_id', 'sequence_start', 'sequence_end']);
 
 export class EnsembleScheduler implements Scheduler {
   private inflight = 0;
@@ -144,11 +145,13 @@ export class EnsembleScheduler implements Scheduler {
         return { name: p.modelInput, datatype: t.datatype, shape: step.addBatchDim ? [1, ...t.shape] : t.shape, data: t.data };
       }),
       outputs: step.neededOutputs.map((name) => ({ name })),
-      parameters: {},
+      // Triton hands an ensemble's correlation ID and sequence flags to its steps.
+      parameters: Object.fromEntries(Object.entries(parent.parameters).filter(([k]) => SEQUENCE_PARAMS.has(k))),
       priority: parent.priority,
       timeoutUs: parent.timeoutUs,
       signal: parent.signal,
       onExecuted,
+      parentTrace: parent.trace,
     };
   }
 }

@@ -2,6 +2,7 @@
 // InferenceRequest / InferenceResponse). Frontends (gRPC, HTTP) translate
 // wire messages to these; schedulers and backends see only these.
 import type { Datatype } from './datatypes.ts';
+import type { RequestTrace } from './request-trace.ts';
 
 /** Where a tensor's bytes live in a registered system shared-memory region. */
 export interface ShmRef {
@@ -82,6 +83,11 @@ export interface InferRequest {
    * ensemble sums its steps' into its own statistics, as Triton does).
    */
   onExecuted?: (timing: { computeInputNs: number; computeInferNs: number; computeOutputNs: number }) => void;
+  /** An incoming W3C traceparent (gRPC metadata / HTTP header). */
+  traceparent?: string;
+  /** Set by the server when the request is traced; an ensemble's steps get it as parentTrace. */
+  trace?: RequestTrace;
+  parentTrace?: RequestTrace;
 }
 
 export interface InferResponse {

@@ -16,6 +16,7 @@ import { fromConfigType } from './datatypes.ts';
 import { failedLoad, invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
+import { TraceManager, type TraceSettings } from './trace-manager.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -29,6 +30,8 @@ export interface InferenceServerOptions {
   shmMaxBytes?: number;
   /** Server ready only when every model is ready (Triton's --strict-readiness). */
   strictReadiness?: boolean;
+  /** Initial trace settings (--trace-config). */
+  traceConfig?: TraceSettings;
   /** Server metadata `name` (Triton's clients and tools compare it to 'triton'). */
   serverName?: string;
 }
@@ -51,11 +54,12 @@ export class InferenceServer implements ServerApi {
   private readonly logs: Record<string, boolean | number | string> = {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
-  private readonly traces = new Map<string, Record<string, string[]>>();
+  readonly tracing: TraceManager;
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
     this.name = opts.serverName || SERVER_NAME;
+    this.tracing = new TraceManager(opts.traceConfig);
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
@@ -78,6 +82,7 @@ export class InferenceServer implements ServerApi {
     this.stopping = true;
     await this.repository.stop();
     this.shm.close();
+    await this.tracing.shutdown();
     this.live = false;
   }
 
@@ -184,7 +189,29 @@ export class InferenceServer implements ServerApi {
       mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
       throw err;
     }
-    const res = await mv.scheduler.enqueue(req);
+    const trace = this.tracing.begin(req.modelName, String(mv.version), req.id, req.parentTrace, req.traceparent, req.arrivalNs);
+    let res: InferResponse;
+    if (!trace) res = await mv.scheduler.enqueue(req);
+    else {
+      req.trace = trace;
+      trace.mark('REQUEST_START', req.arrivalNs);
+      if (trace.withTensors) for (const t of req.inputs) trace.tensors.push({ activity: 'TENSOR_QUEUE_INPUT', tensor: t });
+      const prev = req.onExecuted;
+      req.onExecuted = (t) => {
+        trace.executed(t);
+        prev?.(t);
+      };
+      trace.mark('QUEUE_START');
+      try {
+        res = await mv.scheduler.enqueue(req);
+        if (trace.withTensors) for (const t of res.outputs) trace.tensors.push({ activity: 'TENSOR_BACKEND_OUTPUT', tensor: { ...t, data: Uint8Array.from(t.data) } });
+      } catch (err) {
+        trace.failed = true;
+        throw err;
+      } finally {
+        this.tracing.end(trace);
+      }
+    }
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));
@@ -274,19 +301,9 @@ export class InferenceServer implements ServerApi {
   }
 
   traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]> {
-    const key = model ?? '';
     if (model) this.repository.get(model);
-    const base = this.traces.get('') ?? {
-      trace_file: [''], trace_level: ['OFF'], trace_rate: ['1000'], trace_count: ['-1'], log_frequency: ['0'], trace_mode: ['triton'],
-    };
-    if (!this.traces.has('')) this.traces.set('', base);
-    const cur = { ...base, ...(this.traces.get(key) ?? {}) };
-    for (const [k, v] of Object.entries(update ?? {})) {
-      if (!(k in base)) throw invalidArg(`unknown trace setting '${k}'`);
-      cur[k] = v;
-    }
-    if (update) this.traces.set(key, cur);
-    return cur;
+    return update ? this.tracing.update(model, update) : this.tracing.settings(model);
   }
+
 }
 

@@ -26,6 +26,12 @@ function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
   };
 }
 
+/** The caller's W3C traceparent, when its metadata carries one. */
+const traceparentOf = (md: grpc.Metadata): string | undefined => {
+  const v = md.get('traceparent')[0];
+  return v === undefined ? undefined : String(v);
+};
+
 /** The peer of a call, for logs of who asked for what. */
 const peer = (call: { getPeer(): string }) => {
   try {
@@ -120,6 +126,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       }
       req.arrivalNs = process.hrtime.bigint();
       req.signal = ac.signal;
+      req.traceparent = traceparentOf(call.metadata);
       api.infer(req).then((res) => cb(null, toInferResponse(res)), (err) => replyError(cb, err));
     },
     ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
@@ -132,6 +139,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
           .then(() => {
             const req = toInferRequest(m);
             req.arrivalNs = process.hrtime.bigint();
+            req.traceparent = traceparentOf(call.metadata);
             return api.infer(req);
           })
           .then(
