@@ -189,29 +189,7 @@ export class InferenceServer implements ServerApi {
       mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
       throw err;
     }
-    const trace = this.tracing.begin(req.modelName, String(mv.version), req.id, req.parentTrace, req.traceparent, req.arrivalNs);
-    let res: InferResponse;
-    if (!trace) res = await mv.scheduler.enqueue(req);
-    else {
-      req.trace = trace;
-      trace.mark('REQUEST_START', req.arrivalNs);
-      if (trace.withTensors) for (const t of req.inputs) trace.tensors.push({ activity: 'TENSOR_QUEUE_INPUT', tensor: t });
-      const prev = req.onExecuted;
-      req.onExecuted = (t) => {
-        trace.executed(t);
-        prev?.(t);
-      };
-      trace.mark('QUEUE_START');
-      try {
-        res = await mv.scheduler.enqueue(req);
-        if (trace.withTensors) for (const t of res.outputs) trace.tensors.push({ activity: 'TENSOR_BACKEND_OUTPUT', tensor: { ...t, data: Uint8Array.from(t.data) } });
-      } catch (err) {
-        trace.failed = true;
-        throw err;
-      } finally {
-        this.tracing.end(trace);
-      }
-    }
+    const res = await this.tracing.traced(req, String(mv.version), () => mv.scheduler.enqueue(req));
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));

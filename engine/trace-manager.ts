@@ -4,6 +4,7 @@
 // OpenTelemetry spans over OTLP/HTTP. Owns the settings, counters, file
 // writers and the OpenTelemetry exporter; main thread.
 import { RequestTrace } from './request-trace.ts';
+import type { InferRequest, InferResponse } from './infer-request.ts';
 import { TraceFileWriter } from './trace-file-writer.ts';
 import { OtelTraceExporter } from './trace-otel.ts';
 import { invalidArg } from './status.ts';
@@ -123,6 +124,39 @@ export class TraceManager {
     const t = new RequestTrace(this.nextId++, model, version, requestId, parent, parent ? undefined : traceparent, level.includes('TENSORS'));
     if (this.modeOf(t) === 'opentelemetry') this.exporter(this.settings(rootOf(t).modelName)).begin(t, startNs);
     return t;
+  }
+
+  /**
+   * Run `enqueue` for `req`, traced when sampled: REQUEST_START at arrival,
+   * QUEUE_START now, compute activities from the scheduler's onExecuted,
+   * REQUEST_END when it settles; the request's trace is what its ensemble
+   * steps name as parent.
+   */
+  async traced(req: InferRequest, version: string, enqueue: () => Promise<InferResponse>): Promise<InferResponse> {
+    const arrival = req.arrivalNs ?? process.hrtime.bigint();
+    const trace = this.begin(req.modelName, version, req.id, req.parentTrace, req.traceparent, arrival);
+    if (!trace) return enqueue();
+    req.trace = trace;
+    trace.mark('REQUEST_START', arrival);
+    // Copies: the request's bytes may be handed to a worker or a shm region may go away.
+    const keep = (t: InferResponse['outputs'][number]) => ({ ...t, data: Uint8Array.from(t.data) });
+    if (trace.withTensors) for (const t of req.inputs) trace.tensors.push({ activity: 'TENSOR_QUEUE_INPUT', tensor: keep(t) });
+    const prev = req.onExecuted;
+    req.onExecuted = (t) => {
+      trace.executed(t);
+      prev?.(t);
+    };
+    trace.mark('QUEUE_START');
+    try {
+      const res = await enqueue();
+      if (trace.withTensors) for (const t of res.outputs) trace.tensors.push({ activity: 'TENSOR_BACKEND_OUTPUT', tensor: keep(t) });
+      return res;
+    } catch (err) {
+      trace.failed = true;
+      throw err;
+    } finally {
+      this.end(trace);
+    }
   }
 
   /** The request finished: mark REQUEST_END and hand the trace to its file or exporter. */
