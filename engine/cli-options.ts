@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { EngineOptions } from './server.ts';
 import type { ControlMode } from './model-repository-manager.ts';
+import { traceSettingsFromFlags } from './trace-manager.ts';
 
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required)
@@ -19,6 +20,9 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
   --backend-config=python,KEY=VALUE  backend setting (repeatable; python: python-executable, execution-env-path)
+  --trace-config=SETTING        Triton's: triton,file=F  level=TIMESTAMPS|TENSORS  rate=N  count=N
+                                triton,log-frequency=N  mode=opentelemetry  opentelemetry,url=URL (repeatable)
+  --server-name=triton          server metadata name (Triton's clients compare it)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -44,7 +48,8 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true },
+      'server-name': s, 'trace-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -73,6 +78,8 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
     backendConfig: parseBackendConfig(values['backend-config'] ?? []),
+    serverName: values['server-name'],
+    traceConfig: traceSettingsFromFlags(values['trace-config'] ?? []),
   };
 }
 

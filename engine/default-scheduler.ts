@@ -139,6 +139,7 @@ export class DefaultScheduler implements Scheduler {
       this.finish(q, result);
     } else {
       this.stats.executed(requestBatchSize(q.request, this.maxBatchSize), 1, result.timing);
+      q.request.onExecuted?.(result.timing);
       this.finish(q, result.responses[0]!);
     }
     this.pump();

@@ -242,6 +242,7 @@ export class DynamicBatchScheduler implements Scheduler {
       for (const p of batch) this.settle(p, result, true);
     } else {
       this.stats.executed(batchSize, batch.length, result.timing);
+      for (const p of batch) p.request.onExecuted?.(result.timing);
       batch.forEach((p, i) => this.settle(p, result.responses[i]!, true));
     }
     this.schedule();

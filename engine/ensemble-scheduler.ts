@@ -11,6 +11,7 @@ import { StatusError, internal, toStatusError, unavailable } from './status.ts';
 import { tracer } from './trace.ts';
 
 const trace = tracer('ensemble');
+const SEQUENCE_PARAMS = new Set(['sequence_id', 'sequence_start', 'sequence_end']);
 
 export class EnsembleScheduler implements Scheduler {
   private inflight = 0;
@@ -57,8 +58,14 @@ export class EnsembleScheduler implements Scheduler {
     const started = new Set<number>();
     let running = 0;
     let firstDispatch: bigint | undefined;
-    let lastDone = arrival;
     let stepNs = 0;
+    // Triton's ensemble statistics: compute times are the sums of its steps' executions.
+    const sums = { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+    const onStepExecuted = (t: typeof sums) => {
+      sums.computeInputNs += t.computeInputNs;
+      sums.computeInferNs += t.computeInferNs;
+      sums.computeOutputNs += t.computeOutputNs;
+    };
 
     return new Promise<InferResponse>((resolve, reject) => {
       let failed = false;
@@ -70,10 +77,10 @@ export class EnsembleScheduler implements Scheduler {
           return { ...t, name };
         });
         const batch = plan.maxBatchSize > 0 ? (request.inputs[0]?.shape[0] ?? 1) : 1;
-        this.stats.countInference(batch);
-        // Overhead outside the composing models shows as compute_input (before the
-        // first step) and compute_output (after the last); the rest as compute_infer.
-        this.stats.ensembleTimes(Number((firstDispatch ?? arrival) - arrival), Number(lastDone - (firstDispatch ?? arrival)), Number(end - lastDone));
+        // queue: arrival to the first step's start; compute: the steps' sums (with batch_stats).
+        this.stats.queued(Number((firstDispatch ?? end) - arrival));
+        this.stats.executed(batch, 1, sums);
+        request.onExecuted?.(sums); // an ensemble that is itself a step passes its sums up
         trace(`'${plan.name}' done in ${(Number(end - arrival) / 1e6).toFixed(2)} ms (steps ${(stepNs / 1e6).toFixed(2)} ms)`, request.id);
         resolve({ modelName: plan.name, modelVersion: this.version, id: request.id, outputs });
       };
@@ -95,11 +102,10 @@ export class EnsembleScheduler implements Scheduler {
           firstDispatch ??= process.hrtime.bigint();
           const step = plan.steps[i]!;
           const t0 = process.hrtime.bigint();
-          this.infer(this.stepRequest(step, request, tensors)).then(
+          this.infer(this.stepRequest(step, request, tensors, onStepExecuted)).then(
             (res) => {
               stepNs += Number(process.hrtime.bigint() - t0);
               running--;
-              lastDone = process.hrtime.bigint();
               for (const o of step.outputs) {
                 const t = res.outputs.find((x) => x.name === o.modelOutput);
                 if (!t) continue;
@@ -127,7 +133,9 @@ export class EnsembleScheduler implements Scheduler {
 
 
   /** The request a step sends to its model: the ensemble's tensors under the model's input names, by reference. */
-  private stepRequest(step: EnsemblePlanStep, parent: InferRequest, tensors: Map<string, Tensor>): InferRequest {
+  private stepRequest(
+    step: EnsemblePlanStep, parent: InferRequest, tensors: Map<string, Tensor>, onExecuted: InferRequest['onExecuted'],
+  ): InferRequest {
     return {
       modelName: step.modelName,
       modelVersion: step.modelVersion >= 0 ? String(step.modelVersion) : undefined,
@@ -137,10 +145,13 @@ export class EnsembleScheduler implements Scheduler {
         return { name: p.modelInput, datatype: t.datatype, shape: step.addBatchDim ? [1, ...t.shape] : t.shape, data: t.data };
       }),
       outputs: step.neededOutputs.map((name) => ({ name })),
-      parameters: {},
+      // Triton hands an ensemble's correlation ID and sequence flags to its steps.
+      parameters: Object.fromEntries(Object.entries(parent.parameters).filter(([k]) => SEQUENCE_PARAMS.has(k))),
       priority: parent.priority,
       timeoutUs: parent.timeoutUs,
       signal: parent.signal,
+      onExecuted,
+      parentTrace: parent.trace,
     };
   }
 }

@@ -3,6 +3,7 @@
 // wire messages to these; schedulers and backends see only these.
 import type { Datatype } from './datatypes.ts';
 import type { StatusError } from './status.ts';
+import type { RequestTrace } from './request-trace.ts';
 
 /** Where a tensor's bytes live in a registered system shared-memory region. */
 export interface ShmRef {
@@ -84,6 +85,16 @@ export interface InferRequest {
    * the request's promise then resolves with a `streamEnd` response.
    */
   onResponse?: (response: InferResponse | StatusError) => void;
+  /**
+   * Told each execution's compute times once this request has run (an
+   * ensemble sums its steps' into its own statistics, as Triton does).
+   */
+  onExecuted?: (timing: { computeInputNs: number; computeInferNs: number; computeOutputNs: number }) => void;
+  /** An incoming W3C traceparent (gRPC metadata / HTTP header). */
+  traceparent?: string;
+  /** Set by the server when the request is traced; an ensemble's steps get it as parentTrace. */
+  trace?: RequestTrace;
+  parentTrace?: RequestTrace;
 }
 
 export interface InferResponse {

@@ -13,10 +13,11 @@ import { SharedMemoryManager, type ShmAcquired } from './shared-memory-manager.t
 import { validateRequest, fullShape } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { fromConfigType } from './datatypes.ts';
-import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
+import { failedLoad, invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from './decoupled.ts';
+import { TraceManager, type TraceSettings } from './trace-manager.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -32,13 +33,17 @@ export interface InferenceServerOptions {
   strictReadiness?: boolean;
   /** Per-backend settings (Triton's --backend-config=<backend>,<key>=<value>). */
   backendConfig?: Record<string, Record<string, string>>;
+  /** Initial trace settings (--trace-config). */
+  traceConfig?: TraceSettings;
+  /** Server metadata `name` (Triton's clients and tools compare it to 'triton'). */
+  serverName?: string;
 }
 
-export const SERVER_NAME = 'tritonish';
+export const SERVER_NAME = 'triton';
 export const SERVER_VERSION = '0.1.0';
 
 export class InferenceServer implements ServerApi {
-  readonly name = SERVER_NAME;
+  readonly name: string;
   readonly version = SERVER_VERSION;
   readonly extensions = [
     'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
@@ -52,10 +57,12 @@ export class InferenceServer implements ServerApi {
   private readonly logs: Record<string, boolean | number | string> = {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
-  private readonly traces = new Map<string, Record<string, string[]>>();
+  readonly tracing: TraceManager;
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
+    this.name = opts.serverName || SERVER_NAME;
+    this.tracing = new TraceManager(opts.traceConfig);
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
@@ -79,6 +86,7 @@ export class InferenceServer implements ServerApi {
     this.stopping = true;
     await this.repository.stop();
     this.shm.close();
+    await this.tracing.shutdown();
     this.live = false;
   }
 
@@ -134,7 +142,9 @@ export class InferenceServer implements ServerApi {
     if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
-    await this.repository.load(name, params);
+    await this.repository.load(name, params).catch((err: unknown) => {
+      throw failedLoad(name, err);
+    });
   }
 
   async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {
@@ -185,7 +195,7 @@ export class InferenceServer implements ServerApi {
       mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
       throw err;
     }
-    const res = await mv.scheduler.enqueue(req);
+    const res = await this.tracing.traced(req, String(mv.version), () => mv.scheduler.enqueue(req));
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));
@@ -275,19 +285,9 @@ export class InferenceServer implements ServerApi {
   }
 
   traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]> {
-    const key = model ?? '';
     if (model) this.repository.get(model);
-    const base = this.traces.get('') ?? {
-      trace_file: [''], trace_level: ['OFF'], trace_rate: ['1000'], trace_count: ['-1'], log_frequency: ['0'], trace_mode: ['triton'],
-    };
-    if (!this.traces.has('')) this.traces.set('', base);
-    const cur = { ...base, ...(this.traces.get(key) ?? {}) };
-    for (const [k, v] of Object.entries(update ?? {})) {
-      if (!(k in base)) throw invalidArg(`unknown trace setting '${k}'`);
-      cur[k] = v;
-    }
-    if (update) this.traces.set(key, cur);
-    return cur;
+    return update ? this.tracing.update(model, update) : this.tracing.settings(model);
   }
+
 }
 

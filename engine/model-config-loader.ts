@@ -46,7 +46,8 @@ export function readRawConfig(src: ConfigSource): ModelConfig {
   const file = path.join(src.modelDir, 'config.pbtxt');
   if (!fs.existsSync(file)) {
     if (src.strict) throw invalidArg(`${rel}: missing (required with --strict-model-config=true)`);
-    return { name: src.modelName, max_batch_size: 0, input: [], output: [], backend: 'onnxruntime' } as ModelConfig;
+    // No backend named: loadModelConfig infers it from the version folder's model file.
+    return { name: src.modelName, input: [], output: [] } as unknown as ModelConfig;
   }
   return parseModelConfigText(fs.readFileSync(file, 'utf8'), rel);
 }
@@ -59,15 +60,46 @@ export function backendNameOf(raw: ModelConfig): string {
   return 'onnxruntime';
 }
 
+/** Model file -> backend, in the order Triton's auto-complete would find them. */
+const MODEL_FILE_BACKENDS: Array<[string, string]> = [
+  ['model.onnx', 'onnxruntime'],
+  ['model.py', 'python'],
+  ['model.js', 'js'],
+  ['model.ts', 'js'],
+  ['model.mjs', 'js'],
+];
+
+/** The backend a version folder's model file implies (config without backend/platform), or undefined. */
+export function inferBackendFromFiles(versionDir: string, defaultFilename?: string): string | undefined {
+  for (const [file, backend] of MODEL_FILE_BACKENDS) {
+    if (fs.existsSync(path.join(versionDir, file))) return backend;
+  }
+  if (defaultFilename) {
+    const ext = path.extname(defaultFilename);
+    const hit = MODEL_FILE_BACKENDS.find(([f]) => path.extname(f) === ext);
+    if (hit && fs.existsSync(path.join(versionDir, defaultFilename))) return hit[1];
+  }
+  return undefined;
+}
+
+/** The backend a raw config will get for this version folder (named, from platform, or inferred). */
+export function effectiveBackendName(raw: ModelConfig, versionDir: string): string {
+  if (raw.platform || raw.backend) return backendNameOf(raw);
+  return inferBackendFromFiles(versionDir, raw.default_model_filename) ?? '';
+}
+
 /** The normalized config of one model version directory. */
 export function loadModelConfig(src: ConfigSource, raw: ModelConfig, versionDir: string): ModelConfig {
   const rel = path.relative(src.repository, path.join(src.modelDir, 'config.pbtxt'));
+  const inferredBackend = raw.platform || raw.backend ? undefined : inferBackendFromFiles(versionDir, raw.default_model_filename);
   let onnxIO;
-  if (backendNameOf(raw) === 'onnxruntime') {
+  if ((inferredBackend ?? backendNameOf(raw)) === 'onnxruntime') {
     const f = path.join(versionDir, raw.default_model_filename || 'model.onnx');
     if (fs.existsSync(f)) onnxIO = readOnnxIO(f);
   }
-  return normalizeModelConfig(structuredClone(raw), { modelName: src.modelName, file: rel, strict: src.strict, onnxIO, gpuCount: usableGpuCount() });
+  return normalizeModelConfig(structuredClone(raw), {
+    modelName: src.modelName, file: rel, strict: src.strict, onnxIO, gpuCount: usableGpuCount(), inferredBackend,
+  });
 }
 
 /** Numeric version folders of a model, ascending. */

@@ -6,6 +6,7 @@
 import { invalidArg } from './status.ts';
 import { validateAgainstModel, validateModelConfig, type Fail } from './model-config-validation.ts';
 import { fromConfigType, toConfigType, type Datatype } from './datatypes.ts';
+import { engineSuppliedInputs, sequenceSpecOf, stateOutputs } from './sequence-config.ts';
 import type { ModelConfig, ModelTensorConfig, ModelInstanceGroup, DynamicBatching, QueuePolicy } from './model-config.ts';
 
 /** One input/output as the model file declares it; -1 marks a dynamic dim. */
@@ -88,7 +89,7 @@ export function normalizeModelConfig(raw: ModelConfig, opts: NormalizeOptions): 
   c.output ??= [];
   reconcileBackend(c, opts, fail);
 
-  if (!opts.strict && opts.onnxIO && c.backend === 'onnxruntime') autocomplete(c, raw, opts.onnxIO);
+  if (!opts.strict && opts.onnxIO && c.backend === 'onnxruntime') autocomplete(c, raw, withoutEngineTensors(c, opts.onnxIO));
   c.max_batch_size ??= 0;
   for (const t of [...c.input, ...c.output]) t.dims ??= [];
 
@@ -99,7 +100,8 @@ export function normalizeModelConfig(raw: ModelConfig, opts: NormalizeOptions): 
   c.parameters ??= {};
 
   validateModelConfig(c, opts.file);
-  if (opts.onnxIO) validateAgainstModel(c, opts.onnxIO, fail);
+  if (c.sequence_batching) sequenceSpecOf(c, opts.file);
+  if (opts.onnxIO) validateAgainstModel(c, withoutEngineTensors(c, opts.onnxIO), fail);
   return c;
 }
 
@@ -119,6 +121,14 @@ function reconcileBackend(c: ModelConfig, opts: NormalizeOptions, fail: Fail): v
     c.backend = opts.inferredBackend;
   }
   c.platform ||= BACKEND_TO_PLATFORM[c.backend] ?? '';
+}
+
+/** The model file's tensors less those the sequence batcher supplies (controls, states): clients never see them. */
+function withoutEngineTensors(c: ModelConfig, io: { inputs: IOInfo[]; outputs: IOInfo[] }): { inputs: IOInfo[]; outputs: IOInfo[] } {
+  if (!c.sequence_batching) return io;
+  const ins = engineSuppliedInputs(c);
+  const outs = new Set(stateOutputs(c));
+  return { inputs: io.inputs.filter((t) => !ins.has(t.name)), outputs: io.outputs.filter((t) => !outs.has(t.name)) };
 }
 
 /** The onnxruntime backend's autocomplete: batching and missing inputs/outputs from the model. */

@@ -44,19 +44,6 @@ export class ModelStatistics implements StatsSink {
     add(b.compute_output, t.computeOutputNs);
   }
 
-  /** An ensemble counts its own inferences (its steps are counted by their models). */
-  countInference(batchSize: number): void {
-    this.inferenceCount += batchSize;
-    this.executionCount++;
-  }
-
-  /** An ensemble's time: before its first step, inside its steps, after its last step. */
-  ensembleTimes(inputNs: number, inferNs: number, outputNs: number): void {
-    add(this.s.compute_input, inputNs);
-    add(this.s.compute_infer, inferNs);
-    add(this.s.compute_output, outputNs);
-  }
-
   succeeded(ns: number): void {
     add(this.s.success, ns);
     this.lastInference = Date.now();

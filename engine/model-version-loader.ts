@@ -10,6 +10,7 @@ import { ModelStatistics } from './model-statistics.ts';
 import { InstancePool } from './instance-pool.ts';
 import { DefaultScheduler } from './default-scheduler.ts';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
+import { SequenceBatchScheduler } from './sequence-batch-scheduler.ts';
 import type { Scheduler } from './scheduler.ts';
 import { runWarmup } from './model-warmup.ts';
 import { loadModelConfig, type ConfigSource } from './model-config-loader.ts';
@@ -40,7 +41,9 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
   let scheduler: Scheduler;
   if (bm.createScheduler) scheduler = bm.createScheduler(stats);
-  else {
+  else if (config.sequence_batching) {
+    scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances: bm.instances, stats });
+  } else {
     const pool = new InstancePool(bm.instances);
     scheduler =
       config.dynamic_batching && config.max_batch_size > 0

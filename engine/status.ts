@@ -39,25 +39,35 @@ export function toStatusError(err: unknown): StatusError {
   return new StatusError('INTERNAL', 'internal error', err);
 }
 
-/** Triton's HTTP mapping (server src/http_server.cc). */
+/**
+ * An explicit load's failure as Triton words it: `failed to load '<model>'`
+ * first (clients and tools match on it), then our own reason.
+ */
+export function failedLoad(model: string, err: unknown): StatusError {
+  const se = toStatusError(err);
+  const prefix = `failed to load '${model}'`;
+  if (se.message.startsWith(prefix)) return se;
+  const reason = se.message === 'internal error' && err instanceof Error && !(err instanceof StatusError) ? err.message : se.message;
+  return new StatusError(se.code, `${prefix}: ${reason}`, se.detail ?? err);
+}
+
+/**
+ * Triton's HTTP mapping (server src/http_server.cc, HttpCodeFromError):
+ * INTERNAL 500, NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED 501, and every
+ * other code (UNKNOWN, INVALID_ARG, ALREADY_EXISTS, CANCELLED) 400.
+ */
 export function httpStatusOf(code: StatusCode): number {
   switch (code) {
-    case 'INVALID_ARG':
-      return 400;
+    case 'INTERNAL':
+      return 500;
     case 'NOT_FOUND':
       return 404;
     case 'UNAVAILABLE':
       return 503;
     case 'UNSUPPORTED':
       return 501;
-    case 'ALREADY_EXISTS':
-      return 409;
-    case 'CANCELLED':
-      return 499;
-    case 'INTERNAL':
-    case 'UNKNOWN':
     default:
-      return 500;
+      return 400;
   }
 }
 

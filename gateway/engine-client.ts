@@ -35,7 +35,8 @@ export interface EngineClientOptions {
 export interface EngineApi extends EventEmitter {
   readonly address: string;
   readonly up: boolean;
-  infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse>;
+  /** `traceparent` (W3C) travels as gRPC metadata so the engine's spans join the call's trace. */
+  infer(req: ModelInferRequest, fn: string, timeoutMs: number, traceparent?: string): Promise<ModelInferResponse>;
   modelMetadata(name: string, version?: string): Promise<ModelMetadataResponse>;
   listModels(): Promise<ModelIndex[]>;
   registerRegion(name: string, key: string, byteSize: number): Promise<void>;
@@ -77,9 +78,9 @@ export class EngineClient extends EventEmitter implements EngineApi {
     return this.isUp;
   }
 
-  infer(req: ModelInferRequest, fn: string, timeoutMs: number): Promise<ModelInferResponse> {
+  infer(req: ModelInferRequest, fn: string, timeoutMs: number, traceparent?: string): Promise<ModelInferResponse> {
     // No async wrapper on the hot path: one promise per call, failures translated.
-    return this.client.modelInfer(req, { timeoutMs }).catch(async (e: unknown) => {
+    return this.client.modelInfer(req, traceparent ? { timeoutMs, metadata: { traceparent } } : { timeoutMs }).catch(async (e: unknown) => {
       throw await this.translate(e, fn, timeoutMs, req.model_name);
     });
   }

@@ -13,6 +13,7 @@ import type { EngineApi } from './engine-client.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import type { GatewayTracing } from './otel.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, outputsJson, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
@@ -30,6 +31,8 @@ export interface InvokeDeps {
   metrics?: GatewayMetrics;
   /** Bodies above this many bytes are staged through shm. */
   shmThreshold: number;
+  /** OpenTelemetry spans per call (GATEWAY_OTLP_URL); absent = no tracing. */
+  tracing?: GatewayTracing;
 }
 
 /** An input with where its bytes live: a staging slice or (absent) inline. */
@@ -187,6 +190,7 @@ export async function runFunction(
   specs: TensorSpec[],
   id: string,
   slices: CallSlices,
+  traceparent?: string,
 ): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm' }> {
   const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
   let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
@@ -195,7 +199,7 @@ export async function runFunction(
   let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);
   let res: ModelInferResponse;
   try {
-    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs);
+    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs, traceparent);
   } catch (e) {
     // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
     const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
@@ -204,7 +208,7 @@ export async function runFunction(
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;
     ({ requested, at } = placeOutputs(fn, specs, inputs, false, slices));
-    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs);
+    res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs, traceparent);
   }
   const outputs = collectOutputs(res, specs, at);
   if (deps.metrics) {
@@ -223,10 +227,13 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
   const id = c.req.header('x-request-id') ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
   const slices = new CallSlices(deps.arena);
+  const span = deps.tracing?.startCall(fn.name, id, c.req.header('traceparent'));
+  let status = 500;
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs, binary } = selectOutputs(fn, wanted, c);
-    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices);
+    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    status = 200;
     c.set('transfer' as never, transfer as never);
     if (binary) {
       const o = outputs.find((x) => x.spec.tensor === binary.tensor);
@@ -237,7 +244,11 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
       return c.body(Buffer.from(o.bytes), 200, { 'Content-Type': 'application/octet-stream' });
     }
     return c.json(outputsJson(outputs));
+  } catch (e) {
+    status = e instanceof GatewayError ? e.status : 500;
+    throw e;
   } finally {
+    span?.end(status);
     slices.releaseAll();
   }
 }

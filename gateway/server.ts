@@ -10,6 +10,7 @@ import { serve } from '@hono/node-server';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
 import { createApp } from './app.ts';
+import { GatewayTracing } from './otel.ts';
 import { EngineClient } from './engine-client.ts';
 import { FunctionRegistry, loadFunctionDirectory } from './function-registry.ts';
 import type { LeaseStore } from './lease-store.ts';
@@ -42,6 +43,8 @@ export interface GatewayOptions {
   redisUrl?: string;
   /** Bodies above this many bytes are staged through shm. */
   shmThreshold?: number;
+  /** OTLP/HTTP traces endpoint for a span per /fn call (default: GATEWAY_OTLP_URL; none = off). */
+  otlpTracesUrl?: string;
   leaseTtlMs?: number;
   /** false: never stage (a remote engine); true by default. */
   shm?: boolean;
@@ -137,7 +140,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     log.warn(`function bundle store unavailable (${(e as Error).message}); serving ${o.functions ?? 'functions'}/ until it is back`);
     void retrySync(deployer, definitions);
   }
-  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536 };
+  const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
+  const tracing = otlpUrl ? new GatewayTracing(otlpUrl) : undefined;
+  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536, tracing };
   const runner = new JobRunner({
     queue: jobs,
     consumer: ownerId,
@@ -179,6 +184,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       await arena?.stop();
       await store.close();
       engine.close();
+      await tracing?.shutdown();
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 

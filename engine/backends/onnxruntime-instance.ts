@@ -12,6 +12,7 @@ import { datatypeOfOrt, ortTypeOf } from './ort-types.ts';
 import { StatusError, internal, invalidArg, unavailable } from '../status.ts';
 import { deserializeBytes, serializeBytes } from '../datatypes.ts';
 import type { ModelConfig } from '../model-config.ts';
+import { stateOutputs } from '../sequence-config.ts';
 import { log, tracer } from '../trace.ts';
 
 const trace = tracer('onnxruntime');
@@ -192,7 +193,8 @@ function byName(r: InferRequest, name: string): Tensor {
 }
 
 function wantedOutputs(requests: InferRequest[], config: ModelConfig): string[] {
-  const all = config.output.map((o) => o.name);
+  // Implicit-state outputs are asked for by the sequence batcher, beside the config's outputs.
+  const all = [...config.output.map((o) => o.name), ...stateOutputs(config)];
   if (requests.some((r) => r.outputs.length === 0)) return all;
   const set = new Set(requests.flatMap((r) => r.outputs.map((o) => o.name)));
   return all.filter((n) => set.has(n));

@@ -27,6 +27,12 @@ function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
   };
 }
 
+/** The caller's W3C traceparent, when its metadata carries one. */
+const traceparentOf = (md: grpc.Metadata): string | undefined => {
+  const v = md.get('traceparent')[0];
+  return v === undefined ? undefined : String(v);
+};
+
 /** The peer of a call, for logs of who asked for what. */
 const peer = (call: { getPeer(): string }) => {
   try {
@@ -122,6 +128,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       }
       req.arrivalNs = process.hrtime.bigint();
       req.signal = ac.signal;
+      req.traceparent = traceparentOf(call.metadata);
       api.infer(req).then((res) => cb(null, toInferResponse(res)), (err) => replyError(cb, err));
     },
     ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
@@ -139,6 +146,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
               r instanceof Error
                 ? call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } })
                 : call.write({ error_message: '', infer_response: toInferResponse(r) });
+            req.traceparent = traceparentOf(call.metadata);
             return api.infer(req);
           })
           .then(

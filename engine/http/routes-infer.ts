@@ -21,6 +21,7 @@ export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInput
     request.arrivalNs = arrivalNs;
     request.signal = c.req.raw.signal;
     rejectDecoupled(api, request.modelName, request.modelVersion, DECOUPLED_HTTP_MESSAGE);
+    request.traceparent = c.req.header('traceparent');
     const response = await api.infer(request);
     const encoded = encodeInferResponse(response, request.outputs, binaryOutputDefault);
     const out = encoded.body as Uint8Array<ArrayBuffer>;

@@ -76,7 +76,7 @@ describe('L0_shared_memory_http: register, status, unregister', () => {
     expect(missing.json.error).toContain("'nope'");
 
     const dup = await register('in', `${PREFIX}in`, T);
-    expect(dup.status).toBe(409);
+    expect(dup.status).toBe(400); // ALREADY_EXISTS: Triton's HttpCodeFromError answers 400
     expect(dup.json.error).toContain("'in'");
     const over = await register('over', `${PREFIX}in`, 2 * T, 8);
     expect(over.status).toBe(400);

@@ -24,6 +24,17 @@ describe('parseEngineArgs', () => {
     });
   });
 
+  it("names the server 'triton' unless --server-name says otherwise", () => {
+    expect(parseEngineArgs(['--model-repository=/m']).serverName).toBeUndefined();
+    expect(parseEngineArgs(['--model-repository=/m', '--server-name', 'mine']).serverName).toBe('mine');
+  });
+
+  it('collects repeated --trace-config into trace settings', () => {
+    const o = parseEngineArgs(['--model-repository=/m', '--trace-config', 'triton,file=/tmp/t.json', '--trace-config=level=TIMESTAMPS', '--trace-config', 'rate=1']);
+    expect(o.traceConfig).toEqual({ trace_file: ['/tmp/t.json'], trace_level: ['TIMESTAMPS'], trace_rate: ['1'] });
+    expect(() => parseEngineArgs(['--model-repository=/m', '--trace-config', 'level=LOUD'])).toThrow(/--trace-config: .*trace_level/);
+  });
+
   it('turns a frontend off with --allow-grpc=false', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--allow-grpc=false']).grpcPort).toBe(-1);
   });

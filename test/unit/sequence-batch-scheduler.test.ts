@@ -1,0 +1,128 @@
+// The sequence batcher with a fake clock and fake instances: in-order
+// execution per sequence, direct pinning, oldest batching after the queue
+// delay, idle release by the clock, all without sleeping.
+import { describe, expect, it } from 'vitest';
+import { SequenceBatchScheduler } from '../../engine/sequence-batch-scheduler.ts';
+import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
+import type { ModelConfig } from '../../engine/model-config.ts';
+import type { Clock } from '../../engine/scheduler-queue.ts';
+import type { ExecuteResult, ExecutionInstance, StatsSink } from '../../engine/scheduler.ts';
+
+const flush = () => new Promise<void>((r) => setImmediate(r));
+
+class FakeClock implements Clock {
+  now = 1_000_000n;
+  private timers: Array<{ at: bigint; fn: () => void; live: boolean }> = [];
+  nowNs(): bigint {
+    return this.now;
+  }
+  setTimer(fn: () => void, delayNs: bigint) {
+    const t = { at: this.now + delayNs, fn, live: true };
+    this.timers.push(t);
+    return { cancel: () => void (t.live = false) };
+  }
+  async advance(ns: bigint): Promise<void> {
+    const target = this.now + ns;
+    for (;;) {
+      const due = this.timers.filter((t) => t.live && t.at <= target).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
+      if (!due) break;
+      due.live = false;
+      this.now = due.at;
+      due.fn();
+      await flush();
+    }
+    this.now = target;
+    await flush();
+  }
+}
+
+/** Records batches as "id" lists; finishes each when the test says. */
+class FakeInstance implements ExecutionInstance {
+  batches: string[][] = [];
+  private running: Array<{ requests: InferRequest[]; resolve: (r: ExecuteResult) => void }> = [];
+  constructor(readonly name: string) {}
+  execute(requests: InferRequest[]): Promise<ExecuteResult> {
+    this.batches.push(requests.map((r) => r.id!));
+    return new Promise((resolve) => this.running.push({ requests, resolve }));
+  }
+  async complete(): Promise<void> {
+    const run = this.running.shift()!;
+    run.resolve({
+      responses: run.requests.map((r): InferResponse => ({ modelName: 'm', modelVersion: '1', id: r.id, outputs: [] })),
+      timing: { computeInputNs: 1, computeInferNs: 1, computeOutputNs: 1 },
+    });
+    await flush();
+  }
+}
+
+const stats: StatsSink = { queued() {}, executed() {}, succeeded() {}, failed() {} };
+const config = (sb: Record<string, unknown>): ModelConfig =>
+  ({ name: 'm', max_batch_size: 2, input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [], sequence_batching: sb }) as ModelConfig;
+const req = (id: string, seq: number | string, start = false, end = false): InferRequest => ({
+  modelName: 'm', id, inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1], data: new Uint8Array(4) }], outputs: [],
+  parameters: { sequence_id: seq, sequence_start: start, sequence_end: end },
+});
+
+describe('SequenceBatchScheduler', () => {
+  it('direct: pins sequences to instances and runs each sequence in order', async () => {
+    const clock = new FakeClock();
+    const [i0, i1] = [new FakeInstance('i0'), new FakeInstance('i1')];
+    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {} }), instances: [i0, i1], stats, clock });
+    // Two slots per instance: sequences 1, 2 on i0; 3 on i1.
+    const done = [s.enqueue(req('a1', 1, true)), s.enqueue(req('b1', 2, true)), s.enqueue(req('c1', 3, true)), s.enqueue(req('a2', 1, false, true))];
+    await flush();
+    // No queue delay: a1 left at once; c1 went to its own instance, not to i0's queue.
+    expect(i0.batches).toEqual([['a1']]);
+    expect(i1.batches).toEqual([['c1']]);
+    await i0.complete();
+    // b1 and a2 batch together; a2 waited for a1 (one request of a sequence at a time).
+    expect([...i0.batches[1]!].sort()).toEqual(['a2', 'b1']);
+    await i0.complete();
+    await i1.complete();
+    expect((await Promise.all(done)).map((r) => r.id)).toEqual(['a1', 'b1', 'c1', 'a2']);
+    expect(s.inflightCount()).toBe(0);
+  });
+
+  it('oldest: waits max_queue_delay for a fuller batch across sequences', async () => {
+    const clock = new FakeClock();
+    const i0 = new FakeInstance('i0');
+    const s = new SequenceBatchScheduler({
+      modelName: 'm', config: config({ oldest: { max_candidate_sequences: 4, max_queue_delay_microseconds: 100 } }), instances: [i0], stats, clock,
+    });
+    const a = s.enqueue(req('x', 'x', true, true));
+    await flush();
+    expect(i0.batches).toEqual([]);
+    await clock.advance(50_000n);
+    const b = s.enqueue(req('y', 'y', true, true));
+    await flush();
+    expect(i0.batches).toEqual([['x', 'y']]); // max_batch_size 2 reached: sent at once
+    await i0.complete();
+    await Promise.all([a, b]);
+    const c = s.enqueue(req('z', 'z', true, true));
+    await clock.advance(99_000n);
+    expect(i0.batches.length).toBe(1);
+    await clock.advance(1_000n);
+    expect(i0.batches[1]).toEqual(['z']);
+    await i0.complete();
+    await c;
+  });
+
+  it('releases an idle sequence when the clock passes max_sequence_idle_microseconds', async () => {
+    const clock = new FakeClock();
+    const i0 = new FakeInstance('i0');
+    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {}, max_sequence_idle_microseconds: 1000 }), instances: [i0], stats, clock });
+    const first = s.enqueue(req('a1', 7, true));
+    await flush();
+    await i0.complete();
+    await first;
+    await clock.advance(999_000n);
+    const second = s.enqueue(req('a2', 7));
+    await flush();
+    await i0.complete();
+    await second; // still live: 999 us after its last request
+    await clock.advance(1_001_000n);
+    await expect(s.enqueue(req('a3', 7))).rejects.toThrow(/released after max_sequence_idle_microseconds/);
+    await expect(s.enqueue(req('n', 0, true))).rejects.toThrow("inference request to model 'm' must specify a non-zero or non-empty correlation ID");
+    await s.stop();
+  });
+});
