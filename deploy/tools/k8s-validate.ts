@@ -124,7 +124,7 @@ export function checkSchema(v: unknown, s: Schema, at: Path = []): string[] {
       for (const [k, x] of Object.entries(v)) {
         const sub = s.properties?.[k] ?? (s.additionalProperties === true ? undefined : s.additionalProperties);
         if (sub) errs.push(...checkSchema(x, sub, [...at, k]));
-        else if (s.additionalProperties !== true) errs.push(`${fmt([...at, k])}: unknown field '${fmt([...at, k])}'`);
+        else if (s.additionalProperties !== true) errs.push(`${here}: unknown field '${k}'`);
       }
       return errs;
     }
