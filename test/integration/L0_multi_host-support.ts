@@ -53,6 +53,7 @@ export class Lab {
   readonly subnet: string;
   readonly hosts: Host[] = [];
   private readonly extra: ChildProcess[] = [];
+  private readonly namespaces: string[] = [];
 
   constructor(readonly logDir: string) {
     const pid = process.pid;
@@ -78,6 +79,7 @@ export class Lab {
     const outer = `tgv${process.pid}h${n}`.slice(0, 15);
     const ip = `${this.subnet}.${10 + n}`;
     run('ip', ['netns', 'add', ns]);
+    this.namespaces.push(ns);
     run('ip', ['link', 'add', outer, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
     run('ip', ['link', 'set', outer, 'master', this.bridge, 'up']);
     run('ip', ['-n', ns, 'addr', 'add', `${ip}/24`, 'dev', 'eth0']);
@@ -136,10 +138,20 @@ export class Lab {
   async tearDown(): Promise<void> {
     for (const h of this.hosts) await this.kill(h).catch(() => undefined);
     for (const p of this.extra) await killWait(p).catch(() => undefined);
-    for (const h of this.hosts) {
-      tryRun('ip', ['link', 'del', `tgv${process.pid}h${h.name.slice(4)}`.slice(0, 15)]);
-      tryRun('ip', ['netns', 'del', h.ns]);
+    this.deleteLinks();
+  }
+
+  /** Last resort at process exit (no awaiting possible): SIGKILL all, delete namespaces and links. */
+  tearDownSync(): void {
+    for (const p of [...this.hosts.flatMap((h) => [...h.procs.values(), h.anchor]), ...this.extra]) {
+      if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     }
+    this.deleteLinks();
+  }
+
+  private deleteLinks(): void {
+    // Deleting a namespace destroys its end of the veth pair, and with it the pair.
+    for (const ns of this.namespaces.splice(0)) tryRun('ip', ['netns', 'del', ns]);
     tryRun('ip', ['link', 'del', this.bridge]);
   }
 }

@@ -79,7 +79,7 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
   beforeAll(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), `mh-${process.pid}-`));
     lab = new Lab(work);
-    process.on('exit', () => void lab.tearDown());
+    process.on('exit', () => lab.tearDownSync());
     lab.setUpBridge();
     const port = await freePort();
     const rp = spawn('redis-server', ['--bind', lab.gatewayIp, '--port', String(port), '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: 'ignore' });
