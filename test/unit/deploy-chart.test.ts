@@ -95,6 +95,20 @@ describe.each([
 });
 
 describe('chart modes', () => {
+  it('every .Values path a template names exists in values.yaml (typos in branches not taken included)', () => {
+    const values = parse(fs.readFileSync(path.join(CHART, 'values.yaml'), 'utf8')) as Obj;
+    const dir = path.join(CHART, 'templates');
+    const missing: string[] = [];
+    for (const f of fs.readdirSync(dir)) {
+      for (const [, p] of fs.readFileSync(path.join(dir, f), 'utf8').matchAll(/\.Values\.([\w.]+)/g)) {
+        let v: unknown = values;
+        for (const k of p!.split('.')) v = v && typeof v === 'object' && k in v ? (v as Obj)[k] : undefined;
+        if (v === undefined) missing.push(`${f}: .Values.${p}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('defaults: dev Redis in the cluster, models copied by an init container, functions from the image', () => {
     const objs = render();
     const d = find(objs, 'Deployment', 'tn')!;
