@@ -209,19 +209,18 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
       expect(r.status).toBe(202);
       accepted.add(((await r.json()) as Json).id);
     }
-    const held = await waitFor(
-      'host2 holding jobs',
-      async () => {
-        const p = (await redis.call('XPENDING', 'tgw:jobs:stream', 'runners', '-', '+', 100, deadOwner)) as Array<[string]>;
-        return p.length ? p : undefined;
-      },
-      5000,
-      5,
-    );
-    const heldIds = (await Promise.all(held.map(async ([entry]) => ((await redis.xrange("tgw:jobs:stream", entry, entry))[0]?.[1] ?? [])[1]))).filter((id): id is string => !!id);
+    const pendingOf = async (consumer: string) => {
+      const p = (await redis.call('XPENDING', 'tgw:jobs:stream', 'runners', '-', '+', 100, consumer)) as Array<[string]>;
+      const ids = await Promise.all(p.map(async ([entry]) => ((await redis.xrange('tgw:jobs:stream', entry, entry))[0]?.[1] ?? [])[1]));
+      return ids.filter((id): id is string => !!id);
+    };
+    await waitFor('host2 holding jobs', async () => (await pendingOf(deadOwner)).length > 0, 5000, 5);
     expect(await redis.keys('tgw:host2:lease:*')).not.toEqual([]);
     const tKill = Date.now();
     await lab.kill(h2);
+    // What host2 held when it died: pending on its consumer, so only a survivor can finish these.
+    const heldIds = await pendingOf(deadOwner);
+    expect(heldIds.length).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 1500));
     stop = true;
     await load;
@@ -233,7 +232,12 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     const duplicates = [...accepted].reduce((n, id) => n + deliveries.get(id)!.length - 1, 0);
     expect(unique.size).toBe(accepted.size);
     for (const id of accepted) for (const d of deliveries.get(id)!) expect([d.signed, d.sum.join()]).toEqual([true, SUM.join()]);
-    expect(await redis.call('XPENDING', 'tgw:jobs:stream', 'runners', '-', '+', 100, deadOwner)).toEqual([]);
+    expect(await pendingOf(deadOwner)).toEqual([]);
+    for (const id of heldIds) {
+      expect(deliveries.get(id)!.some((d) => d.at > tKill)).toBe(true); // delivered by a survivor
+      const rec = (await (await fetch(`${gw(h1)}/jobs/${id}`)).json()) as Json;
+      expect(rec.status).toBe('delivered');
+    }
 
     // The dead host's presence, leases and job consumer are reaped from Redis; the survivors' stay.
     await waitFor(
