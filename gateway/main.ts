@@ -11,7 +11,8 @@ import { log } from './trace.ts';
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--functions=functions]
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
-  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]`;
+  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
+  [--presence-ttl-ms=3*lease-ttl]`;
 
 /** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
 export function parseArgs(argv: string[]): GatewayOptions {
@@ -43,6 +44,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'job-claim-idle-ms': o.jobClaimIdleMs = num(k!, v); break;
       case 'redis-namespace': o.redisNamespace = v; break;
       case 'console': o.console = v !== 'false'; break;
+      case 'presence-ttl-ms': o.presenceTtlMs = num(k!, v); break;
       case 'help': throw new Error(USAGE);
       default: throw new Error(`unknown flag --${k}\n${USAGE}`);
     }

@@ -30,6 +30,7 @@ import { RedisJobQueue } from './jobs/redis-job-queue.ts';
 import { jobDeliverer } from './webhooks/job-deliverer.ts';
 import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
 import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
+import { GatewayPresence } from './gateway-presence.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
 
@@ -66,6 +67,8 @@ export interface GatewayOptions {
   console?: boolean;
   /** The console's chart sampling interval (ms, default 2000). */
   consoleSampleMs?: number;
+  /** A gateway silent this long is judged dead by the others (ms; default 3 × lease TTL). */
+  presenceTtlMs?: number;
 }
 
 export interface RunningGateway {
@@ -78,6 +81,7 @@ export interface RunningGateway {
   jobs: JobQueue;
   runner: JobRunner;
   deployer: FunctionDeployer;
+  presence?: GatewayPresence;
   stop(): Promise<void>;
 }
 
@@ -89,8 +93,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const engine = new EngineClient(o.engine ?? '127.0.0.1:8001');
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   let store: LeaseStore;
+  const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;
   if (redisUrl) {
-    const rs = new RedisLeaseStore(redisUrl, { namespace: o.leaseNamespace ?? `tgw:${os.hostname()}` });
+    const rs = new RedisLeaseStore(redisUrl, { namespace: leaseNamespace });
     await rs.ready(3000).catch((e) => log.warn(`${(e as Error).message}; serving inline until it is reachable`));
     store = rs;
   } else {
@@ -130,6 +135,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   }, true);
   // Async jobs and deployed bundles: in Redis when configured (shared by replicas), else in this process only.
   const ns = o.redisNamespace ?? 'tgw';
+  // Across hosts: heartbeat, and clean up after gateways that died without stopping (gateway-presence.ts).
+  const presence = redisUrl ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) }) : undefined;
+  await presence?.start();
   const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
   const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
@@ -180,6 +188,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner
       await jobs.close();
       await bundles.close();
+      await presence?.stop();
       await reaper.stop();
       await arena?.stop();
       await store.close();
@@ -188,7 +197,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, ownerId, arena, store, engine, registry, jobs, runner, deployer, stop };
+  return { port, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
 }
 
 /** Keep trying to attach to the bundle store after a failed start (Redis down at boot). */

@@ -1,0 +1,100 @@
+// The KServe runtime and example InferenceService against our schema of
+// KServe's documented fields (unknown fields refused, core types checked by
+// kubernetes-models), the runtime's Triton arguments accepted by the engine
+// CLI, the Prometheus Adapter rule's shape, and the Dockerfile's promises.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { checkSchema } from '../../deploy/tools/k8s-validate.ts';
+import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from '../../deploy/tools/kserve-schema.ts';
+import { parseEngineArgs } from '../../engine/cli-options.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+type Obj = Record<string, any>;
+const load = (rel: string): Obj => parse(fs.readFileSync(path.join(ROOT, rel), 'utf8')) as Obj;
+const check = (o: Obj) => checkSchema(o, KSERVE_SCHEMAS[`${o.apiVersion} ${o.kind}`]!);
+
+describe('KServe manifests', () => {
+  const runtime = load('deploy/kserve/cluster-serving-runtime.yaml');
+  const isvc = load('deploy/kserve/inference-service.yaml');
+
+  it('validate against the documented KServe fields', () => {
+    expect(check(runtime)).toEqual([]);
+    expect(check(isvc)).toEqual([]);
+  });
+
+  it('the runtime serves onnx, python and js models over v2 and grpc-v2; the example selects it', () => {
+    expect(runtime.spec.supportedModelFormats.map((f: Obj) => f.name)).toEqual(expect.arrayContaining(['onnx', 'python', 'js']));
+    expect(runtime.spec.protocolVersions).toEqual(['v2', 'grpc-v2']);
+    expect(isvc.spec.predictor.model.runtime).toBe(runtime.metadata.name);
+    expect(runtime.spec.supportedModelFormats.map((f: Obj) => f.name)).toContain(isvc.spec.predictor.model.modelFormat.name);
+  });
+
+  it("takes Triton's KServe arguments, and the engine CLI accepts them", () => {
+    const [cmd, ...args] = runtime.spec.containers[0].args as string[];
+    expect(cmd).toBe('tritonserver');
+    expect(args).toEqual(['--model-store=/mnt/models', '--grpc-port=9000', '--http-port=8080', '--allow-grpc=true', '--allow-http=true']);
+    const o = parseEngineArgs(args);
+    expect([o.modelRepository, o.grpcPort, o.httpPort, o.metricsPort]).toEqual(['/mnt/models', 9000, 8080, 8002]);
+    expect(runtime.spec.annotations['prometheus.kserve.io/port']).toBe(String(o.metricsPort));
+    // the image's `tritonserver` command starts the engine with those flags
+    const wrapper = fs.readFileSync(path.join(ROOT, 'deploy/docker/tritonserver'), 'utf8');
+    expect(wrapper).toMatch(/exec node --import tsx engine\/main\.ts "\$@"/);
+  });
+
+  it('refuses unknown fields, wrong types and bad enums, at any depth', () => {
+    const bad = structuredClone(isvc);
+    bad.spec.predictor.model.storageURI = 'pvc://typo/';
+    bad.spec.predictor.minReplica = 1;
+    bad.spec.predictor.model.resources.requests.cpuu = '1'; // inside the inlined Container: a ResourceList takes any name
+    bad.spec.predictor.model.protocolVersion = 'v3';
+    const errs = check(bad);
+    expect(errs).toContain("spec.predictor: unknown field 'minReplica'");
+    expect(errs).toContain("spec.predictor.model: unknown field 'storageURI'");
+    expect(errs).toContain("spec.predictor.model.protocolVersion: 'v3' is not one of v1, v2, grpc-v2");
+    expect(errs).toHaveLength(3);
+    const rt = structuredClone(runtime);
+    rt.spec.containers[0].imagePullPolcy = 'Always';
+    rt.spec.supportedModelFormats[0].autoSelect = 'yes';
+    expect(check(rt).sort()).toEqual([
+      "spec.containers[0]: unknown field 'imagePullPolcy'",
+      'spec.supportedModelFormats[0].autoSelect: expected a boolean',
+    ]);
+  });
+});
+
+describe('Prometheus Adapter rule', () => {
+  it('has the shape the adapter chart takes', () => {
+    const v = load('deploy/prometheus-adapter/rules.yaml');
+    expect(checkSchema(v, PROMETHEUS_ADAPTER_VALUES)).toEqual([]);
+    expect(checkSchema({ rules: { custom: [{ seriesQuery: 'x', metricQuery: 'typo' }] } }, PROMETHEUS_ADAPTER_VALUES)).toEqual([
+      "rules.custom[0]: missing required field 'metricsQuery'",
+      "rules.custom[0]: unknown field 'metricQuery'",
+    ]);
+  });
+});
+
+describe('Dockerfile', () => {
+  const text = fs.readFileSync(path.join(ROOT, 'deploy/Dockerfile'), 'utf8');
+  const lines = text.split('\n').filter((l) => !l.startsWith('#'));
+
+  it('Node 20 on Debian slim, addon built in a build stage, production deps only, non-root, tini', () => {
+    expect(lines.filter((l) => l.startsWith('FROM ')).map((l) => l.split(' ')[1])).toEqual(['node:20-bookworm-slim', 'node:20-bookworm-slim']);
+    expect(text).toMatch(/FROM node:20-bookworm-slim AS build[\s\S]*npm ci --omit=dev[\s\S]*\nFROM node:20-bookworm-slim\n/);
+    expect(text).toMatch(/COPY --from=build \/app \/app/);
+    expect(text).toMatch(/\nUSER 10001:10001\n/);
+    expect(text).toMatch(/ENTRYPOINT \["\/usr\/bin\/tini", "--"\]/);
+  });
+
+  it('every COPY source exists and is not excluded by .dockerignore', () => {
+    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+    const sources = lines.filter((l) => l.startsWith('COPY ') && !l.includes('--from')).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    expect(sources.length).toBeGreaterThan(5);
+    for (const s of sources) {
+      expect(fs.existsSync(path.join(ROOT, s)), s).toBe(true);
+      expect(ignored.filter((i) => s === i || s.startsWith(`${i}/`)), s).toEqual([]);
+    }
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'native/build', '.git']));
+  });
+});
