@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { EngineOptions } from './server.ts';
 import type { ControlMode } from './model-repository-manager.ts';
+import { parseCacheConfig } from './response-cache.ts';
 
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required)
@@ -18,6 +19,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
+  --cache-config=local,size=N   response cache: in-process LRU of N bytes (repeatable, Triton's syntax)
+  --cache-config=redis,host=H,port=P   response cache in Redis (shared by every engine on it)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -43,7 +46,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'cache-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -70,6 +73,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmKeyPrefix: values['shm-key-prefix'],
     shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
+    cacheConfig: parseCacheConfig(values['cache-config'] ?? []),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
   };
 }

@@ -16,6 +16,10 @@ import { fromConfigType } from './datatypes.ts';
 import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
+import { CacheManager, modelCacheable, requestCacheable } from './cache-manager.ts';
+import { createResponseCache, type CacheConfig } from './response-cache.ts';
+import type { ModelVersion } from './model-lifecycle.ts';
+import type { SharingStatus } from './sharing-status.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -29,6 +33,8 @@ export interface InferenceServerOptions {
   shmMaxBytes?: number;
   /** Server ready only when every model is ready (Triton's --strict-readiness). */
   strictReadiness?: boolean;
+  /** --cache-config: the response cache models with response_cache { enable: true } use. */
+  cacheConfig?: CacheConfig;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -50,9 +56,13 @@ export class InferenceServer implements ServerApi {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
   private readonly traces = new Map<string, Record<string, string[]>>();
+  /** The response cache, when --cache-config gave one. */
+  readonly cache: CacheManager | undefined;
+  private readonly cacheable = new WeakMap<ModelVersion, boolean>();
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
+    this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
@@ -75,6 +85,7 @@ export class InferenceServer implements ServerApi {
     this.stopping = true;
     await this.repository.stop();
     this.shm.close();
+    await this.cache?.close();
     this.live = false;
   }
 
@@ -179,13 +190,26 @@ export class InferenceServer implements ServerApi {
       mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
       throw err;
     }
-    const res = await mv.scheduler.enqueue(req);
+    const res = this.usesCache(mv, req)
+      ? await this.cache!.serve(mv, req, () => mv.scheduler.enqueue(req))
+      : await mv.scheduler.enqueue(req);
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));
       res.outputs.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
     }
     return res;
+  }
+
+  private usesCache(mv: ModelVersion, req: InferRequest): boolean {
+    if (!this.cache || !requestCacheable(req)) return false;
+    let ok = this.cacheable.get(mv);
+    if (ok === undefined) this.cacheable.set(mv, (ok = modelCacheable(mv.config, (n, v) => this.repository.readyVersion(n, v)?.config)));
+    return ok;
+  }
+
+  sharingStatus(): SharingStatus {
+    return { cache: this.cache ? { kind: this.cache.store.kind, ...this.cache.store.stats() } : undefined };
   }
 
   /** Outputs asked for with `classification: k` become their top-k as BYTES. */

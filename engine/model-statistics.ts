@@ -57,6 +57,16 @@ export class ModelStatistics implements StatsSink {
     add(this.s.compute_output, outputNs);
   }
 
+  /** A response served from the response cache; `ns` is the lookup time. */
+  cacheHit(ns: number): void {
+    add(this.s.cache_hit, ns);
+  }
+
+  /** A response not in the cache; `ns` is the lookup plus insert time. */
+  cacheMiss(ns: number): void {
+    add(this.s.cache_miss, ns);
+  }
+
   succeeded(ns: number): void {
     add(this.s.success, ns);
     this.lastInference = Date.now();
