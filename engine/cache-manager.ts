@@ -25,7 +25,7 @@ function stateless(c: ModelConfig | undefined): boolean {
  * additionally needs every step's model to be stateless in that sense.
  */
 export function modelCacheable(config: ModelConfig, lookupConfig: (name: string, version: number) => ModelConfig | undefined): boolean {
-  if ((config.response_cache as { enable?: boolean } | undefined)?.enable !== true || !stateless(config)) return false;
+  if (config.response_cache?.enable !== true || !stateless(config)) return false;
   if (config.platform !== 'ensemble') return true;
   return (config.ensemble_scheduling?.step ?? []).every((s) => stateless(lookupConfig(s.model_name, s.model_version)));
 }

@@ -4,6 +4,12 @@ import { parseArgs } from 'node:util';
 import type { EngineOptions } from './server.ts';
 import type { ControlMode } from './model-repository-manager.ts';
 import { parseCacheConfig } from './response-cache.ts';
+import { parseResourceFlag } from './rate-limiter-decision.ts';
+
+const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
+  if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
+  throw new Error(`--rate-limit: expected off or execution_count, got '${v}'`);
+};
 
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required)
@@ -21,6 +27,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
   --cache-config=local,size=N   response cache: in-process LRU of N bytes (repeatable, Triton's syntax)
   --cache-config=redis,host=H,port=P   response cache in Redis (shared by every engine on it)
+  --rate-limit=off             off | execution_count (Triton's rate limiter over instance_group rate_limiter)
+  --rate-limit-resource=NAME:COUNT[:DEVICE]   copies of a rate-limiter resource (repeatable)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -46,7 +54,8 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'cache-config': { type: 'string', multiple: true }, help: { type: 'boolean' },
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
+      'rate-limit-resource': { type: 'string', multiple: true }, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -74,6 +83,8 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
     shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
     cacheConfig: parseCacheConfig(values['cache-config'] ?? []),
+    rateLimit: rateLimitMode(values['rate-limit']),
+    rateLimitResources: (values['rate-limit-resource'] ?? []).map(parseResourceFlag),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
   };
 }

@@ -20,6 +20,8 @@ import { CacheManager, modelCacheable, requestCacheable } from './cache-manager.
 import { createResponseCache, type CacheConfig } from './response-cache.ts';
 import type { ModelVersion } from './model-lifecycle.ts';
 import type { SharingStatus } from './sharing-status.ts';
+import { RateLimiter } from './rate-limiter.ts';
+import type { ResourceFlag } from './rate-limiter-decision.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -35,6 +37,10 @@ export interface InferenceServerOptions {
   strictReadiness?: boolean;
   /** --cache-config: the response cache models with response_cache { enable: true } use. */
   cacheConfig?: CacheConfig;
+  /** --rate-limit (Triton's default: off). */
+  rateLimit?: 'off' | 'execution_count';
+  /** --rate-limit-resource values. */
+  rateLimitResources?: ResourceFlag[];
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -59,9 +65,12 @@ export class InferenceServer implements ServerApi {
   /** The response cache, when --cache-config gave one. */
   readonly cache: CacheManager | undefined;
   private readonly cacheable = new WeakMap<ModelVersion, boolean>();
+  /** The rate limiter, when --rate-limit=execution_count. */
+  readonly rateLimiter: RateLimiter | undefined;
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
+    this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
@@ -72,6 +81,7 @@ export class InferenceServer implements ServerApi {
       pollSecs: opts.repositoryPollSecs ?? 15,
       shm: this.shm,
       infer: (r) => this.inferValidated(r),
+      rateLimiter: this.rateLimiter,
     });
   }
 

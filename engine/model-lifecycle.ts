@@ -25,6 +25,8 @@ export function transition(from: ModelState, to: ModelState, what: string): Mode
 export class ModelVersion {
   state: ModelState = 'UNKNOWN';
   reason = '';
+  /** Run once the backend is finalized (e.g. leave the rate limiter). */
+  readonly onUnloaded: Array<() => void> = [];
 
   constructor(
     readonly name: string,
@@ -45,6 +47,7 @@ export class ModelVersion {
     if (this.state === 'READY') this.setState('UNLOADING');
     await this.scheduler.stop();
     await this.backend.finalize();
+    for (const fn of this.onUnloaded.splice(0)) fn();
     if (this.state === 'UNLOADING') this.setState('UNAVAILABLE', 'unloaded');
   }
 }

@@ -15,6 +15,7 @@ import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
 import { StatusError, invalidArg, notFound, toStatusError, unavailable } from './status.ts';
 import { log } from './trace.ts';
+import type { RateLimiter } from './rate-limiter.ts';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
 
@@ -28,6 +29,8 @@ export interface RepositoryOptions {
   shm: SharedMemoryManager;
   /** Route a request through the target model's own scheduler (ensemble steps). */
   infer: (request: InferRequest) => Promise<InferResponse>;
+  /** --rate-limit=execution_count. */
+  rateLimiter?: RateLimiter;
 }
 
 interface ModelEntry {
@@ -159,7 +162,7 @@ export class ModelRepositoryManager {
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
-      const deps = { shm: this.opts.shm, infer: this.opts.infer, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config };
+      const deps = { shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config };
       for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));

@@ -12,4 +12,12 @@ describe('sharing flags', () => {
     expect(parseEngineArgs(['--model-repository=/m']).cacheConfig).toBeUndefined();
     expect(() => parseEngineArgs(['--model-repository=/m', '--cache-config=local,size=x'])).toThrow(/size/);
   });
+
+  it('reads --rate-limit and repeated --rate-limit-resource', () => {
+    const o = parseEngineArgs(['--model-repository=/m', '--rate-limit=execution_count', '--rate-limit-resource=R1:10', '--rate-limit-resource', 'R2:5:1']);
+    expect(o.rateLimit).toBe('execution_count');
+    expect(o.rateLimitResources).toEqual([{ name: 'R1', count: 10, device: undefined }, { name: 'R2', count: 5, device: 1 }]);
+    expect(parseEngineArgs(['--model-repository=/m']).rateLimit).toBe('off');
+    expect(() => parseEngineArgs(['--model-repository=/m', '--rate-limit=sometimes'])).toThrow(/--rate-limit/);
+  });
 });
