@@ -22,6 +22,8 @@ import type { ModelVersion } from './model-lifecycle.ts';
 import type { SharingStatus } from './sharing-status.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import type { ResourceFlag } from './rate-limiter-decision.ts';
+import { MemoryBudget } from './model-memory-budget.ts';
+import { readyOnDemand } from './on-demand-loading.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -41,6 +43,12 @@ export interface InferenceServerOptions {
   rateLimit?: 'off' | 'execution_count';
   /** --rate-limit-resource values. */
   rateLimitResources?: ResourceFlag[];
+  /** --model-memory-budget in bytes (ours). */
+  modelMemoryBudget?: number;
+  /** --pin-model: never evicted for the budget. */
+  pinnedModels?: string[];
+  /** On-demand mode: how long a request waits for its model's load (default 30 s). */
+  onDemandTimeoutMs?: number;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -67,10 +75,13 @@ export class InferenceServer implements ServerApi {
   private readonly cacheable = new WeakMap<ModelVersion, boolean>();
   /** The rate limiter, when --rate-limit=execution_count. */
   readonly rateLimiter: RateLimiter | undefined;
+  /** The memory budget, when --model-memory-budget gave one. */
+  readonly budget: MemoryBudget | undefined;
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
+    this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
@@ -82,6 +93,8 @@ export class InferenceServer implements ServerApi {
       shm: this.shm,
       infer: (r) => this.inferValidated(r),
       rateLimiter: this.rateLimiter,
+      budget: this.budget,
+      onDemandTimeoutMs: opts.onDemandTimeoutMs,
     });
   }
 
@@ -148,14 +161,14 @@ export class InferenceServer implements ServerApi {
   }
 
   async loadModel(name: string, params?: LoadParameters): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
     await this.repository.load(name, params);
   }
 
   async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
     await this.repository.unload(name, opts);
@@ -192,12 +205,22 @@ export class InferenceServer implements ServerApi {
 
   /** Check against the model's config and enqueue on its scheduler (also used by ensemble steps). */
   async inferValidated(req: InferRequest): Promise<InferResponse> {
-    const mv = this.repository.get(req.modelName, req.modelVersion);
     req.arrivalNs ??= process.hrtime.bigint();
+    const mv = this.opts.controlMode === 'on-demand' ? await readyOnDemand(this.repository, req, this.opts.onDemandTimeoutMs ?? 30_000) : this.repository.get(req.modelName, req.modelVersion);
+    // In use from here to the answer: the budget never evicts it meanwhile (no await between get and begin).
+    this.budget?.begin(req.modelName);
+    try {
+      return await this.inferOn(mv, req);
+    } finally {
+      this.budget?.end(req.modelName);
+    }
+  }
+
+  private async inferOn(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
     try {
       validateRequest(mv.config, req);
     } catch (err) {
-      mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
+      mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));
       throw err;
     }
     const res = this.usesCache(mv, req)
@@ -219,7 +242,10 @@ export class InferenceServer implements ServerApi {
   }
 
   sharingStatus(): SharingStatus {
-    return { cache: this.cache ? { kind: this.cache.store.kind, ...this.cache.store.stats() } : undefined };
+    return {
+      cache: this.cache ? { kind: this.cache.store.kind, ...this.cache.store.stats() } : undefined,
+      budget: this.budget?.status(),
+    };
   }
 
   /** Outputs asked for with `classification: k` become their top-k as BYTES. */

@@ -30,6 +30,11 @@ export class ModelStatistics implements StatsSink {
     add(this.s.queue, ns);
   }
 
+  /** Time a request waited before its scheduler saw it (an on-demand load): queue time, not another queued request. */
+  queueWait(ns: number): void {
+    this.s.queue.ns += Math.max(0, Math.round(ns));
+  }
+
   executed(batchSize: number, requestCount: number, t: ExecutionTiming): void {
     this.executionCount++;
     this.inferenceCount += batchSize;

@@ -27,6 +27,8 @@ export interface ModelIndexEntry {
   version: string;
   state: ModelState;
   reason: string;
+  /** Bytes charged against --model-memory-budget (ours; only with a budget). */
+  resident_bytes?: number;
 }
 
 export interface Duration {

@@ -10,6 +10,7 @@ const us = (ns: number) => Math.round(ns / 1000);
 
 /** Register the sharing families on `registry` (they read `api` at scrape time). */
 export function registerSharingMetrics(registry: Registry, api: ServerApi): void {
+  registerBudgetMetrics(registry, api);
   const status = () => api.sharingStatus?.();
   const perModel: Array<[string, string, (s: ReturnType<ServerApi['modelStatistics']>[number]) => number]> = [
     ['nv_cache_num_hits_per_model', 'Number of response cache hits per model', (s) => s.inference_stats.cache_hit.count],
@@ -42,6 +43,42 @@ export function registerSharingMetrics(registry: Registry, api: ServerApi): void
         g.reset();
         const c = status()?.cache;
         if (c) g.set(value(c));
+      },
+    });
+  }
+}
+
+/** Our memory budget families (only with --model-memory-budget). */
+export function registerBudgetMetrics(registry: Registry, api: ServerApi): void {
+  const budget = () => api.sharingStatus?.().budget;
+  const totals: Array<[string, string, (b: NonNullable<ReturnType<typeof budget>>) => number]> = [
+    ['nv_model_memory_budget_bytes', 'Memory budget of the loaded models, in bytes (--model-memory-budget)', (b) => b.budgetBytes],
+    ['nv_model_memory_used_bytes', 'Bytes of the budget charged to loaded models', (b) => b.usedBytes],
+    ['nv_model_load_count', 'Model loads charged against the budget', (b) => b.loads],
+    ['nv_model_load_failure_count', 'Model loads refused or failed under the budget', (b) => b.loadFailures],
+    ['nv_model_eviction_count', 'Models unloaded to make room within the budget', (b) => b.evictions],
+    ['nv_model_load_duration_us', 'Cumulative duration of budgeted model loads, in microseconds', (b) => us(b.loadNsTotal)],
+  ];
+  for (const [name, help, value] of totals) {
+    const g: Gauge = new Gauge({
+      name, help, registers: [registry],
+      collect() {
+        g.reset();
+        const b = budget();
+        if (b) g.set(value(b));
+      },
+    });
+  }
+  const perModel: Array<[string, string, (m: NonNullable<ReturnType<typeof budget>>['models'][number]) => number]> = [
+    ['nv_model_resident_bytes', 'Bytes charged to this loaded model (measured at load)', (m) => m.bytes],
+    ['nv_model_load_rss_delta_bytes', 'Process RSS growth seen while this model loaded', (m) => m.rssDeltaBytes],
+  ];
+  for (const [name, help, value] of perModel) {
+    const g: Gauge<'model'> = new Gauge({
+      name, help, labelNames: ['model'], registers: [registry],
+      collect() {
+        g.reset();
+        for (const m of budget()?.models ?? []) g.set({ model: m.name }, value(m));
       },
     });
   }

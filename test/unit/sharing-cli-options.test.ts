@@ -20,4 +20,11 @@ describe('sharing flags', () => {
     expect(parseEngineArgs(['--model-repository=/m']).rateLimit).toBe('off');
     expect(() => parseEngineArgs(['--model-repository=/m', '--rate-limit=sometimes'])).toThrow(/--rate-limit/);
   });
+
+  it('reads the budget, pins and on-demand mode', () => {
+    const o = parseEngineArgs(['--model-repository=/m', '--model-control-mode=on-demand', '--model-memory-budget=1048576', '--pin-model=a', '--pin-model', 'b', '--load-model=a']);
+    expect(o).toMatchObject({ controlMode: 'on-demand', modelMemoryBudget: 1048576, pinnedModels: ['a', 'b'], loadModels: ['a'], onDemandTimeoutMs: 30_000 });
+    expect(parseEngineArgs(['--model-repository=/m', '--model-memory-budget=50%']).modelMemoryBudget).toBeGreaterThan(0);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--model-memory-budget=much'])).toThrow(/--model-memory-budget/);
+  });
 });
