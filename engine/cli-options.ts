@@ -32,6 +32,7 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
   --pin-model=NAME              never evict NAME for the budget (repeatable)
   --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
+  --adaptive-instances=false    models with parameters max_instance_count grow/shrink with queue time (ours)
   --rate-limit=off             off | execution_count (Triton's rate limiter over instance_group rate_limiter)
   --rate-limit-resource=NAME:COUNT[:DEVICE]   copies of a rate-limiter resource (repeatable)
   --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
@@ -61,7 +62,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
       'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
       'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
-      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, help: { type: 'boolean' },
+      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -92,6 +93,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     rateLimit: rateLimitMode(values['rate-limit']),
     modelMemoryBudget: values['model-memory-budget'] === undefined ? undefined : parseBudget(values['model-memory-budget'], os.totalmem()),
     pinnedModels: values['pin-model'] ?? [],
+    adaptiveInstances: bool(values['adaptive-instances'], false, 'adaptive-instances'),
     onDemandTimeoutMs: int(values['on-demand-load-timeout-secs'], 30, 'on-demand-load-timeout-secs') * 1000,
     rateLimitResources: (values['rate-limit-resource'] ?? []).map(parseResourceFlag),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),

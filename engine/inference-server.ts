@@ -24,6 +24,7 @@ import { RateLimiter } from './rate-limiter.ts';
 import type { ResourceFlag } from './rate-limiter-decision.ts';
 import { MemoryBudget } from './model-memory-budget.ts';
 import { readyOnDemand } from './on-demand-loading.ts';
+import { InstanceAutoscaler } from './instance-autoscaler.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -49,6 +50,10 @@ export interface InferenceServerOptions {
   pinnedModels?: string[];
   /** On-demand mode: how long a request waits for its model's load (default 30 s). */
   onDemandTimeoutMs?: number;
+  /** --adaptive-instances: models with max_instance_count gain and lose instances with their queue time (ours). */
+  adaptiveInstances?: boolean;
+  /** Observation window of adaptive instances (default 250 ms). */
+  adaptiveWindowMs?: number;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -77,11 +82,16 @@ export class InferenceServer implements ServerApi {
   readonly rateLimiter: RateLimiter | undefined;
   /** The memory budget, when --model-memory-budget gave one. */
   readonly budget: MemoryBudget | undefined;
+  /** Adaptive instance counts, when --adaptive-instances. */
+  readonly autoscaler: InstanceAutoscaler | undefined;
 
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
+    this.autoscaler = opts.adaptiveInstances
+      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, windowMs: opts.adaptiveWindowMs })
+      : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
@@ -101,11 +111,13 @@ export class InferenceServer implements ServerApi {
   async start(): Promise<void> {
     this.live = true;
     await this.repository.start();
+    this.autoscaler?.start();
   }
 
   /** Stop taking requests, drain, unload every model, unmap regions. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.autoscaler?.stop();
     await this.repository.stop();
     this.shm.close();
     await this.cache?.close();

@@ -6,6 +6,7 @@ import type { Scheduler } from './scheduler.ts';
 import type { ModelStatistics } from './model-statistics.ts';
 import type { ModelState } from './server-api.ts';
 import { internal } from './status.ts';
+import type { InstancePool } from './instance-pool.ts';
 
 const LEGAL: Record<ModelState, ModelState[]> = {
   UNKNOWN: ['LOADING'],
@@ -27,6 +28,8 @@ export class ModelVersion {
   reason = '';
   /** Run once the backend is finalized (e.g. leave the rate limiter). */
   readonly onUnloaded: Array<() => void> = [];
+  /** The instance pool its scheduler draws from (absent for ensembles): adaptive instance counts grow and shrink it. */
+  pool?: InstancePool;
 
   constructor(
     readonly name: string,

@@ -98,6 +98,12 @@ export class MemoryBudget {
     this.counts.loadNsTotal += loadNs;
   }
 
+  /** The model's charge grew or shrank (an instance added or removed). */
+  adjust(name: string, deltaBytes: number): void {
+    const c = this.cost.get(name);
+    if (c) c.bytes = Math.max(0, c.bytes + deltaBytes);
+  }
+
   loadFailed(): void {
     this.counts.loadFailures++;
   }

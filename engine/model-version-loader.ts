@@ -43,6 +43,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
   let scheduler: Scheduler;
   let limited: ReturnType<RateLimiter['register']> | undefined;
+  let pool: InstancePool | undefined;
   if (bm.createScheduler) scheduler = bm.createScheduler(stats);
   else {
     try {
@@ -51,7 +52,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
       await bm.finalize();
       throw err;
     }
-    const pool = new InstancePool(limited?.instances ?? bm.instances);
+    pool = new InstancePool(limited?.instances ?? bm.instances);
     scheduler =
       config.dynamic_batching && config.max_batch_size > 0
         ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
@@ -59,6 +60,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   }
   const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
   if (limited) mv.onUnloaded.push(limited.unregister);
+  mv.pool = pool;
   mv.setState('LOADING');
   try {
     await runWarmup(config, scheduler, src.modelDir);
