@@ -25,6 +25,7 @@ import type { ResourceFlag } from './rate-limiter-decision.ts';
 import { MemoryBudget } from './model-memory-budget.ts';
 import { readyOnDemand } from './on-demand-loading.ts';
 import { InstanceAutoscaler } from './instance-autoscaler.ts';
+import type { InstancePolicy } from './instance-count-decision.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -54,6 +55,8 @@ export interface InferenceServerOptions {
   adaptiveInstances?: boolean;
   /** Observation window of adaptive instances (default 250 ms). */
   adaptiveWindowMs?: number;
+  /** Overrides of the adaptive policy's thresholds (tests, benchmarks). */
+  adaptivePolicy?: Partial<InstancePolicy>;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -90,7 +93,7 @@ export class InferenceServer implements ServerApi {
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
     this.autoscaler = opts.adaptiveInstances
-      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, windowMs: opts.adaptiveWindowMs })
+      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
       : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });

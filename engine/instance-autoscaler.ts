@@ -35,6 +35,17 @@ interface Seen {
   atNs: bigint;
 }
 
+/** Idle and total CPU time of the whole machine so far (ms, summed over cores). */
+function machineCpu(): { idle: number; total: number } {
+  let idle = 0;
+  let total = 0;
+  for (const c of os.cpus()) {
+    idle += c.times.idle;
+    total += c.times.user + c.times.nice + c.times.sys + c.times.irq + c.times.idle;
+  }
+  return { idle, total };
+}
+
 const execNsOf = (s: ModelStatistics) => s.batch_stats.reduce((a, b) => a + b.compute_input.ns + b.compute_infer.ns + b.compute_output.ns, 0);
 
 export class InstanceAutoscaler {
@@ -42,6 +53,7 @@ export class InstanceAutoscaler {
   private running = false;
   private streaks = new Map<string, Streak>();
   private readonly seen = new WeakMap<ModelVersion, Seen>();
+  private lastCpu = machineCpu();
   /** Changes applied, for tests and the log: [model, delta, instances after]. */
   readonly history: Array<{ model: string; delta: number; instances: number; atMs: number }> = [];
 
@@ -89,10 +101,14 @@ export class InstanceAutoscaler {
           instanceBytes: instances > 0 ? Math.ceil(bytes / instances) : 0,
         });
       }
+      const cpu = machineCpu();
+      const idleCores = cpu.total > this.lastCpu.total ? ((cpu.idle - this.lastCpu.idle) / (cpu.total - this.lastCpu.total)) * os.cpus().length : 0;
+      this.lastCpu = cpu;
       const budget = this.opts.budget;
       const policy: InstancePolicy = {
         ...DEFAULT_INSTANCE_POLICY,
         cores: Math.max(0, os.availableParallelism() - fixedBusyCores),
+        idleCores,
         freeBytes: budget ? budget.budgetBytes - budget.usedBytes() : Infinity,
         ...this.opts.policy,
       };

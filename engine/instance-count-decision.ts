@@ -4,7 +4,9 @@
 // (mean queue time above a threshold for `holdWindows` windows in a row)
 // gains an instance, if the cores in use and the memory budget leave room; a
 // model that keeps sitting idle for `idleWindows` windows loses one, down to
-// its configured count. Every change restarts the model's streak, which is
+// its configured count. An instance is only added while the machine has a
+// core to spare (counting every process, not only this engine's instances).
+// Every change restarts the model's streak, which is
 // the hysteresis that keeps counts from flapping.
 
 export interface InstanceWindow {
@@ -40,13 +42,18 @@ export interface InstancePolicy {
   cores: number;
   /** Budget bytes still free (Infinity without a budget). */
   freeBytes: number;
+  /** Cores the whole machine left idle in the window (other processes count too). */
+  idleCores: number;
+  /** An instance is added only while at least this much of a core sits idle: on a saturated host a new instance only adds contention. */
+  minIdleCores: number;
 }
 
-export const DEFAULT_INSTANCE_POLICY: Omit<InstancePolicy, 'cores' | 'freeBytes'> = {
+export const DEFAULT_INSTANCE_POLICY: Omit<InstancePolicy, 'cores' | 'freeBytes' | 'idleCores'> = {
   addQueueNs: 2_000_000,
   idleBusyFraction: 0.05,
   holdWindows: 2,
   idleWindows: 4,
+  minIdleCores: 0.5,
 };
 
 export interface InstanceDecision {
@@ -60,6 +67,7 @@ export function decideInstances(models: readonly InstanceWindow[], streaks: Read
   const changes: InstanceDecision['changes'] = [];
   let coresInUse = models.filter((m) => m.requests > 0).reduce((a, m) => a + m.instances, 0);
   let freeBytes = policy.freeBytes;
+  let idleCores = policy.idleCores;
   const wantMore: InstanceWindow[] = [];
   for (const m of models) {
     const prev = streaks.get(m.name) ?? { high: 0, low: 0 };
@@ -78,11 +86,12 @@ export function decideInstances(models: readonly InstanceWindow[], streaks: Read
   }
   // The longest waits first, while cores and memory last.
   for (const m of wantMore.sort((a, b) => b.meanQueueNs - a.meanQueueNs)) {
-    if (coresInUse + 1 > policy.cores || m.instanceBytes > freeBytes) continue;
+    if (coresInUse + 1 > policy.cores || m.instanceBytes > freeBytes || idleCores < policy.minIdleCores) continue;
     changes.push({ name: m.name, delta: 1 });
     next.set(m.name, { high: 0, low: 0 });
     coresInUse += 1;
     freeBytes -= m.instanceBytes;
+    idleCores -= 1;
   }
   return { changes, streaks: next };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstanceWindow, type Streak } from '../../engine/instance-count-decision.ts';
 
-const policy = { ...DEFAULT_INSTANCE_POLICY, cores: 4, freeBytes: Infinity };
+const policy = { ...DEFAULT_INSTANCE_POLICY, cores: 4, freeBytes: Infinity, idleCores: 4 };
 const hot = (name: string, extra: Partial<InstanceWindow> = {}): InstanceWindow => ({
   name, instances: 1, min: 1, max: 3, requests: 100, meanQueueNs: 10_000_000, busyFraction: 1, instanceBytes: 10, ...extra,
 });
@@ -43,6 +43,9 @@ describe('decideInstances', () => {
     expect(run([busy, busy], { ...policy, cores: 3 })[1]).toEqual([{ name: 'b', delta: 1 }]);
     // Memory for neither.
     expect(run([busy, busy], { ...policy, freeBytes: 5 })[1]).toEqual([]);
+    // A machine whose cores other work keeps busy: adding would only add contention.
+    expect(run([busy, busy], { ...policy, idleCores: 0.2 })[1]).toEqual([]);
+    expect(run([busy, busy], { ...policy, idleCores: 1 })[1]).toEqual([{ name: 'b', delta: 1 }]);
   });
 
   it('moves capacity: the idle model shrinks while the busy one grows', () => {
