@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { startEngine, type RunningEngine } from '../../engine/server.ts';
 import { buildSlowModel } from '../fixtures/test-models.ts';
 
-const { values } = parseArgs({ options: { 'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' } } });
+const { values } = parseArgs({ options: { 'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' }, reps: { type: 'string', default: '3' } } });
 const PHASE_MS = Number(values['phase-ms']);
 const CLIENTS = Number(values.clients);
 
@@ -66,6 +66,8 @@ async function phase(e: RunningEngine, model: string, ms: number) {
 }
 
 type Mode = 'static' | 'adaptive' | 'adaptive, idle-core check off';
+const MODES: Mode[] = ['static', 'adaptive', 'adaptive, idle-core check off'];
+const REPS = Number(values.reps);
 
 async function scenario(mode: Mode) {
   const adaptive = mode !== 'static';
@@ -110,15 +112,31 @@ async function cacheRows() {
 
 async function main(): Promise<void> {
   const load0 = os.loadavg()[0]!;
-  const runs: Array<Awaited<ReturnType<typeof scenario>>> = [];
-  for (const mode of ['static', 'adaptive', 'adaptive, idle-core check off'] as const) runs.push(await scenario(mode));
+  // Modes take turns, REPS times over, and each cell is the median: load from other work drifts between turns.
+  const all: Array<Awaited<ReturnType<typeof scenario>>> = [];
+  for (let rep = 0; rep < REPS; rep++) for (const mode of MODES) all.push(await scenario(mode));
+  const med = (xs: number[]) => pct(xs, 50);
+  const runs = MODES.map((mode) => {
+    const rs = all.filter((r) => r.mode === mode);
+    return {
+      mode,
+      changes: med(rs.map((r) => r.changes)),
+      phases: rs[0]!.phases.map((p, i) => ({
+        model: p.model,
+        rps: med(rs.map((r) => r.phases[i]!.rps)),
+        p95: med(rs.map((r) => r.phases[i]!.p95)),
+        cpuMsPerReq: med(rs.map((r) => r.phases[i]!.cpuMsPerReq)),
+        instances: med(rs.map((r) => r.phases[i]!.instances)),
+      })),
+    };
+  });
   const cache = await cacheRows();
   const f = (x: number, d = 1) => x.toFixed(d);
   const stat = runs[0]!;
   const lines = [
-    `Traffic on the hot model moves A -> B -> A, ${CLIENTS} closed-loop clients, ${PHASE_MS} ms per phase; ${os.availableParallelism()} cores, load average ${f(load0, 2)} at start (other work shared the cores).`,
+    `Traffic on the hot model moves A -> B -> A, ${CLIENTS} closed-loop clients, ${PHASE_MS} ms per phase, the engines taking turns ${REPS} times (medians shown); ${os.availableParallelism()} cores, load average ${f(load0, 2)} at start (other work shared the cores).`,
     '',
-    '| phase (hot model) | engine | req/s | vs static | p95 ms | CPU ms/req | hot model instances at end | instance changes in run |',
+    '| phase (hot model) | engine | req/s | vs static | p95 ms | CPU ms/req | hot model instances at end | instance changes per run |',
     '|---|---|---|---|---|---|---|---|',
     ...stat.phases.flatMap((s, i) =>
       runs.map((r) => {
