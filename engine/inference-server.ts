@@ -93,7 +93,7 @@ export class InferenceServer implements ServerApi {
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
     this.autoscaler = opts.adaptiveInstances
-      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
+      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, rateLimiter: this.rateLimiter, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
       : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });

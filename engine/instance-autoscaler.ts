@@ -10,12 +10,16 @@ import type { MemoryBudget } from './model-memory-budget.ts';
 import type { ModelStatistics } from './server-api.ts';
 import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstancePolicy, type InstanceWindow, type Streak } from './instance-count-decision.ts';
 import { log, tracer } from './trace.ts';
+import type { RateLimiter } from './rate-limiter.ts';
+import type { ExecutionInstance } from './scheduler.ts';
 
 const trace = tracer('autoscaler');
 
 export interface AutoscalerOptions {
   versions: () => ModelVersion[];
   budget?: MemoryBudget;
+  /** With --rate-limit, added instances are rate-limited like the configured ones. */
+  rateLimiter?: RateLimiter;
   windowMs?: number;
   policy?: Partial<InstancePolicy>;
 }
@@ -54,6 +58,8 @@ export class InstanceAutoscaler {
   private streaks = new Map<string, Streak>();
   private readonly seen = new WeakMap<ModelVersion, Seen>();
   private lastCpu = machineCpu();
+  /** Rate-limited wrappers of added instances: the backend's instance and how to leave the limiter. */
+  private readonly wrapped = new WeakMap<ExecutionInstance, { raw: ExecutionInstance; unregister: () => void }>();
   /** Changes applied, for tests and the log: [model, delta, instances after]. */
   readonly history: Array<{ model: string; delta: number; instances: number; atMs: number }> = [];
 
@@ -131,11 +137,16 @@ export class InstanceAutoscaler {
         await mv.backend.removeInstance!(inst); // unloaded meanwhile
         return;
       }
-      pool.add(inst);
+      const limited = this.opts.rateLimiter?.register(mv.name, mv.config, [inst]);
+      if (limited) this.wrapped.set(limited.instances[0]!, { raw: inst, unregister: limited.unregister });
+      pool.add(limited?.instances[0] ?? inst);
       this.opts.budget?.adjust(mv.name, w.instanceBytes);
     } else {
-      const inst = await pool.retire();
-      await mv.backend.removeInstance!(inst);
+      const taken = await pool.retire();
+      const w2 = this.wrapped.get(taken);
+      w2?.unregister();
+      // A configured instance retired under the rate limiter stays registered with it until unload (harmless: it never executes again).
+      await mv.backend.removeInstance!(w2?.raw ?? taken);
       this.opts.budget?.adjust(mv.name, -w.instanceBytes);
     }
     this.history.push({ model: mv.name, delta, instances: pool.instances.length, atMs: performance.now() });

@@ -58,6 +58,11 @@ export class RateLimiter {
     };
   }
 
+  /** Instances registered (tests). */
+  size(): number {
+    return this.instances.size;
+  }
+
   /** Free copies per resource pool (tests, metrics). */
   free(): Map<string, number> {
     const out = new Map<string, number>();

@@ -91,10 +91,11 @@ export const onnxruntimeBackend: Backend = {
         return inst;
       },
       removeInstance: async (inst) => {
-        const i = instances.indexOf(inst as OnnxInstance);
+        // By name: the pool may hold a wrapper of it (rate limiter).
+        const i = instances.findIndex((x) => x.name === inst.name);
         if (i < 0) return;
-        instances.splice(i, 1);
-        await (inst as OnnxInstance).close();
+        const [gone] = instances.splice(i, 1);
+        await gone!.close();
       },
       io: { inputs: ioOf(meta.inputs, true), outputs: ioOf(meta.outputs, true) },
       memoryBytes: () => size * instances.length,

@@ -72,6 +72,17 @@ describe('adaptive instances', () => {
     expect(await flood(e, 'grows', 100)).toBeGreaterThan(0);
   });
 
+  it('rate-limits the instances it adds like the configured ones', async () => {
+    const e = await startTestEngine({ modelRepository: repo, adaptiveInstances: true, adaptiveWindowMs: 100, adaptivePolicy: { minIdleCores: 0 }, rateLimit: 'execution_count' });
+    engines.push(e);
+    const registered = e.engine.rateLimiter!.size();
+    await flood(e, 'grows', 1200);
+    const added = e.engine.autoscaler!.history.filter((h) => h.delta === 1).length;
+    expect(added).toBeGreaterThan(0);
+    const removed = e.engine.autoscaler!.history.filter((h) => h.delta === -1).length;
+    expect(e.engine.rateLimiter!.size()).toBe(registered + added - removed);
+  });
+
   it('is off by default', async () => {
     const e = await startTestEngine({ modelRepository: repo });
     engines.push(e);
