@@ -41,6 +41,10 @@ export interface BackendModel {
   readonly io?: { inputs: IOInfo[]; outputs: IOInfo[] };
   /** Approximate resident bytes (statistics memory_usage). */
   memoryBytes?(): number;
+  /** Start one more execution instance (adaptive instance counts); backends that cannot omit it. */
+  addInstance?(): Promise<ExecutionInstance>;
+  /** Stop an instance addInstance (or load) made; it is idle and out of the pool. */
+  removeInstance?(instance: ExecutionInstance): Promise<void>;
   /** A region was unregistered: drop any mapping of its key (worker-side caches). */
   forgetShm?(key: string): void;
   finalize(): Promise<void>;

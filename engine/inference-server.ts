@@ -18,6 +18,16 @@ import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from './decoupled.ts';
 import { TraceManager, type TraceSettings } from './trace-manager.ts';
+import { CacheManager, modelCacheable, requestCacheable } from './cache-manager.ts';
+import { createResponseCache, type CacheConfig } from './response-cache.ts';
+import type { ModelVersion } from './model-lifecycle.ts';
+import type { SharingStatus } from './sharing-status.ts';
+import { RateLimiter } from './rate-limiter.ts';
+import type { ResourceFlag } from './rate-limiter-decision.ts';
+import { MemoryBudget } from './model-memory-budget.ts';
+import { readyOnDemand } from './on-demand-loading.ts';
+import { InstanceAutoscaler } from './instance-autoscaler.ts';
+import type { InstancePolicy } from './instance-count-decision.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -37,6 +47,24 @@ export interface InferenceServerOptions {
   traceConfig?: TraceSettings;
   /** Server metadata `name` (Triton's clients and tools compare it to 'triton'). */
   serverName?: string;
+  /** --cache-config: the response cache models with response_cache { enable: true } use. */
+  cacheConfig?: CacheConfig;
+  /** --rate-limit (Triton's default: off). */
+  rateLimit?: 'off' | 'execution_count';
+  /** --rate-limit-resource values. */
+  rateLimitResources?: ResourceFlag[];
+  /** --model-memory-budget in bytes (ours). */
+  modelMemoryBudget?: number;
+  /** --pin-model: never evicted for the budget. */
+  pinnedModels?: string[];
+  /** On-demand mode: how long a request waits for its model's load (default 30 s). */
+  onDemandTimeoutMs?: number;
+  /** --adaptive-instances: models with max_instance_count gain and lose instances with their queue time (ours). */
+  adaptiveInstances?: boolean;
+  /** Observation window of adaptive instances (default 250 ms). */
+  adaptiveWindowMs?: number;
+  /** Overrides of the adaptive policy's thresholds (tests, benchmarks). */
+  adaptivePolicy?: Partial<InstancePolicy>;
 }
 
 export const SERVER_NAME = 'triton';
@@ -59,10 +87,26 @@ export class InferenceServer implements ServerApi {
   };
   readonly tracing: TraceManager;
 
+  /** The response cache, when --cache-config gave one. */
+  readonly cache: CacheManager | undefined;
+  private readonly cacheable = new WeakMap<ModelVersion, boolean>();
+  /** The rate limiter, when --rate-limit=execution_count. */
+  readonly rateLimiter: RateLimiter | undefined;
+  /** The memory budget, when --model-memory-budget gave one. */
+  readonly budget: MemoryBudget | undefined;
+  /** Adaptive instance counts, when --adaptive-instances. */
+  readonly autoscaler: InstanceAutoscaler | undefined;
+
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
     this.name = opts.serverName || SERVER_NAME;
     this.tracing = new TraceManager(opts.traceConfig);
+    this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
+    this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
+    this.autoscaler = opts.adaptiveInstances
+      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, rateLimiter: this.rateLimiter, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
+      : undefined;
+    this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
@@ -73,20 +117,26 @@ export class InferenceServer implements ServerApi {
       shm: this.shm,
       infer: (r) => this.inferValidated(r),
       backendConfig: opts.backendConfig,
+      rateLimiter: this.rateLimiter,
+      budget: this.budget,
+      onDemandTimeoutMs: opts.onDemandTimeoutMs,
     });
   }
 
   async start(): Promise<void> {
     this.live = true;
     await this.repository.start();
+    this.autoscaler?.start();
   }
 
   /** Stop taking requests, drain, unload every model, unmap regions. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.autoscaler?.stop();
     await this.repository.stop();
     this.shm.close();
     await this.tracing.shutdown();
+    await this.cache?.close();
     this.live = false;
   }
 
@@ -139,7 +189,7 @@ export class InferenceServer implements ServerApi {
   }
 
   async loadModel(name: string, params?: LoadParameters): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
     await this.repository.load(name, params).catch((err: unknown) => {
@@ -148,7 +198,7 @@ export class InferenceServer implements ServerApi {
   }
 
   async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll') {
+    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
     await this.repository.unload(name, opts);
@@ -187,21 +237,47 @@ export class InferenceServer implements ServerApi {
 
   /** Check against the model's config and enqueue on its scheduler (also used by ensemble steps). */
   async inferValidated(req: InferRequest): Promise<InferResponse> {
-    const mv = this.repository.get(req.modelName, req.modelVersion);
     req.arrivalNs ??= process.hrtime.bigint();
+    const mv = this.opts.controlMode === 'on-demand' ? await readyOnDemand(this.repository, req, this.opts.onDemandTimeoutMs ?? 30_000) : this.repository.get(req.modelName, req.modelVersion);
+    // In use from here to the answer: the budget never evicts it meanwhile (no await between get and begin).
+    this.budget?.begin(req.modelName);
+    try {
+      return await this.inferOn(mv, req);
+    } finally {
+      this.budget?.end(req.modelName);
+    }
+  }
+
+  private async inferOn(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
     try {
       validateRequest(mv.config, req);
     } catch (err) {
-      mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs));
+      mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));
       throw err;
     }
-    const res = await this.tracing.traced(req, String(mv.version), () => mv.scheduler.enqueue(req));
+    const res = await this.tracing.traced(req, String(mv.version), () =>
+      this.usesCache(mv, req) ? this.cache!.serve(mv, req, () => mv.scheduler.enqueue(req)) : mv.scheduler.enqueue(req),
+    );
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));
       res.outputs.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
     }
     return res;
+  }
+
+  private usesCache(mv: ModelVersion, req: InferRequest): boolean {
+    if (!this.cache || !requestCacheable(req)) return false;
+    let ok = this.cacheable.get(mv);
+    if (ok === undefined) this.cacheable.set(mv, (ok = modelCacheable(mv.config, (n, v) => this.repository.readyVersion(n, v)?.config)));
+    return ok;
+  }
+
+  sharingStatus(): SharingStatus {
+    return {
+      cache: this.cache ? { kind: this.cache.store.kind, ...this.cache.store.stats() } : undefined,
+      budget: this.budget?.status(),
+    };
   }
 
   /** Outputs asked for with `classification: k` become their top-k as BYTES. */

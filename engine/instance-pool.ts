@@ -7,8 +7,29 @@ export class InstancePool {
   private readonly free: ExecutionInstance[];
   private readonly waiters: Array<(i: ExecutionInstance) => void> = [];
 
-  constructor(readonly instances: readonly ExecutionInstance[]) {
+  private readonly all: ExecutionInstance[];
+
+  constructor(instances: readonly ExecutionInstance[]) {
+    this.all = [...instances];
     this.free = [...instances];
+  }
+
+  /** Every instance of the pool, busy or free. */
+  get instances(): readonly ExecutionInstance[] {
+    return this.all;
+  }
+
+  /** A new instance joins (adaptive instance counts): it serves the longest waiter at once. */
+  add(instance: ExecutionInstance): void {
+    this.all.push(instance);
+    this.release(instance);
+  }
+
+  /** Take one instance out for good, once it is free (behind earlier waiters). */
+  async retire(): Promise<ExecutionInstance> {
+    const i = await this.acquire();
+    this.all.splice(this.all.indexOf(i), 1);
+    return i;
   }
 
   /** Take an idle instance without waiting, or undefined. */

@@ -8,6 +8,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { ModelStatistics, ServerApi } from './server-api.ts';
 import { log } from './trace.ts';
 import { listen, type RunningServer } from './http/http-server.ts';
+import { registerSharingMetrics } from './sharing-metrics.ts';
 
 type StatsField = (s: ModelStatistics) => number;
 const us = (ns: number) => Math.round(ns / 1000);
@@ -52,6 +53,8 @@ export function createMetricsRegistry(api: ServerApi): Registry {
       },
     });
   }
+
+  registerSharingMetrics(registry, api);
 
   let last = cpuTimes();
   new Gauge({

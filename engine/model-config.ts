@@ -20,6 +20,8 @@ export interface ModelInstanceGroup {
   kind: 'KIND_AUTO' | 'KIND_GPU' | 'KIND_CPU' | 'KIND_MODEL';
   count: number;
   gpus?: number[];
+  /** Resources held while executing, and the share weight (rate limiter). */
+  rate_limiter?: { resources?: Array<{ name: string; global?: boolean; count?: number }>; priority?: number };
 }
 
 export interface QueuePolicy {
@@ -86,6 +88,7 @@ export interface ModelConfig {
   ensemble_scheduling?: { step: EnsembleStep[] };
   parameters?: Record<string, ModelParameter>;
   model_warmup?: ModelWarmup[];
+  response_cache?: { enable?: boolean };
   /** Anything else the .proto has is kept as parsed. */
   [field: string]: unknown;
 }

@@ -6,6 +6,7 @@ import type { Scheduler } from './scheduler.ts';
 import type { ModelStatistics } from './model-statistics.ts';
 import type { ModelState } from './server-api.ts';
 import { internal } from './status.ts';
+import type { InstancePool } from './instance-pool.ts';
 
 const LEGAL: Record<ModelState, ModelState[]> = {
   UNKNOWN: ['LOADING'],
@@ -25,6 +26,10 @@ export function transition(from: ModelState, to: ModelState, what: string): Mode
 export class ModelVersion {
   state: ModelState = 'UNKNOWN';
   reason = '';
+  /** Run once the backend is finalized (e.g. leave the rate limiter). */
+  readonly onUnloaded: Array<() => void> = [];
+  /** The instance pool its scheduler draws from (absent for ensembles): adaptive instance counts grow and shrink it. */
+  pool?: InstancePool;
 
   constructor(
     readonly name: string,
@@ -45,6 +50,7 @@ export class ModelVersion {
     if (this.state === 'READY') this.setState('UNLOADING');
     await this.scheduler.stop();
     await this.backend.finalize();
+    for (const fn of this.onUnloaded.splice(0)) fn();
     if (this.state === 'UNLOADING') this.setState('UNAVAILABLE', 'unloaded');
   }
 }

@@ -15,8 +15,13 @@ import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
 import { StatusError, invalidArg, notFound, toStatusError, unavailable } from './status.ts';
 import { log } from './trace.ts';
+import type { RateLimiter } from './rate-limiter.ts';
+import type { MemoryBudget } from './model-memory-budget.ts';
+import { budgetedLoad } from './budgeted-load.ts';
+import { evictionCandidates, loadOnDemand } from './on-demand-loading.ts';
 
-export type ControlMode = 'none' | 'poll' | 'explicit';
+/** Triton's modes, and ours: 'on-demand' loads a model when a request for it arrives. */
+export type ControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
 
 export interface RepositoryOptions {
   repository: string;
@@ -30,6 +35,12 @@ export interface RepositoryOptions {
   infer: (request: InferRequest) => Promise<InferResponse>;
   /** Per-backend settings handed to backends (--backend-config). */
   backendConfig?: Record<string, Record<string, string>>;
+  /** --rate-limit=execution_count. */
+  rateLimiter?: RateLimiter;
+  /** --model-memory-budget: loads are charged against it (and evict idle models in on-demand mode). */
+  budget?: MemoryBudget;
+  /** On-demand mode: how long a request waits for its model to load. */
+  onDemandTimeoutMs?: number;
 }
 
 interface ModelEntry {
@@ -48,6 +59,9 @@ interface ModelEntry {
 export class ModelRepositoryManager {
   private readonly models = new Map<string, ModelEntry>();
   private readonly poller: RepositoryPoller;
+  /** Models with a load under way (never evicted), and the shared load of each on-demand model. */
+  readonly loading = new Set<string>();
+  readonly pendingLoads = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: RepositoryOptions) {
     this.poller = new RepositoryPoller({
@@ -64,7 +78,7 @@ export class ModelRepositoryManager {
   async start(): Promise<void> {
     const { controlMode, startupModels } = this.opts;
     const names =
-      controlMode === 'explicit' && !startupModels.includes('*') ? startupModels : this.modelDirs();
+      (controlMode === 'explicit' || controlMode === 'on-demand') && !startupModels.includes('*') ? startupModels : this.modelDirs();
     await this.loadMany(names);
     if (controlMode === 'poll') this.poller.start(this.opts.pollSecs);
   }
@@ -135,6 +149,15 @@ export class ModelRepositoryManager {
   }
 
   private async loadLocked(e: ModelEntry, params: LoadParameters): Promise<void> {
+    this.loading.add(e.name);
+    try {
+      await this.loadVersions(e, params);
+    } finally {
+      this.loading.delete(e.name);
+    }
+  }
+
+  private async loadVersions(e: ModelEntry, params: LoadParameters): Promise<void> {
     const { name } = e;
     let dir = path.join(this.opts.repository, name);
     if (params.files && Object.keys(params.files).length) {
@@ -149,7 +172,7 @@ export class ModelRepositoryManager {
     try {
       const raw = readRawConfig(src);
       const rel = `${name}/config.pbtxt`;
-      if (raw.platform === 'ensemble' && this.opts.controlMode === 'explicit') {
+      if (raw.platform === 'ensemble' && (this.opts.controlMode === 'explicit' || this.opts.controlMode === 'on-demand')) {
         // Triton loads an ensemble's composing models with it.
         for (const [i, s] of (raw.ensemble_scheduling?.step ?? []).entries()) {
           if (this.readyVersion(s.model_name)) continue;
@@ -161,8 +184,21 @@ export class ModelRepositoryManager {
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
-      const deps = { shm: this.opts.shm, infer: this.opts.infer, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config, backendConfig: this.opts.backendConfig };
-      for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
+      const deps = { shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config, backendConfig: this.opts.backendConfig };
+      const loadAll = async () => {
+        for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
+        return loaded;
+      };
+      const budget = this.opts.budget;
+      if (!budget || raw.platform === 'ensemble') await loadAll();
+      else {
+        const onDemand = this.opts.controlMode === 'on-demand';
+        await budgetedLoad(budget, {
+          name, dir, versions, raw, waitMs: onDemand ? (this.opts.onDemandTimeoutMs ?? 30_000) : 0,
+          candidates: () => evictionCandidates(this, budget, name),
+          evict: onDemand ? (n) => this.evict(n) : undefined,
+        }, loadAll);
+      }
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
       const se = toStatusError(err);
@@ -200,6 +236,27 @@ export class ModelRepositoryManager {
     return dir;
   }
 
+  /** Unload an idle model for the budget, atomically with the check (a request that got it first keeps it). */
+  evict(name: string): Promise<boolean> {
+    const e = this.models.get(name);
+    if (!e) return Promise.resolve(false);
+    return this.withLock(e, async () => {
+      if (this.opts.budget?.inUse(name) || [...e.versions.values()].some((v) => v.scheduler.inflightCount() > 0) || e.versions.size === 0) return false;
+      await this.unloadLocked(e, true);
+      return true;
+    });
+  }
+
+  /** On-demand mode: load `name` if it is in the repository and not loaded; concurrent callers share one load. */
+  ensureLoaded(name: string, timeoutMs: number): Promise<void> {
+    return loadOnDemand(this, name, timeoutMs);
+  }
+
+  /** Loaded entries (the on-demand helpers read them). */
+  entries(): Iterable<{ name: string; versions: Map<number, ModelVersion> }> {
+    return this.models.values();
+  }
+
   /** Unload every version of a model; with unloadDependents, also the ensembles that use it. */
   async unload(name: string, opts: { unloadDependents?: boolean } = {}): Promise<void> {
     const e = this.models.get(name);
@@ -210,17 +267,20 @@ export class ModelRepositoryManager {
         if (uses) await this.unload(other.name, opts);
       }
     }
-    await this.withLock(e, async () => {
-      const old = [...e.versions.values()];
-      e.versions = new Map();
-      e.state = 'UNAVAILABLE';
-      e.reason = 'unloaded';
-      for (const v of old) v.setState('UNLOADING');
-      await Promise.all(old.map((v) => v.unload()));
-      if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
-      e.tmpDir = undefined;
-      log.info(`successfully unloaded '${name}'`);
-    });
+    await this.withLock(e, () => this.unloadLocked(e, false));
+  }
+
+  private async unloadLocked(e: ModelEntry, evicted: boolean): Promise<void> {
+    const old = [...e.versions.values()];
+    e.versions = new Map();
+    e.state = 'UNAVAILABLE';
+    e.reason = evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded';
+    for (const v of old) v.setState('UNLOADING');
+    await Promise.all(old.map((v) => v.unload()));
+    this.opts.budget?.unloaded(e.name, evicted);
+    if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
+    e.tmpDir = undefined;
+    log.info(`successfully unloaded '${e.name}'`);
   }
 
   /** The READY version to serve: the requested one, or the highest. */
@@ -261,7 +321,10 @@ export class ModelRepositoryManager {
     for (const name of [...names].sort()) {
       const e = this.models.get(name);
       if (e && e.versions.size) {
-        for (const v of e.versions.values()) out.push({ name, version: String(v.version), state: v.state, reason: v.reason });
+        const resident = this.opts.budget?.costOf(name)?.bytes;
+        for (const v of e.versions.values()) {
+          out.push({ name, version: String(v.version), state: v.state, reason: v.reason, ...(resident !== undefined ? { resident_bytes: resident } : {}) });
+        }
       } else {
         out.push({ name, version: '', state: e ? e.state : 'UNAVAILABLE', reason: e ? e.reason : 'not loaded' });
       }
@@ -271,7 +334,7 @@ export class ModelRepositoryManager {
 
   /** True when every model the control mode meant to load is READY. */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => e.state === 'READY' || e.reason === 'unloaded');
+    return [...this.models.values()].every((e) => e.state === 'READY' || e.reason.startsWith('unloaded'));
   }
 
   /** Poll mode: load new models, reload changed ones, unload removed ones. */

@@ -30,6 +30,11 @@ export class ModelStatistics implements StatsSink {
     add(this.s.queue, ns);
   }
 
+  /** Time a request waited before its scheduler saw it (an on-demand load): queue time, not another queued request. */
+  queueWait(ns: number): void {
+    this.s.queue.ns += Math.max(0, Math.round(ns));
+  }
+
   executed(batchSize: number, requestCount: number, t: ExecutionTiming): void {
     this.executionCount++;
     this.inferenceCount += batchSize;
@@ -42,6 +47,16 @@ export class ModelStatistics implements StatsSink {
     add(b.compute_input, t.computeInputNs);
     add(b.compute_infer, t.computeInferNs);
     add(b.compute_output, t.computeOutputNs);
+  }
+
+  /** A response served from the response cache; `ns` is the lookup time. */
+  cacheHit(ns: number): void {
+    add(this.s.cache_hit, ns);
+  }
+
+  /** A response not in the cache; `ns` is the lookup plus insert time. */
+  cacheMiss(ns: number): void {
+    add(this.s.cache_miss, ns);
   }
 
   succeeded(ns: number): void {

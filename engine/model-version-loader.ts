@@ -13,13 +13,17 @@ import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
 import { SequenceBatchScheduler } from './sequence-batch-scheduler.ts';
 import type { Scheduler } from './scheduler.ts';
 import { runWarmup } from './model-warmup.ts';
+import type { RateLimiter } from './rate-limiter.ts';
 import { loadModelConfig, type ConfigSource } from './model-config-loader.ts';
 import { log, tracer } from './trace.ts';
 
 const trace = tracer('repository');
 
 /** What a version needs from the engine around it. */
-export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'>;
+export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'> & {
+  /** --rate-limit=execution_count: instances execute only while their resources are free. */
+  rateLimiter?: RateLimiter;
+};
 
 /** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
 export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, version: number, deps: VersionLoadDeps): Promise<ModelVersion> {
@@ -40,17 +44,30 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   });
   const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
   let scheduler: Scheduler;
+  let limited: ReturnType<RateLimiter['register']> | undefined;
+  let pool: InstancePool | undefined;
   if (bm.createScheduler) scheduler = bm.createScheduler(stats);
-  else if (config.sequence_batching) {
-    scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances: bm.instances, stats });
-  } else {
-    const pool = new InstancePool(bm.instances);
-    scheduler =
-      config.dynamic_batching && config.max_batch_size > 0
-        ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
-        : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
+  else {
+    try {
+      limited = deps.rateLimiter?.register(src.modelName, config, bm.instances);
+    } catch (err) {
+      await bm.finalize();
+      throw err;
+    }
+    const instances = limited?.instances ?? bm.instances;
+    if (config.sequence_batching) {
+      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances, stats });
+    } else {
+      pool = new InstancePool(instances);
+      scheduler =
+        config.dynamic_batching && config.max_batch_size > 0
+          ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
+          : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
+    }
   }
   const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
+  if (limited) mv.onUnloaded.push(limited.unregister);
+  mv.pool = pool;
   mv.setState('LOADING');
   try {
     await runWarmup(config, scheduler, src.modelDir);
@@ -58,6 +75,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     mv.setState('UNAVAILABLE', (err as Error).message);
     await scheduler.stop();
     await bm.finalize();
+    limited?.unregister();
     throw err;
   }
   mv.setState('READY');

@@ -1,5 +1,6 @@
 // The engine's one facade, shared by the gRPC and HTTP frontends (Triton's
 // TRITONSERVER_Server API). Frontends translate wire <-> these calls only.
+import type { SharingStatus } from './sharing-status.ts';
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import type { ModelConfig } from './model-config.ts';
 import type { Datatype } from './datatypes.ts';
@@ -26,6 +27,8 @@ export interface ModelIndexEntry {
   version: string;
   state: ModelState;
   reason: string;
+  /** Bytes charged against --model-memory-budget (ours; only with a budget). */
+  resident_bytes?: number;
 }
 
 export interface Duration {
@@ -92,4 +95,6 @@ export interface ServerApi {
 
   logSettings(update?: Record<string, boolean | number | string>): Record<string, boolean | number | string>;
   traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]>;
+  /** Response cache, memory budget and on-demand loading state (metrics). */
+  sharingStatus?(): SharingStatus;
 }

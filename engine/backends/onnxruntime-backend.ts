@@ -75,8 +75,28 @@ export const onnxruntimeBackend: Backend = {
     }
     const meta = instances[0]!.meta!;
     const size = fs.statSync(file).size;
+    let next = instances.length;
     return {
-      instances,
+      instances: [...instances],
+      addInstance: async () => {
+        const name = `${groups[0]?.name ?? ctx.modelName}_${next++}`;
+        const inst = new OnnxInstance(name, () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options }), ctx);
+        try {
+          await inst.ready();
+        } catch (err) {
+          await inst.close();
+          throw err;
+        }
+        instances.push(inst);
+        return inst;
+      },
+      removeInstance: async (inst) => {
+        // By name: the pool may hold a wrapper of it (rate limiter).
+        const i = instances.findIndex((x) => x.name === inst.name);
+        if (i < 0) return;
+        const [gone] = instances.splice(i, 1);
+        await gone!.close();
+      },
       io: { inputs: ioOf(meta.inputs, true), outputs: ioOf(meta.outputs, true) },
       memoryBytes: () => size * instances.length,
       finalize: async () => {

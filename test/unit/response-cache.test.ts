@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { LocalResponseCache, parseCacheConfig } from '../../engine/response-cache.ts';
+import { cacheKey, decodeTensors, encodeTensors } from '../../engine/response-cache-codec.ts';
+import { modelCacheable, requestCacheable } from '../../engine/cache-manager.ts';
+import type { InferRequest } from '../../engine/infer-request.ts';
+import type { ModelConfig } from '../../engine/model-config.ts';
+
+const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
+const req = (data: number[]): InferRequest => ({
+  modelName: 'm',
+  inputs: [{ name: 'X', datatype: 'FP32', shape: [data.length], data: new Uint8Array(Float32Array.from(data).buffer) }],
+  outputs: [],
+  parameters: {},
+});
+
+describe('LocalResponseCache', () => {
+  it('keeps total bytes within its size, evicting least recently used first', async () => {
+    const c = new LocalResponseCache(300);
+    await c.set('a', bytes(99)); // cost 100
+    await c.set('b', bytes(99));
+    await c.set('c', bytes(99));
+    expect(c.stats().bytes).toBe(300);
+    await c.get('a'); // a is now most recent; b is the LRU
+    await c.set('d', bytes(99));
+    expect(c.stats().bytes).toBeLessThanOrEqual(300);
+    expect(await c.get('b')).toBeUndefined();
+    expect(await c.get('a')).toBeDefined();
+    expect(await c.get('d')).toBeDefined();
+    expect(c.stats().evictions).toBe(1);
+  });
+
+  it('does not keep an entry larger than the whole cache', async () => {
+    const c = new LocalResponseCache(100);
+    await c.set('a', bytes(50));
+    await c.set('big', bytes(200));
+    expect(await c.get('big')).toBeUndefined();
+    expect(await c.get('a')).toBeDefined();
+    expect(c.stats()).toMatchObject({ hits: 1, misses: 1, lookups: 2 });
+  });
+});
+
+describe('parseCacheConfig', () => {
+  it("reads Triton's local and redis forms, merging repeated values", () => {
+    expect(parseCacheConfig([])).toBeUndefined();
+    expect(parseCacheConfig(['local,size=1048576'])).toEqual({ kind: 'local', size: 1048576 });
+    expect(parseCacheConfig(['redis,host=10.0.0.1', 'redis,port=6380'])).toMatchObject({ kind: 'redis', host: '10.0.0.1', port: 6380 });
+    expect(() => parseCacheConfig(['local'])).toThrow(/size/);
+    expect(() => parseCacheConfig(['memcached,size=1'])).toThrow(/unknown cache/);
+    expect(() => parseCacheConfig(['local,size=1', 'redis,port=1'])).toThrow(/one cache/);
+  });
+});
+
+describe('cache key and codec', () => {
+  it('hashes model, version, input bytes and requested outputs', () => {
+    const k = cacheKey('m', 1, req([1, 2]), ['Y', 'Z']);
+    expect(cacheKey('m', 1, req([1, 2]), ['Z', 'Y'])).toBe(k);
+    expect(cacheKey('m', 2, req([1, 2]), ['Y', 'Z'])).not.toBe(k);
+    expect(cacheKey('n', 1, req([1, 2]), ['Y', 'Z'])).not.toBe(k);
+    expect(cacheKey('m', 1, req([1, 3]), ['Y', 'Z'])).not.toBe(k);
+    expect(cacheKey('m', 1, req([1, 2]), ['Y'])).not.toBe(k);
+  });
+
+  it('round-trips tensors exactly and rejects truncated entries', () => {
+    const t = [
+      { name: 'A', datatype: 'FP32' as const, shape: [2], data: new Uint8Array(Float32Array.from([1.5, -2]).buffer) },
+      { name: 'B', datatype: 'BYTES' as const, shape: [0], data: new Uint8Array(0) },
+    ];
+    const enc = encodeTensors(t);
+    expect(decodeTensors(enc)).toEqual(t);
+    expect(decodeTensors(enc.subarray(0, enc.byteLength - 1))).toBeUndefined();
+  });
+});
+
+describe('what is cached', () => {
+  const cfg = (extra: Partial<ModelConfig>): ModelConfig => ({ name: 'm', max_batch_size: 0, input: [], output: [], ...extra });
+  const none = () => undefined;
+  it('needs response_cache.enable and a stateless model', () => {
+    expect(modelCacheable(cfg({}), none)).toBe(false);
+    expect(modelCacheable(cfg({ response_cache: { enable: true } }), none)).toBe(true);
+    expect(modelCacheable(cfg({ response_cache: { enable: true }, model_transaction_policy: { decoupled: true } }), none)).toBe(false);
+    expect(modelCacheable(cfg({ response_cache: { enable: true }, sequence_batching: {} }), none)).toBe(false);
+  });
+  it('caches a whole ensemble only when every step is stateless', () => {
+    const steps = { step: [{ model_name: 'a', model_version: -1, input_map: {}, output_map: {} }] };
+    const ens = cfg({ platform: 'ensemble', response_cache: { enable: true }, ensemble_scheduling: steps });
+    expect(modelCacheable(ens, () => cfg({}))).toBe(true);
+    expect(modelCacheable(ens, () => cfg({ sequence_batching: {} }))).toBe(false);
+  });
+  it('skips requests with outputs into shared memory', () => {
+    expect(requestCacheable(req([1]))).toBe(true);
+    expect(requestCacheable({ ...req([1]), outputs: [{ name: 'Y', shm: { region: 'r', offset: 0, byteSize: 4 } }] })).toBe(false);
+  });
+});
