@@ -30,7 +30,8 @@ export interface ModelSource {
 const engineRequire = createRequire(import.meta.url);
 
 /** Bundle `file` with its relative imports into one CJS body; bare imports stay external. */
-export async function bundleModelFile(file: string): Promise<ModelSource> {
+export async function bundleModelFile(modelFile: string): Promise<ModelSource> {
+  const file = path.resolve(modelFile);
   const url = pathToFileURL(file).href;
   const result = await build({
     entryPoints: [file],

@@ -37,9 +37,14 @@ export function detSize(w: number, h: number, limit: number): { w: number; h: nu
   return { w: round32(Math.trunc(w * ratio)), h: round32(Math.trunc(h * ratio)) };
 }
 
-/** Decode to 3-channel sRGB pixels (EXIF-rotated, alpha flattened on white, longest side <= maxSide). */
-async function decode(bytes: Uint8Array, maxSide: number): Promise<{ rgb: Buffer; w: number; h: number }> {
+/** Decode to 3-channel sRGB pixels (EXIF-rotated, alpha flattened on white, longest side <= maxSide); also the full size. */
+async function decode(bytes: Uint8Array, maxSide: number): Promise<{ rgb: Buffer; w: number; h: number; fullW: number; fullH: number }> {
   try {
+    const meta = await sharp(bytes).metadata();
+    // EXIF orientations 5-8 turn the image by 90°: width and height swap.
+    const turned = (meta.orientation ?? 1) >= 5;
+    const fullW = (turned ? meta.height : meta.width) ?? 0;
+    const fullH = (turned ? meta.width : meta.height) ?? 0;
     const { data, info } = await sharp(bytes)
       .rotate()
       .resize(maxSide, maxSide, { fit: 'inside', withoutEnlargement: true, kernel: 'linear' })
@@ -48,15 +53,17 @@ async function decode(bytes: Uint8Array, maxSide: number): Promise<{ rgb: Buffer
       .raw()
       .toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
-    return { rgb: data, w: info.width, h: info.height };
+    return { rgb: data, w: info.width, h: info.height, fullW: fullW || info.width, fullH: fullH || info.height };
   } catch (e) {
     throw new InvalidImage((e as Error).message);
   }
 }
 
 /** The detector's input [3, H, W] (BGR planes, normalized) and the source as BGR [h, w, 3]. */
-export async function preprocess(bytes: Uint8Array): Promise<{ det: Float32Array; detW: number; detH: number; bgr: Uint8Array; w: number; h: number }> {
-  const { rgb, w, h } = await decode(bytes, maxSourceSide);
+export async function preprocess(
+  bytes: Uint8Array,
+): Promise<{ det: Float32Array; detW: number; detH: number; bgr: Uint8Array; w: number; h: number; fullW: number; fullH: number }> {
+  const { rgb, w, h, fullW, fullH } = await decode(bytes, maxSourceSide);
   const size = detSize(w, h, limitSide);
   const resized = await sharp(rgb, { raw: { width: w, height: h, channels: 3 } })
     .resize(size.w, size.h, { fit: 'fill', kernel: 'linear' })
@@ -78,7 +85,7 @@ export async function preprocess(bytes: Uint8Array): Promise<{ det: Float32Array
     bgr[i + 1] = rgb[i + 1]!;
     bgr[i + 2] = rgb[i]!;
   }
-  return { det, detW: size.w, detH: size.h, bgr, w, h };
+  return { det, detW: size.w, detH: size.h, bgr, w, h, fullW, fullH };
 }
 
 async function one(req: JsRequest): Promise<JsResponse> {
@@ -93,6 +100,7 @@ async function one(req: JsRequest): Promise<JsResponse> {
       outputs: {
         det_input: { datatype: 'FP32', shape: [3, p.detH, p.detW], data: p.det },
         image_bgr: { datatype: 'UINT8', shape: [p.h, p.w, 3], data: p.bgr },
+        image_size: { datatype: 'INT32', shape: [2], data: Int32Array.of(p.fullH, p.fullW) },
       },
     };
   } catch (e) {

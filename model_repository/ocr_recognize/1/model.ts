@@ -101,8 +101,13 @@ async function one(s: Settings, req: JsRequest): Promise<JsResponse> {
   const boxes = detectBoxes(floats(prob), pw, ph, w, h, s.db);
   const texts = boxes.length ? await recognize(s, img, boxes.map((b) => b.quad)) : [];
   const keep = texts.map((t, i) => i).filter((i) => texts[i]!.confidence >= s.dropScore && texts[i]!.text.length > 0);
+  // Boxes in pixels of the image as sent (the decoded copy may have been downscaled).
+  const size = req.inputs['image_size'];
+  const full = size ? new Int32Array(Uint8Array.from(size.data).buffer) : Int32Array.of(h, w);
+  const fy = full[0]! / h;
+  const fx = full[1]! / w;
   const quadData = new Float32Array(keep.length * 8);
-  keep.forEach((i, k) => boxes[i]!.quad.forEach((p, j) => quadData.set(p, k * 8 + j * 2)));
+  keep.forEach((i, k) => boxes[i]!.quad.forEach((p, j) => quadData.set([Math.round(p[0] * fx), Math.round(p[1] * fy)], k * 8 + j * 2)));
   return {
     outputs: {
       lines: { datatype: 'BYTES', shape: [keep.length], data: serializeStrings(keep.map((i) => texts[i]!.text)) },
