@@ -39,17 +39,25 @@ export function batchWidth(widths: number[]): number {
   return Math.ceil(widest / 32) * 32;
 }
 
-function bilinear(img: Image, x: number, y: number, c: number): number {
-  const cx = Math.min(Math.max(x, 0), img.w - 1);
-  const cy = Math.min(Math.max(y, 0), img.h - 1);
+/** Add the bilinear sample at (x, y) (edges replicated) of each channel into acc[0..2]. */
+function addBilinear(img: Image, x: number, y: number, acc: Float64Array): void {
+  const cx = x < 0 ? 0 : x > img.w - 1 ? img.w - 1 : x;
+  const cy = y < 0 ? 0 : y > img.h - 1 ? img.h - 1 : y;
   const x0 = Math.floor(cx);
   const y0 = Math.floor(cy);
-  const x1 = Math.min(x0 + 1, img.w - 1);
-  const y1 = Math.min(y0 + 1, img.h - 1);
+  const dx = x0 + 1 < img.w ? 3 : 0;
+  const dy = y0 + 1 < img.h ? img.w * 3 : 0;
   const fx = cx - x0;
   const fy = cy - y0;
-  const at = (xx: number, yy: number) => img.data[(yy * img.w + xx) * 3 + c]!;
-  return (at(x0, y0) * (1 - fx) + at(x1, y0) * fx) * (1 - fy) + (at(x0, y1) * (1 - fx) + at(x1, y1) * fx) * fy;
+  const w00 = (1 - fx) * (1 - fy);
+  const w10 = fx * (1 - fy);
+  const w01 = (1 - fx) * fy;
+  const w11 = fx * fy;
+  const d = img.data;
+  const i = (y0 * img.w + x0) * 3;
+  for (let c = 0; c < 3; c++) {
+    acc[c] += d[i + c]! * w00 + d[i + dx + c]! * w10 + d[i + dy + c]! * w01 + d[i + dx + dy + c]! * w11;
+  }
 }
 
 /**
@@ -64,9 +72,10 @@ export function writeCrop(img: Image, q: Quad, outW: number, out: Float32Array, 
   const ky = Math.max(1, Math.min(8, Math.ceil(h / REC_HEIGHT)));
   const plane = REC_HEIGHT * stride;
   const norm = 1 / (kx * ky * 127.5);
+  const acc = new Float64Array(3);
   for (let v = 0; v < REC_HEIGHT; v++) {
     for (let u = 0; u < outW; u++) {
-      let b = 0, g = 0, r = 0;
+      acc.fill(0);
       for (let j = 0; j < ky; j++) {
         const t = (v + (j + 0.5) / ky) / REC_HEIGHT;
         for (let i = 0; i < kx; i++) {
@@ -74,15 +83,13 @@ export function writeCrop(img: Image, q: Quad, outW: number, out: Float32Array, 
           // Bilinear blend of the four corners: exact for the parallelograms DB boxes become.
           const x = (1 - s) * (1 - t) * p0[0] + s * (1 - t) * p1[0] + s * t * p2[0] + (1 - s) * t * p3[0] - 0.5;
           const y = (1 - s) * (1 - t) * p0[1] + s * (1 - t) * p1[1] + s * t * p2[1] + (1 - s) * t * p3[1] - 0.5;
-          b += bilinear(img, x, y, 0);
-          g += bilinear(img, x, y, 1);
-          r += bilinear(img, x, y, 2);
+          addBilinear(img, x, y, acc);
         }
       }
       const at = offset + v * stride + u;
-      out[at] = b * norm - 1;
-      out[at + plane] = g * norm - 1;
-      out[at + 2 * plane] = r * norm - 1;
+      out[at] = acc[0]! * norm - 1;
+      out[at + plane] = acc[1]! * norm - 1;
+      out[at + 2 * plane] = acc[2]! * norm - 1;
     }
   }
 }
