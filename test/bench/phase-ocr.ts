@@ -77,7 +77,7 @@ export async function ocrPhase(ctx: BenchContext): Promise<void> {
     const rss = rssMiB(pid);
     ctx.values.set('memory-engine-ocr', rss);
     ctx.memory.push({ process: `engine (pid ${pid}) on the whole bundled repository`, models: 'all, OCR included (det, rec, 2 JS steps, ensemble), 3 OCR calls', rssMiB: rss });
-    await measure(ctx, 'ocr-raw', () => rawOcr(BUNDLED_REPO, images.map((i) => i.png), warmupMs, durationMs, (lines, i) => checkLines(images[i]!.lines, lines)));
+    await measureWithCpu(ctx, 'ocr-raw', [], () => rawOcr(BUNDLED_REPO, images.map((i) => i.png), warmupMs, durationMs, (lines, i) => checkLines(images[i]!.lines, lines)));
     const cpu: Array<[string, number]> = [['engine', pid]];
     await measureWithCpu(ctx, 'ocr-c1', cpu, loop(1, engineOcr(c1, images)));
     await measureWithCpu(ctx, 'ocr-engine', cpu, loop(OCR_CLIENTS, engineOcr(engine.channels(OCR_CLIENTS), images)));
