@@ -64,8 +64,8 @@ export async function ocrPhase(ctx: BenchContext): Promise<void> {
   ctx.log('OCR (PP-OCRv4): raw ceiling, engine, gateway, memory');
   const images = await ocrImages();
   // An OCR call takes 0.1-1 s on 2 shared cores: windows long enough for a handful of calls even in --quick.
-  const durationMs = ctx.quick ? 3000 : 15_000;
-  const warmupMs = Math.max(ctx.warmupMs, 1000);
+  const durationMs = ctx.quick ? 2000 : 15_000;
+  const warmupMs = ctx.quick ? 500 : ctx.warmupMs;
   const loop = (n: number, call: CallFn) => () => closedLoop({ concurrency: n, warmupMs, durationMs, call });
   let engine: EngineProc | undefined;
   let gw: GatewayProc | undefined;
