@@ -2,7 +2,9 @@
 // `<version>/model.js` or `model.ts` exporting initialize / execute(requests)
 // / finalize over raw little-endian tensor bytes. It runs in the engine's
 // process and thread (no IPC per hop): execute must stay asynchronous (sharp,
-// I/O) or cheap, since it shares the event loop with the frontends.
+// I/O) or cheap, since it shares the event loop with the frontends. Loading
+// (bundling, where imports resolve, per-instance scope) is js-module-loader.ts;
+// initialize's ctx.infer lets a model call other models (like Triton's BLS).
 import path from 'node:path';
 import type { Backend, BackendContext, BackendModel } from '../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../scheduler.ts';
