@@ -2,23 +2,28 @@
 // repository that lives outside the project: the whole bundled repository is
 // copied to a temp folder under os.tmpdir() and the engine serves it from
 // there (JS models must find `sharp` in the engine's installation; a model
-// folder's own node_modules wins). Text is rendered by sharp from SVG with the
-// DejaVu fonts, sent through ocr_pipeline_ensemble over gRPC and through the
-// gateway's /fn/ocr, and the exact strings are checked.
+// folder's own node_modules wins). The engine is a child process started the
+// way `npm run engine` starts it (node --import tsx engine/main.ts): inside
+// vitest, Vite would resolve the models' imports from the project itself.
+// Text is rendered by sharp from SVG with the DejaVu fonts, sent through
+// ocr_pipeline_ensemble over gRPC and through the gateway's /fn/ocr, and the
+// exact strings are checked.
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../gateway/trace.ts';
-import type { RunningEngine } from '../../engine/server.ts';
 import { makeJpeg, makePng } from '../fixtures/images.ts';
 import { renderText } from '../fixtures/text-images.ts';
-import { BUNDLED_REPO, ROOT, grpcError, protoLoaderClient, removeDir, startTestEngine, toF32, type ProtoClient } from './helpers.ts';
+import { waitFor } from './L0_gateway-support.ts';
+import { BUNDLED_REPO, ROOT, freePort, grpcError, protoLoaderClient, removeDir, toF32, type ProtoClient } from './helpers.ts';
 
 let repo: string;
 let fnDir: string;
-let engine: RunningEngine;
+let engine: ChildProcess;
+let engineLog = '';
 let client: ProtoClient;
 let gw: RunningGateway;
 
@@ -92,17 +97,30 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(own, 'node_modules', 'zod'), { recursive: true });
   fs.writeFileSync(path.join(own, 'node_modules', 'zod', 'package.json'), JSON.stringify({ name: 'zod', version: '0.0.0-own', main: 'index.js' }));
   fs.writeFileSync(path.join(own, 'node_modules', 'zod', 'index.js'), "module.exports = { whoami: 'own-zod' };\n");
-  engine = await startTestEngine({ modelRepository: repo });
-  client = protoLoaderClient(engine.grpcPort);
+  const grpcPort = await freePort();
+  engine = spawn(process.execPath, ['--import', 'tsx', 'engine/main.ts', `--model-repository=${repo}`, `--grpc-port=${grpcPort}`, '--allow-http=false', '--allow-metrics=false', '--allow-client-shm=true'], {
+    cwd: ROOT,
+    env: { ...process.env, ENGINE_QUIET: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  engine.stderr!.on('data', (d: Buffer) => (engineLog = (engineLog + d.toString()).slice(-4000)));
+  client = protoLoaderClient(grpcPort);
+  await waitFor('the engine child to be ready', async () => engine.exitCode === null && (await client.call('ServerReady', {}, 1000)).ready, 90_000, 250).catch((e) => {
+    throw new Error(`${(e as Error).message}\n${engineLog}`);
+  });
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `ocr-fn-${process.pid}-`));
   fs.copyFileSync(path.join(ROOT, 'functions', 'ocr.json'), path.join(fnDir, 'ocr.json'));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shmThreshold: 65536, arenaRegions: 1, arenaRegionBytes: 16 << 20, prefix: `ocrt${process.pid}` });
+  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${grpcPort}`, functions: fnDir, shmThreshold: 65536, arenaRegions: 1, arenaRegionBytes: 16 << 20, prefix: `ocrt${process.pid}` });
 }, 180_000);
 
 afterAll(async () => {
   await gw?.stop();
   client?.close();
-  await engine?.stop();
+  if (engine && engine.exitCode === null) {
+    const exited = new Promise((r) => engine.once('exit', r));
+    engine.kill('SIGTERM');
+    await exited;
+  }
   removeDir(repo);
   removeDir(fnDir);
 });
