@@ -86,6 +86,10 @@ export function checkDefinition(def: FunctionDefinition, md: ModelMetadataRespon
   for (const [pub, t] of Object.entries(def.outputs ?? {})) {
     if (!outs.has(t)) problems.push(`output '${pub}' maps to '${t}', which model '${md.name}' does not have`);
   }
+  const fnOutputs = new Set(def.outputs ? Object.keys(def.outputs) : outs);
+  for (const [field, out] of Object.entries(def.rows?.fields ?? {})) {
+    if (!fnOutputs.has(out)) problems.push(`rows field '${field}' names output '${out}', which the function does not have`);
+  }
   return problems;
 }
 

@@ -60,6 +60,18 @@ export const InboundWebhookSchema = z
   })
   .strict();
 
+/** A reply as rows: outputs that share their first dim zipped into one object per row (e.g. OCR lines). */
+export const RowsReplySchema = z
+  .object({
+    key: z.string().regex(NAME).default('rows').describe('property of the reply holding the rows'),
+    fields: z
+      .record(z.string().regex(NAME), z.string().regex(NAME))
+      .refine((f) => Object.keys(f).length > 0, 'needs at least one field')
+      .describe("row field name to a function output; row i takes element i of the output's first dim"),
+  })
+  .strict();
+export type RowsReply = z.infer<typeof RowsReplySchema>;
+
 /** One function definition: functions/<name>.json. */
 export const FunctionDefinitionSchema = z
   .object({
@@ -78,6 +90,7 @@ export const FunctionDefinitionSchema = z
     limits: LimitsSchema.default({ maxBodyBytes: 64 * 1024 * 1024, timeoutMs: 30_000 }),
     async: AsyncSchema.optional(),
     webhook: InboundWebhookSchema.optional(),
+    rows: RowsReplySchema.optional().describe('reply {key: [{field: value}]} instead of {"outputs": ...}'),
   })
   .strict();
 export type FunctionDefinition = z.infer<typeof FunctionDefinitionSchema>;

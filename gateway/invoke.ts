@@ -15,9 +15,10 @@ import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-
 import type { GatewayMetrics } from './metrics.ts';
 import type { GatewayTracing } from './otel.ts';
 import {
-  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, outputsJson, predictOutputBytes, rawBodySpec,
+  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
 } from './payload-codec.ts';
+import { replyJson } from './reply-rows.ts';
 import type { StagingArena, StagingSlice } from './staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from './trace.ts';
@@ -243,7 +244,7 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
       c.header('X-Output-Shape', o.shape.join(','));
       return c.body(Buffer.from(o.bytes), 200, { 'Content-Type': 'application/octet-stream' });
     }
-    return c.json(outputsJson(outputs));
+    return c.json(replyJson(fn, outputs) as Record<string, unknown>);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
     throw e;

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { ERROR_CATALOG } from './errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
+import { rowsReplySchemaFor } from './reply-rows.ts';
 import { CallReplySchema, ErrorReplySchema, FunctionBundleSchema, InputValueSchema, TensorDescriptionSchema } from './function-schema.ts';
 
 function json(schema: z.ZodType): Record<string, unknown> {
@@ -63,7 +64,7 @@ export function openApiDocument(functions: ResolvedFunction[], version: string):
             description: 'outputs (JSON), or one output as raw bytes with Accept: application/octet-stream',
             headers: { 'X-Payload-Transfer': { schema: { type: 'string', enum: ['inline', 'shm'] } } },
             content: {
-              'application/json': { schema: { $ref: '#/components/schemas/CallReply' } },
+              'application/json': { schema: fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' } },
               'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
             },
           },

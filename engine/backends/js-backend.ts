@@ -2,15 +2,16 @@
 // `<version>/model.js` or `model.ts` exporting initialize / execute(requests)
 // / finalize over raw little-endian tensor bytes. It runs in the engine's
 // process and thread (no IPC per hop): execute must stay asynchronous (sharp,
-// I/O) or cheap, since it shares the event loop with the frontends.
+// I/O) or cheap, since it shares the event loop with the frontends. Loading
+// (bundling, where imports resolve, per-instance scope) is js-module-loader.ts;
+// initialize's ctx.infer lets a model call other models (like Triton's BLS).
 import path from 'node:path';
-import fs from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import type { Backend, BackendContext, BackendModel } from '../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../scheduler.ts';
 import type { InferRequest, InferResponse } from '../infer-request.ts';
 import { StatusError, invalidArg, internal, type StatusCode } from '../status.ts';
 import { fromConfigType, isDatatype, type Datatype } from '../datatypes.ts';
+import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loader.ts';
 
 interface JsTensor {
   datatype: string;
@@ -80,11 +81,36 @@ class JsInstance implements ExecutionInstance {
 
 function modelFile(ctx: BackendContext): string {
   const names = ctx.config.default_model_filename ? [ctx.config.default_model_filename] : ['model.js', 'model.ts', 'model.mjs'];
-  for (const n of names) {
-    const p = path.join(ctx.versionDir, n);
-    if (fs.existsSync(p)) return p;
-  }
-  throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${names.join(' or ')} in ${ctx.versionDir}`);
+  const file = findModelFile(ctx.versionDir, names);
+  if (!file) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${names.join(' or ')} in ${ctx.versionDir}`);
+  return file;
+}
+
+/** A call a JS model makes on another model of the engine (like Triton's BLS). */
+export interface JsInferCall {
+  model: string;
+  version?: string;
+  inputs: Array<{ name: string; datatype: string; shape: number[]; data: ArrayBufferView }>;
+  /** Empty or absent: every output. */
+  outputs?: string[];
+}
+
+/** ctx.infer for JS models: plain tensors in and out; a failure rejects with a StatusError (its `code` says which). */
+function jsInfer(ctx: BackendContext): (call: JsInferCall) => Promise<{ outputs: Record<string, JsTensor> }> {
+  return async (call) => {
+    const res = await ctx.infer({
+      modelName: call.model,
+      modelVersion: call.version ?? '',
+      inputs: call.inputs.map((t) => {
+        if (!isDatatype(t.datatype)) throw invalidArg(`model '${ctx.modelName}': infer on '${call.model}': unknown datatype ${t.datatype}`);
+        const d = t.data;
+        return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) };
+      }),
+      outputs: (call.outputs ?? []).map((name) => ({ name })),
+      parameters: {},
+    });
+    return { outputs: Object.fromEntries(res.outputs.map((o) => [o.name, { datatype: o.datatype, shape: o.shape, data: o.data }])) };
+  };
 }
 
 export const jsBackend: Backend = {
@@ -95,21 +121,26 @@ export const jsBackend: Backend = {
     const instances: JsInstance[] = [];
     const mods: JsModule[] = [];
     const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU', count: 1 }];
-    let stamp = Date.now();
+    // Bundled once per load (a reload reads the file anew), evaluated once per instance so module
+    // state is per instance; see js-module-loader.ts for where bare imports resolve from.
+    let source;
+    try {
+      source = await bundleModelFile(file);
+    } catch (err) {
+      throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
+    }
+    const infer = jsInfer(ctx);
     for (const g of groups) {
       for (let i = 0; i < g.count; i++) {
         const name = `${g.name}_${i}`;
-        // A module instance per execution instance and per load, so module state is per instance and a
-        // reload reads the file anew. Not `t=`: Vite (vitest) strips that as its HMR timestamp and caches.
-        const url = `${pathToFileURL(file).href}?instance=${encodeURIComponent(name)}&load=${stamp++}`;
         let mod: JsModule;
         try {
-          mod = (await import(url)) as JsModule;
+          mod = evaluateModel(source) as unknown as JsModule;
         } catch (err) {
           throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
         }
         if (typeof mod.execute !== 'function') throw invalidArg(`model '${ctx.modelName}': ${path.basename(file)} exports no execute()`);
-        await mod.initialize?.({ config: ctx.config, modelName: ctx.modelName, version: String(ctx.version), modelDir: ctx.modelDir, instanceName: name });
+        await mod.initialize?.({ config: ctx.config, modelName: ctx.modelName, version: String(ctx.version), modelDir: ctx.modelDir, instanceName: name, infer });
         mods.push(mod);
         instances.push(new JsInstance(name, mod, ctx));
       }

@@ -6,8 +6,9 @@
 import { gatewayError } from '../errors.ts';
 import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
 import { CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
+import { replyJson } from '../reply-rows.ts';
 import {
-  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, outputsJson, rawBodySpec, type InputTensor,
+  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, rawBodySpec, type InputTensor,
 } from '../payload-codec.ts';
 
 /** One captured call. */
@@ -47,7 +48,7 @@ export async function runStoredCall(deps: InvokeDeps, fn: ResolvedFunction, call
   const slices = new CallSlices(deps.arena);
   try {
     const r = await runFunction(deps, fn, inputs, specs, id, slices);
-    return { body: outputsJson(r.outputs), transfer: r.transfer };
+    return { body: replyJson(fn, r.outputs), transfer: r.transfer };
   } finally {
     slices.releaseAll();
   }

@@ -35,6 +35,10 @@ export const ROW_INFO: Record<string, { label: string; load: string }> = {
   'rec-c1-raw': { label: 'raw in-process session.run, product_recommender_model, batch 1', load: 'sequential on one thread' },
   'large-staged': { label: 'gateway, large JPEG, staged through shm (default threshold)', load: closed(1) },
   'large-inline': { label: 'gateway, large JPEG, forced inline (--shm=false)', load: closed(1) },
+  'ocr-raw': { label: 'OCR raw ceiling: PP-OCRv4 det + rec run in-process by a plain loop (same processing code)', load: 'sequential, 1 image at a time' },
+  'ocr-c1': { label: 'engine ocr_pipeline_ensemble over gRPC, 1 client', load: closed(1) },
+  'ocr-engine': { label: 'engine ocr_pipeline_ensemble over gRPC', load: closed(4) },
+  'ocr-gw': { label: 'gateway POST /fn/ocr → engine', load: closed(4) },
 };
 
 export interface BenchContext {

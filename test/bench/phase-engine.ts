@@ -18,6 +18,8 @@ import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type Eng
 
 const ENCODER = (c: Channels) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
 const RECOMMENDER = (c: Channels) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
+/** The models of this phase's engines (the OCR models are left to phase-ocr.ts). */
+const IMAGE_MODELS = ['image_preprocess_model', 'clip_encoder_model', 'harmful_filter_model', 'product_recommender_model', 'search_pipeline_ensemble', 'moderated_search_ensemble'];
 const ENGINE_IDS = ['b', 'c', 'pre-alone', 'ol-c', 'ceiling', 'enc-batch', 'enc-shm', 'enc-nobatch', 'rec-nobatch', 'rec-batch', 'rec-c1-batch', 'rec-c1-engine', 'rec-c1-raw'];
 
 /**
@@ -117,7 +119,9 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
   const engines: EngineProc[] = [];
   let gw: GatewayProc | undefined;
   try {
-    const [engine, nobatch] = await Promise.all([startEngineProc('engine', BUNDLED_REPO), startEngineProc('engine-nobatch', repo)]);
+    // The OCR models have their own phase (phase-ocr.ts): these engines load the image and recommender models only.
+    const only = ['--model-control-mode=explicit', ...IMAGE_MODELS.map((m) => `--load-model=${m}`)];
+    const [engine, nobatch] = await Promise.all([startEngineProc('engine', BUNDLED_REPO, only), startEngineProc('engine-nobatch', repo, only)]);
     engines.push(engine, nobatch);
     await warmEngine(engine.client, ctx.images, false);
     const pid = engine.child.proc.pid!;

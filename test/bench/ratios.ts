@@ -118,5 +118,29 @@ export function computeRatios(ctx: BenchContext): Ratio[] {
       value: e.p50 - r.p50,
     })),
   );
+  out.push(...ocrRatios(ctx));
+  return out;
+}
+
+/** OCR (PP-OCRv4): the engine and the gateway against the same two ONNX files run by a plain loop. */
+function ocrRatios(ctx: BenchContext): Ratio[] {
+  const out = [
+    pair(ctx, 'OCR: engine ocr_pipeline_ensemble (4 clients) vs raw in-process ceiling (images/s)', ['ocr-engine', 'ocr-raw'], (e, r) => ({
+      measured: `${thr(e)} vs ${thr(r)}`,
+      value: e.throughput / r.throughput,
+    })),
+    pair(ctx, 'OCR: engine, 1 client vs raw in-process ceiling (p50 latency)', ['ocr-c1', 'ocr-raw'], (e, r) => ({
+      measured: `${lat(e)} vs ${lat(r)}`,
+      value: e.p50 / r.p50,
+    })),
+    pair(ctx, 'OCR: gateway POST /fn/ocr vs direct engine, 4 clients (throughput)', ['ocr-gw', 'ocr-engine'], (g, e) => ({
+      measured: `${thr(g)} (${lat(g)}) vs ${thr(e)} (${lat(e)})`,
+      value: g.throughput / e.throughput,
+    })),
+  ];
+  const name = 'resident memory the OCR models add to the engine (MiB: engine on the whole repository − engine without OCR)';
+  const [withOcr, without] = [ctx.values.get('memory-engine-ocr'), ctx.values.get('memory-engine')];
+  if (withOcr !== undefined && without !== undefined) out.push({ name, measured: `${f1(withOcr)} − ${f1(without)} MiB`, value: withOcr - without });
+  else out.push({ name, measured: '', value: undefined, skipped: withOcr === undefined ? 'OCR engine not measured' : 'engine not measured' });
   return out;
 }

@@ -12,6 +12,7 @@ import { ENCODER_CLIENTS, PIPELINE_CLIENTS, ROW_INFO, SMALL_CLIENTS, type BenchC
 import { baselinePhase } from './phase-baseline.ts';
 import { enginePhase } from './phase-engine.ts';
 import { memoryPhase } from './phase-memory.ts';
+import { ocrPhase } from './phase-ocr.ts';
 import { shmPhase } from './phase-shm.ts';
 import { ROOT, stopAll } from './processes.ts';
 import { computeRatios } from './ratios.ts';
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     await enginePhase(ctx);
     await shmPhase(ctx);
     await memoryPhase(ctx);
+    await ocrPhase(ctx);
   } finally {
     await stopAll();
     closeHttpAgent();

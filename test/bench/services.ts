@@ -20,7 +20,7 @@ export interface EngineProc {
   stop(): Promise<void>;
 }
 
-export async function startEngineProc(name: string, repo: string): Promise<EngineProc> {
+export async function startEngineProc(name: string, repo: string, extraArgs: string[] = []): Promise<EngineProc> {
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const child = spawnTs(name, 'engine/main.ts', [
     `--model-repository=${repo}`,
@@ -29,6 +29,7 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
     `--metrics-port=${metricsPort}`,
     '--http-address=127.0.0.1',
     '--allow-client-shm=true',
+    ...extraArgs,
   ]);
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
   try {

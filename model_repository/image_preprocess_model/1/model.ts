@@ -1,9 +1,9 @@
 // image_preprocess_model: a JS function model (the project's counterpart of
 // Triton's Python backend). JPEG/PNG bytes -> CLIP-normalized CHW float32
-// [3,224,224]. The engine's js backend dynamic-imports this file and calls
-// initialize / execute / finalize; execute is never called twice at once on
-// one instance, but the requests inside one call run concurrently on sharp's
-// libuv threads. Imports nothing from the project.
+// [3,224,224]. The engine's js backend loads this file (js-module-loader.ts)
+// and calls initialize / execute / finalize; execute is never called twice at
+// once on one instance, but the requests inside one call run concurrently on
+// sharp's libuv threads. Imports nothing from the project.
 import sharp from 'sharp';
 
 /** CLIP (ViT-B/32) input size and per-channel RGB normalization. */
