@@ -14,6 +14,7 @@ export const BUNDLED_REPO = path.join(ROOT, 'model_repository');
 export interface EngineProc {
   child: Child;
   grpcPort: number;
+  httpPort: number;
   client: TritonGrpcClient;
   /** `n` clients each on its own connection (grpc-js shares one per target unless told not to). */
   channels(n: number): TritonGrpcClient[];
@@ -42,6 +43,7 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
   return {
     child,
     grpcPort,
+    httpPort,
     client,
     channels: (n) => {
       while (pool.length < n) pool.push(new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
