@@ -4,10 +4,16 @@
 // replyError.
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
+import type { InferResponse } from '../infer-request.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/index.ts';
 import { grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
+import { installPooledDecoder } from './grpc-message-decoder.ts';
+import { release } from '../receive-pool.ts';
+
+/** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
+const RECEIVED = Symbol('received message buffer');
 
 type Msg = Record<string, any>;
 type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
@@ -109,18 +115,36 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, enc(v)])) };
     }),
     ModelInfer: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
+      // The tensors of the request are views of this buffer: it goes back to
+      // the pool only once the inference has settled and the reply has been
+      // serialized (grpc-js serializes synchronously inside cb), so no view of
+      // it can be read afterwards.
+      const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
+      let settled = false;
       const ac = new AbortController();
-      call.on('cancelled', () => ac.abort());
+      // grpc-js reports every stream close as 'cancelled', also after the
+      // reply; only a close before it is a cancellation (and abort() is not
+      // free: it builds a DOMException and dispatches an event).
+      call.on('cancelled', () => settled || ac.abort());
+      const finish = (err: unknown, res?: InferResponse) => {
+        settled = true;
+        try {
+          if (res) cb(null, toInferResponse(res));
+          else replyError(cb, err);
+        } finally {
+          release(received);
+        }
+      };
       let req;
       try {
         req = toInferRequest(call.request);
       } catch (err) {
-        replyError(cb, err);
+        finish(err);
         return;
       }
       req.arrivalNs = process.hrtime.bigint();
       req.signal = ac.signal;
-      api.infer(req).then((res) => cb(null, toInferResponse(res)), (err) => replyError(cb, err));
+      api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
     },
     ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
       let pending = 0;
@@ -151,10 +175,28 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
   };
 }
 
+/** The service with ModelInfer's deserializer noting the message buffer on the decoded request (see ModelInfer). */
+function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const m = svc.ModelInfer!;
+  const deserialize = m.requestDeserialize;
+  return {
+    ...svc,
+    ModelInfer: {
+      ...m,
+      requestDeserialize: (b: Buffer) => {
+        const msg = deserialize(b) as Msg;
+        (msg as Record<symbol, unknown>)[RECEIVED] = b;
+        return msg;
+      },
+    },
+  };
+}
+
 /** Start the gRPC server; port 0 picks a free one. */
 export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string }): Promise<{ port: number; close(): Promise<void> }> {
-  const server = new grpc.Server(GRPC_OPTIONS);
-  server.addService(inferenceService(), handlers(api));
+  installPooledDecoder();
+  const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
+  server.addService(withReceivedBuffer(inferenceService()), handlers(api));
   server.addService(healthService(), {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
   });
