@@ -2,6 +2,7 @@
 // 20 RPCs) and grpc.health.v1.Health over the engine's ServerApi. Handlers
 // check, translate, call the engine and reply; every failure leaves through
 // replyError.
+import { lstatSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
 import type { InferResponse } from '../infer-request.ts';
@@ -192,19 +193,28 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
   };
 }
 
-/** Start the gRPC server; port 0 picks a free one. */
-export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string }): Promise<{ port: number; close(): Promise<void> }> {
+/**
+ * Start the gRPC server; port 0 picks a free one. `unixSocket`: also listen
+ * on that path (replacing a stale socket file left by a crashed engine), for
+ * a colocated gateway: a call over a Unix socket skips the loopback TCP stack.
+ */
+export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
   installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(withReceivedBuffer(inferenceService()), handlers(api));
   server.addService(healthService(), {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
   });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
+  const bind = (address: string) =>
+    new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+  const port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
+  const sock = opts.unixSocket;
+  if (sock) {
+    removeStaleSocket(sock);
+    await bind(`unix:${sock}`);
+  }
   return {
     port,
     close: () =>
@@ -217,6 +227,15 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
           clearTimeout(t);
           resolve();
         });
-      }),
+      }).finally(() => sock && removeStaleSocket(sock)),
   };
+}
+
+/** Unlink a socket file at `p` (only a socket: never some other file given by mistake). */
+function removeStaleSocket(p: string): void {
+  try {
+    if (lstatSync(p).isSocket()) unlinkSync(p);
+  } catch {
+    // absent: nothing to remove
+  }
 }
