@@ -78,6 +78,8 @@ async function main(): Promise<void> {
       `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
       'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
       'gRPC load rows: each client on its own connection (grpc-js channel with a local subchannel pool), like the HTTP clients, which get a keep-alive socket each; 1-client rows reuse one warm channel',
+      'the gateway reaches its engine over the engine\'s Unix-socket gRPC listener (--grpc-unix-socket), as under `npm start`; the direct rows use TCP',
+      'section 6 (engine CPU per inference) loads a separate engine (encoder, recommender, sum_vector) from C clients: h2load for gRPC, wrk for HTTP',
       'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',
     ],
     pipeline: ['a', 'b', 'c', 'd'].map(row),
