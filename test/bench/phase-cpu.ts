@@ -81,6 +81,7 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
   let engine: EngineProc | undefined;
   const shmName = `bench_cpu_${process.pid}`;
   let region: ReturnType<typeof createSharedMemoryRegion> | undefined;
+  let bigRegion: ReturnType<typeof createSharedMemoryRegion> | undefined;
   const skip = (id: string, label: string, why: string) => ctx.cpu.push({ id, label, skipped: why });
   try {
     engine = await startEngineProc('engine-cpu', cpuRepository(tmp.dir));
@@ -122,8 +123,21 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     await grpcRow('cpu-rec-grpc', 'product_recommender_model (256 B in), dynamic batching, over gRPC', REC.model, file('rec.grpc', grpcBody(REC, recBytes)));
     await httpRow('cpu-rec-http', 'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)', REC.model, httpBody(REC, recBytes), 'rec.http');
     // One 10 MiB FP32 input inline, 1 client, beside the time to copy 10 MiB once.
-    const big = grpcFrame({ model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [fp32Bytes(BIG_BYTES / 4)] });
+    const bigBytes = fp32Bytes(BIG_BYTES / 4);
+    const big = grpcFrame({ model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] });
     await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', 'sum_vector', file('big.grpc', big), 1);
+    // The same input from shm: what the model itself costs (ReduceSum reads all 10 MiB).
+    bigRegion = createSharedMemoryRegion(`${shmName}_big`, `/${shmName}_big`, BIG_BYTES, { touch: true, exclusive: true });
+    bigRegion.bytes.set(bigBytes);
+    await e.client.systemSharedMemoryRegister(`${shmName}_big`, bigRegion.key, bigRegion.byteSize);
+    const bigShm = grpcFrame({
+      model_name: 'sum_vector',
+      inputs: [{
+        name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4],
+        parameters: { shared_memory_region: { string_param: `${shmName}_big` }, shared_memory_byte_size: { int64_param: BIG_BYTES } },
+      }],
+    });
+    await grpcRow('cpu-big-shm', 'sum_vector, 10 MiB FP32 in client shm over gRPC, 1 client', 'sum_vector', file('big-shm.grpc', bigShm), 1);
     ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
   } catch (err) {
     ctx.log(`  CPU phase failed: ${(err as Error).message}`);
@@ -132,6 +146,10 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     if (region) {
       await engine?.client.systemSharedMemoryUnregister(shmName).catch(() => undefined);
       destroySharedMemoryRegion(region);
+    }
+    if (bigRegion) {
+      await engine?.client.systemSharedMemoryUnregister(`${shmName}_big`).catch(() => undefined);
+      destroySharedMemoryRegion(bigRegion);
     }
     await engine?.stop();
     tmp.remove();

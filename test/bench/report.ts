@@ -173,12 +173,19 @@ export function cpuTargets(rows: CpuRow[], copyMs: number | undefined): Ratio[] 
     return { name, measured: `${f3(x)} ms`, value: x, target: `≤ ${max} ms`, met: x <= max };
   };
   const big = ms('cpu-big-grpc');
+  const bigShm = ms('cpu-big-shm');
   return [
     ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
     ratio('encoder: inline HTTP binary vs inputs in shm', 'cpu-enc-http', 'cpu-enc-shm', 1.25),
     big === undefined || copyMs === undefined
       ? { name: '10 MiB inline gRPC vs one 10 MiB copy', measured: '', value: undefined, target: '< 3×', skipped: 'not measured' }
-      : { name: '10 MiB inline gRPC vs one 10 MiB copy', measured: `${f3(big)} vs ${f3(copyMs)} ms`, value: big / copyMs, target: '< 3×', met: big / copyMs < 3 },
+      : {
+          name: '10 MiB inline gRPC vs one 10 MiB copy',
+          measured: `${f3(big)} vs ${f3(copyMs)} ms${bigShm === undefined ? '' : `; the same from shm ${f3(bigShm)} ms, so receiving inline adds ${f3(big - bigShm)} ms = ${f1((big - bigShm) / copyMs)}× the copy`}`,
+          value: big / copyMs,
+          target: '< 3×',
+          met: big / copyMs < 3,
+        },
     abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
     abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
   ];
