@@ -137,7 +137,9 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
     ctx.memory.push({ process: `engine (pid ${pid}) after the whole load`, models: 'same (for reference: heap and buffers grown under load)', rssMiB: rssMiB(pid) });
   } catch (e) {
     ctx.log(`  engine phase failed: ${(e as Error).message}`);
-    const why = `engine failed: ${(e as Error).message.split('\n')[0]}`;
+    // First line and the child's last output line (its error), so the report says why.
+    const lines = (e as Error).message.split('\n').map((l) => l.trim()).filter(Boolean);
+    const why = `engine failed: ${lines[0]}${lines.length > 1 ? ` … ${lines[lines.length - 1]!.slice(0, 200)}` : ''}`;
     skipRows(ctx, why, ENGINE_IDS);
     skipRows(ctx, why, GATEWAY_IDS);
   } finally {

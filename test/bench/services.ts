@@ -24,7 +24,12 @@ export interface EngineProc {
   stop(): Promise<void>;
 }
 
-export async function startEngineProc(name: string, repo: string): Promise<EngineProc> {
+/**
+ * Start an engine child. Its ports are picked free a moment before it binds
+ * them, so when other test runs share the host one may be taken meanwhile:
+ * an engine that exits before it is ready is started once more on fresh ports.
+ */
+export async function startEngineProc(name: string, repo: string, attempt = 1): Promise<EngineProc> {
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const sock = path.join(os.tmpdir(), `bench-${process.pid}-${name}.sock`);
   const child = spawnTs(name, 'engine/main.ts', [
@@ -42,6 +47,7 @@ export async function startEngineProc(name: string, repo: string): Promise<Engin
   } catch (e) {
     client.close();
     await stopChild(child);
+    if (attempt === 1 && child.proc.exitCode !== null) return startEngineProc(name, repo, 2);
     throw e;
   }
   const pool: TritonGrpcClient[] = [];
