@@ -117,8 +117,12 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
   const engines: EngineProc[] = [];
   let gw: GatewayProc | undefined;
   try {
-    const [engine, nobatch] = await Promise.all([startEngineProc('engine', BUNDLED_REPO), startEngineProc('engine-nobatch', repo)]);
-    engines.push(engine, nobatch);
+    // Both start at once; when one fails, the other is still stopped in `finally`.
+    const started = await Promise.allSettled([startEngineProc('engine', BUNDLED_REPO), startEngineProc('engine-nobatch', repo)]);
+    for (const r of started) if (r.status === 'fulfilled') engines.push(r.value);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [engine, nobatch] = engines as [EngineProc, EngineProc];
     await warmEngine(engine.client, ctx.images, false);
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
