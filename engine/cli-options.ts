@@ -17,6 +17,7 @@ const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required)
   --grpc-port=8001 --http-port=8000 --metrics-port=8002
+  --grpc-unix-socket=PATH       also serve gRPC on this Unix socket (for a colocated gateway)
   --http-address=0.0.0.0        address all frontends bind
   --allow-grpc=true --allow-http=true --allow-metrics=true
   --model-control-mode=none     none | poll | explicit | on-demand (ours: a request loads its model)
@@ -61,7 +62,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
   const { values } = parseArgs({
     args: argv,
     options: {
-      'model-repository': s, 'model-store': s, 'grpc-port': s, 'http-port': s, 'metrics-port': s,
+      'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'http-port': s, 'metrics-port': s,
       'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
       'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
       'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
@@ -86,6 +87,7 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     host: values['http-address'] ?? '0.0.0.0',
     grpcPort: bool(values['allow-grpc'], true, 'allow-grpc') ? int(values['grpc-port'], 8001, 'grpc-port') : -1,
     httpPort: bool(values['allow-http'], true, 'allow-http') ? int(values['http-port'], 8000, 'http-port') : -1,
+    grpcUnixSocket: values['grpc-unix-socket'] || undefined,
     metricsPort: bool(values['allow-metrics'], true, 'allow-metrics') ? int(values['metrics-port'], 8002, 'metrics-port') : -1,
     controlMode: mode,
     loadModels,

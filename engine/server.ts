@@ -11,6 +11,8 @@ export interface EngineOptions extends InferenceServerOptions {
   host?: string;
   /** 0 = a free port; -1 = do not start this frontend. */
   grpcPort?: number;
+  /** Also serve gRPC on this Unix socket path (a colocated gateway skips loopback TCP). */
+  grpcUnixSocket?: string;
   httpPort?: number;
   metricsPort?: number;
 }
@@ -31,10 +33,10 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const engine = new InferenceServer(opts);
   const host = opts.host ?? '0.0.0.0';
   // Frontends first so liveness answers while models load; readiness follows loading.
-  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host });
+  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket });
   const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host });
   const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host });
-  if (grpc) log.info(`started GRPCInferenceService at ${host}:${grpc.port}`);
+  if (grpc) log.info(`started GRPCInferenceService at ${host}:${grpc.port}${opts.grpcUnixSocket ? ` and unix:${opts.grpcUnixSocket}` : ''}`);
   try {
     await engine.start();
   } catch (err) {

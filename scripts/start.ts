@@ -7,6 +7,8 @@
 // Extra flags: START_ENGINE_ARGS and START_GATEWAY_ARGS (space-separated)
 // are appended to each child's command line; REDIS_URL reaches the gateway.
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
 
 interface Spec {
   name: string;
@@ -15,15 +17,18 @@ interface Spec {
 
 const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
 const engineArgs = split(process.env.START_ENGINE_ARGS);
-const grpcPort = /^--grpc-port=(\d+)$/.exec(engineArgs.find((a) => a.startsWith('--grpc-port=')) ?? '')?.[1] ?? '8001';
+// The colocated gateway reaches the engine over a Unix socket (the engine
+// keeps its TCP ports for everyone else): no loopback TCP per call. The path
+// carries the supervisor's pid so two `npm start`s on one host do not collide.
+const grpcSocket = path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`);
 const specs: Spec[] = [
   {
     name: 'engine',
-    args: ['engine/main.ts', '--model-repository=model_repository', '--allow-client-shm=true', ...engineArgs],
+    args: ['engine/main.ts', '--model-repository=model_repository', '--allow-client-shm=true', `--grpc-unix-socket=${grpcSocket}`, ...engineArgs],
   },
   {
     name: 'gateway',
-    args: ['gateway/main.ts', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...split(process.env.START_GATEWAY_ARGS)],
+    args: ['gateway/main.ts', `--engine=unix:${grpcSocket}`, '--functions=functions', ...split(process.env.START_GATEWAY_ARGS)],
   },
 ];
 

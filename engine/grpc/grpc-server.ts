@@ -2,13 +2,20 @@
 // 20 RPCs) and grpc.health.v1.Health over the engine's ServerApi. Handlers
 // check, translate, call the engine and reply; every failure leaves through
 // replyError.
+import { lstatSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
+import type { InferResponse } from '../infer-request.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/index.ts';
 import { grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
+import { installPooledDecoder } from './grpc-message-decoder.ts';
+import { release } from '../receive-pool.ts';
+
+/** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
+const RECEIVED = Symbol('received message buffer');
 
 type Msg = Record<string, any>;
 type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
@@ -116,20 +123,38 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, enc(v)])) };
     }),
     ModelInfer: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
+      // The tensors of the request are views of this buffer: it goes back to
+      // the pool only once the inference has settled and the reply has been
+      // serialized (grpc-js serializes synchronously inside cb), so no view of
+      // it can be read afterwards.
+      const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
+      let settled = false;
       const ac = new AbortController();
-      call.on('cancelled', () => ac.abort());
+      // grpc-js reports every stream close as 'cancelled', also after the
+      // reply; only a close before it is a cancellation (and abort() is not
+      // free: it builds a DOMException and dispatches an event).
+      call.on('cancelled', () => settled || ac.abort());
+      const finish = (err: unknown, res?: InferResponse) => {
+        settled = true;
+        try {
+          if (res) cb(null, toInferResponse(res));
+          else replyError(cb, err);
+        } finally {
+          release(received);
+        }
+      };
       let req;
       try {
         req = toInferRequest(call.request);
         rejectDecoupled(api, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
       } catch (err) {
-        replyError(cb, err);
+        finish(err);
         return;
       }
       req.arrivalNs = process.hrtime.bigint();
       req.signal = ac.signal;
       req.traceparent = traceparentOf(call.metadata);
-      api.infer(req).then((res) => cb(null, toInferResponse(res)), (err) => replyError(cb, err));
+      api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
     },
     ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
       let pending = 0;
@@ -171,18 +196,45 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
   };
 }
 
-/** Start the gRPC server; port 0 picks a free one. */
-export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string }): Promise<{ port: number; close(): Promise<void> }> {
-  const server = new grpc.Server(GRPC_OPTIONS);
-  server.addService(inferenceService(), handlers(api));
+/** The service with ModelInfer's deserializer noting the message buffer on the decoded request (see ModelInfer). */
+function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const m = svc.ModelInfer!;
+  const deserialize = m.requestDeserialize;
+  return {
+    ...svc,
+    ModelInfer: {
+      ...m,
+      requestDeserialize: (b: Buffer) => {
+        const msg = deserialize(b) as Msg;
+        (msg as Record<symbol, unknown>)[RECEIVED] = b;
+        return msg;
+      },
+    },
+  };
+}
+
+/**
+ * Start the gRPC server; port 0 picks a free one. `unixSocket`: also listen
+ * on that path (replacing a stale socket file left by a crashed engine), for
+ * a colocated gateway: a call over a Unix socket skips the loopback TCP stack.
+ */
+export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
+  installPooledDecoder();
+  const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
+  server.addService(withReceivedBuffer(inferenceService()), handlers(api));
   server.addService(healthService(), {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
   });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
+  const bind = (address: string) =>
+    new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+  const port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
+  const sock = opts.unixSocket;
+  if (sock) {
+    removeStaleSocket(sock);
+    await bind(`unix:${sock}`);
+  }
   return {
     port,
     close: () =>
@@ -195,6 +247,15 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
           clearTimeout(t);
           resolve();
         });
-      }),
+      }).finally(() => sock && removeStaleSocket(sock)),
   };
+}
+
+/** Unlink a socket file at `p` (only a socket: never some other file given by mistake). */
+function removeStaleSocket(p: string): void {
+  try {
+    if (lstatSync(p).isSocket()) unlinkSync(p);
+  } catch {
+    // absent: nothing to remove
+  }
 }

@@ -6,6 +6,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { httpStatusOf, invalidArg, StatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { parseJson } from './infer-json.ts';
+import { release, take } from '../receive-pool.ts';
 
 /** Bindings are absent when the app is driven through `app.request()` in tests. */
 export type HttpEnv = { Bindings: Partial<HttpBindings> };
@@ -19,7 +20,9 @@ export const DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024;
  * from the node:http stream into a buffer sized by Content-Length (one copy
  * per chunk, no concat, no web-stream wrapper). The Buffer owns its
  * ArrayBuffer (never Node's shared pool), so tensors viewing it may be
- * transferred to a worker; all binary inputs of a request share it.
+ * transferred to a worker; all binary inputs of a request share it. A
+ * large one comes from the receive pool: a caller that knows when nothing
+ * reads it any more may give it back with receive-pool's release().
  */
 export async function readBody(c: Ctx, maxBytes = DEFAULT_MAX_INPUT_BYTES): Promise<Buffer> {
   const incoming = c.env?.incoming;
@@ -39,7 +42,8 @@ function tooLarge(n: number, max: number): StatusError {
 
 function readIncoming(incoming: IncomingMessage, declared: number, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    let buf: Buffer | undefined = declared >= 0 ? Buffer.allocUnsafeSlow(declared) : undefined;
+    // From the receive pool: a large body is reused instead of allocated per request (see receive-pool.ts).
+    let buf: Buffer | undefined = declared >= 0 ? take(declared) : undefined;
     const chunks: Buffer[] = [];
     let n = 0;
     const done = (err?: Error) => {
@@ -60,7 +64,8 @@ function readIncoming(incoming: IncomingMessage, declared: number, maxBytes: num
         return done(tooLarge(n + chunk.length, maxBytes));
       }
       if (buf && n + chunk.length > buf.length) {
-        chunks.push(buf.subarray(0, n)); // more than declared: fall back to chunks
+        chunks.push(Buffer.from(buf.subarray(0, n))); // more than declared: fall back to chunks
+        release(buf);
         buf = undefined;
       }
       if (buf) chunk.copy(buf, n);

@@ -2,7 +2,7 @@
 // the input images, and where every result goes.
 import type { LoadResult } from './load-generator.ts';
 import { cpuSeconds } from './processes.ts';
-import type { MemoryRow, Row } from './report.ts';
+import type { CpuRow, MemoryRow, Row } from './report.ts';
 
 /** Closed-loop concurrency of the pipeline table (a)-(d) and its ratios. */
 export const PIPELINE_CLIENTS = 16;
@@ -49,6 +49,8 @@ export interface BenchContext {
   images: Buffer[];
   rows: Map<string, Row>;
   memory: MemoryRow[];
+  /** Engine CPU per inference by path (phase-cpu.ts). */
+  cpu: CpuRow[];
   notes: string[];
   /** Scalar results that are not load rows (e.g. shm vs inline). */
   values: Map<string, number>;

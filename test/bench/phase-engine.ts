@@ -121,8 +121,12 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
   try {
     // The OCR models have their own phase (phase-ocr.ts): these engines load the image and recommender models only.
     const only = ['--model-control-mode=explicit', ...IMAGE_MODELS.map((m) => `--load-model=${m}`)];
-    const [engine, nobatch] = await Promise.all([startEngineProc('engine', BUNDLED_REPO, only), startEngineProc('engine-nobatch', repo, only)]);
-    engines.push(engine, nobatch);
+    // Both start at once; when one fails, the other is still stopped in `finally`.
+    const started = await Promise.allSettled([startEngineProc('engine', BUNDLED_REPO, only), startEngineProc('engine-nobatch', repo, only)]);
+    for (const r of started) if (r.status === 'fulfilled') engines.push(r.value);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [engine, nobatch] = engines as [EngineProc, EngineProc];
     await warmEngine(engine.client, ctx.images, false);
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
@@ -141,7 +145,9 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
     ctx.memory.push({ process: `engine (pid ${pid}) after the whole load`, models: 'same (for reference: heap and buffers grown under load)', rssMiB: rssMiB(pid) });
   } catch (e) {
     ctx.log(`  engine phase failed: ${(e as Error).message}`);
-    const why = `engine failed: ${(e as Error).message.split('\n')[0]}`;
+    // First line and the child's last output line (its error), so the report says why.
+    const lines = (e as Error).message.split('\n').map((l) => l.trim()).filter(Boolean);
+    const why = `engine failed: ${lines[0]}${lines.length > 1 ? ` … ${lines[lines.length - 1]!.slice(0, 200)}` : ''}`;
     skipRows(ctx, why, ENGINE_IDS);
     skipRows(ctx, why, GATEWAY_IDS);
   } finally {

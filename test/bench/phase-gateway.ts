@@ -32,7 +32,7 @@ export async function startBenchGateway(ctx: BenchContext, engine: EngineProc): 
   }
   let gw: GatewayProc | undefined;
   try {
-    gw = await startGatewayProc('gateway', engine.grpcPort);
+    gw = await startGatewayProc('gateway', engine.grpcSocket);
     await gatewayRecommender(gw.port)(0, 0);
     await gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images)(0, 0);
     return gw;
@@ -74,7 +74,7 @@ export async function largeImageRows(ctx: BenchContext, engine: EngineProc, gw: 
     };
     await run('large-staged', gw.port);
     await gw.stop();
-    inline = await startGatewayProc('gateway-inline', engine.grpcPort, ['--shm=false']);
+    inline = await startGatewayProc('gateway-inline', engine.grpcSocket, ['--shm=false']);
     await run('large-inline', inline.port);
   } catch (e) {
     ctx.log(`  gateway (large image) failed: ${(e as Error).message}`);

@@ -81,7 +81,7 @@ export async function ocrPhase(ctx: BenchContext): Promise<void> {
     const cpu: Array<[string, number]> = [['engine', pid]];
     await measureWithCpu(ctx, 'ocr-c1', cpu, loop(1, engineOcr(c1, images)));
     await measureWithCpu(ctx, 'ocr-engine', cpu, loop(OCR_CLIENTS, engineOcr(engine.channels(OCR_CLIENTS), images)));
-    gw = await startGatewayProc('gateway-ocr', engine.grpcPort);
+    gw = await startGatewayProc('gateway-ocr', engine.grpcSocket);
     await gatewayOcr(gw.port, images)(0, 0);
     await measureWithCpu(ctx, 'ocr-gw', [['gateway', gw.child.proc.pid!], ['engine', pid]], loop(OCR_CLIENTS, gatewayOcr(gw.port, images)));
     ctx.memory.push({ process: `engine (pid ${pid}) after the OCR load`, models: 'same', rssMiB: rssMiB(pid) });

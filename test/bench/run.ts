@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { makeJpeg } from '../fixtures/images.ts';
 import { ENCODER_CLIENTS, PIPELINE_CLIENTS, ROW_INFO, SMALL_CLIENTS, type BenchContext } from './context.ts';
 import { baselinePhase } from './phase-baseline.ts';
+import { cpuPhase } from './phase-cpu.ts';
 import { enginePhase } from './phase-engine.ts';
 import { memoryPhase } from './phase-memory.ts';
 import { ocrPhase } from './phase-ocr.ts';
@@ -25,7 +26,7 @@ const IMAGE_H = 480;
 const IMAGE_COUNT = 8;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, only: { type: 'string' } } });
   const quick = values.quick!;
   const outDir = path.resolve(values.out ?? path.join(ROOT, 'test/bench/results'));
   const startedAt = new Date();
@@ -39,6 +40,7 @@ async function main(): Promise<void> {
     images,
     rows: new Map(),
     memory: [],
+    cpu: [],
     notes: [],
     values: new Map(),
     log: (line) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}\n`),
@@ -51,11 +53,14 @@ async function main(): Promise<void> {
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
   try {
-    await baselinePhase(ctx);
-    await enginePhase(ctx);
-    await shmPhase(ctx);
-    await memoryPhase(ctx);
-    await ocrPhase(ctx);
+    // --only=cpu,engine,... runs some phases (for iterating on one figure); the report marks the rest not run.
+    const want = (p: string) => !values.only || values.only.split(',').includes(p);
+    if (want('baseline')) await baselinePhase(ctx);
+    if (want('engine')) await enginePhase(ctx);
+    if (want('shm')) await shmPhase(ctx);
+    if (want('cpu')) await cpuPhase(ctx);
+    if (want('memory')) await memoryPhase(ctx);
+    if (want('ocr')) await ocrPhase(ctx);
   } finally {
     await stopAll();
     closeHttpAgent();
@@ -75,6 +80,8 @@ async function main(): Promise<void> {
       `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
       'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
       'gRPC load rows: each client on its own connection (grpc-js channel with a local subchannel pool), like the HTTP clients, which get a keep-alive socket each; 1-client rows reuse one warm channel',
+      'the gateway reaches its engine over the engine\'s Unix-socket gRPC listener (--grpc-unix-socket), as under `npm start`; the direct rows use TCP',
+      'section 6 (engine CPU per inference) loads a separate engine (encoder, recommender, sum_vector) from C clients: h2load for gRPC, wrk for HTTP',
       'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',
     ],
     pipeline: ['a', 'b', 'c', 'd'].map(row),
@@ -84,6 +91,8 @@ async function main(): Promise<void> {
       .filter((id) => !['a', 'b', 'c', 'd', 'ol-a', 'ol-c'].includes(id))
       .map(row),
     memory: ctx.memory,
+    cpu: ctx.cpu,
+    copyMs: ctx.values.get('copy-10mib-ms'),
     notes: [
       ...ctx.notes,
       'the raw ceiling gives ONNX Runtime both cores and nothing else; every engine row shares the same 2 cores with its client (this process), the request path (gRPC, batching, worker messages) and, for bytes on the wire, the 588 KiB FP32 copy per image',

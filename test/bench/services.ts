@@ -4,6 +4,7 @@
 // HTTP POST helper for the HTTP clients.
 import http from 'node:http';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { freePort, removeTempDir, ROOT, spawnTs, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
@@ -14,15 +15,25 @@ export const BUNDLED_REPO = path.join(ROOT, 'model_repository');
 export interface EngineProc {
   child: Child;
   grpcPort: number;
+  httpPort: number;
+  /** gRPC target of its Unix socket listener (what a colocated gateway uses, as under `npm start`). */
+  grpcSocket: string;
   client: TritonGrpcClient;
   /** `n` clients each on its own connection (grpc-js shares one per target unless told not to). */
   channels(n: number): TritonGrpcClient[];
   stop(): Promise<void>;
 }
 
-export async function startEngineProc(name: string, repo: string, extraArgs: string[] = []): Promise<EngineProc> {
+/**
+ * Start an engine child. Its ports are picked free a moment before it binds
+ * them, so when other test runs share the host one may be taken meanwhile:
+ * an engine that exits before it is ready is started once more on fresh ports.
+ */
+export async function startEngineProc(name: string, repo: string, extraArgs: string[] = [], attempt = 1): Promise<EngineProc> {
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const sock = path.join(os.tmpdir(), `bench-${process.pid}-${name}.sock`);
   const child = spawnTs(name, 'engine/main.ts', [
+    `--grpc-unix-socket=${sock}`,
     `--model-repository=${repo}`,
     `--grpc-port=${grpcPort}`,
     `--http-port=${httpPort}`,
@@ -37,12 +48,15 @@ export async function startEngineProc(name: string, repo: string, extraArgs: str
   } catch (e) {
     client.close();
     await stopChild(child);
+    if (attempt === 1 && child.proc.exitCode !== null) return startEngineProc(name, repo, extraArgs, 2);
     throw e;
   }
   const pool: TritonGrpcClient[] = [];
   return {
     child,
     grpcPort,
+    httpPort,
+    grpcSocket: `unix:${sock}`,
     client,
     channels: (n) => {
       while (pool.length < n) pool.push(new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
@@ -104,13 +118,14 @@ export interface GatewayProc {
 /** The API key the bench gives the gateway for product_recommender. */
 export const BENCH_API_KEY = 'bench-key';
 
-export async function startGatewayProc(name: string, enginePort: number, extraArgs: string[] = []): Promise<GatewayProc> {
+/** A gateway child in front of `engine` (a gRPC target: `host:port` or `unix:/path`). */
+export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = []): Promise<GatewayProc> {
   const port = await freePort();
   const env: Record<string, string> = { RECOMMENDER_API_KEYS: BENCH_API_KEY, REDIS_URL: '' };
   const child = spawnTs(
     name,
     'gateway/main.ts',
-    [`--port=${port}`, '--host=127.0.0.1', `--engine=127.0.0.1:${enginePort}`, '--functions=functions', `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`, ...extraArgs],
+    [`--port=${port}`, '--host=127.0.0.1', `--engine=${engine}`, '--functions=functions', `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`, ...extraArgs],
     env,
   );
   await waitUntil(child, async () => (await httpRequest(port, 'GET', '/readyz')).status === 200, 30_000).catch(async (e) => {

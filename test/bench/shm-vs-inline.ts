@@ -43,7 +43,8 @@ export interface ShmVsInlineResult {
 
 const MODEL = 'sum_vector';
 
-function writeSumVector(repo: string): void {
+/** sum_vector (ReduceSum over x[N], FP32, no batching) written into `repo`. */
+export function writeSumVector(repo: string): void {
   const g = new GraphBuilder(MODEL, 1);
   g.input('x', ElemType.FLOAT, ['n']);
   g.node('ReduceSum', ['x'], { keepdims: 1 }, 'sum');

@@ -42,7 +42,7 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-6000)));
-      const timer = setTimeout(() => child.kill('SIGTERM'), 170_000);
+      const timer = setTimeout(() => child.kill('SIGTERM'), 200_000);
       child.on('exit', (code) => {
         clearTimeout(timer);
         resolve(code);
@@ -50,7 +50,7 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
     });
     const file = path.join(outDir, 'latest.md');
     if (existsSync(file)) report = readFileSync(file, 'utf8');
-  }, 180_000);
+  }, 210_000);
 
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
@@ -85,6 +85,20 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
       expect(value, `ratio '${name}'`).toMatch(NUM);
       if (target !== '—') expect(met, `ratio '${name}'`).toMatch(/\*\*(met|not met)\*\*/);
     }
+  });
+
+  it('has engine CPU per inference for every path (a number, or why its C client is missing) and each target judged', () => {
+    const rows = sectionRows(report, '6. Engine CPU per inference');
+    const end = rows.findIndex(([first]) => first === 'target');
+    const paths = rows.slice(0, end < 0 ? rows.length : end);
+    const labels = paths.map(([label]) => label!);
+    for (const want of ['inline over gRPC', 'inline over HTTP', 'client shm', 'product_recommender_model (256 B in), dynamic batching, over gRPC', 'over HTTP (binary extension)', '10 MiB']) {
+      expect(labels.some((l) => l.includes(want)), `CPU row '${want}' missing: ${labels.join(' / ')}`).toBe(true);
+    }
+    for (const [label, cpu] of paths) {
+      expect(NUM.test(cpu!) || /^not measured: (h2load|wrk) not installed/.test(cpu!), `${label}: ${cpu}`).toBe(true);
+    }
+    expect(report).toMatch(/\| encoder: inline gRPC vs inputs in shm \|/);
   });
 
   it('has the memory table with the engine and the per-model processes', () => {

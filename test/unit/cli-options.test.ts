@@ -35,6 +35,11 @@ describe('parseEngineArgs', () => {
     expect(() => parseEngineArgs(['--model-repository=/m', '--trace-config', 'level=LOUD'])).toThrow(/--trace-config: .*trace_level/);
   });
 
+  it('takes --grpc-unix-socket (an extra gRPC listener; none by default)', () => {
+    expect(parseEngineArgs(['--model-repository=/m']).grpcUnixSocket).toBeUndefined();
+    expect(parseEngineArgs(['--model-repository=/m', '--grpc-unix-socket', '/run/e.sock']).grpcUnixSocket).toBe('/run/e.sock');
+  });
+
   it('turns a frontend off with --allow-grpc=false', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--allow-grpc=false']).grpcPort).toBe(-1);
   });

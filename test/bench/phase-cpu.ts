@@ -1,0 +1,157 @@
+// Phase: the engine's CPU per inference by path — tensor bytes inline over
+// gRPC, inline over HTTP (binary extension), inputs in client shm, the tiny
+// recommender over both, and one 10 MiB FP32 input inline — with load from C
+// clients (h2load, wrk; see c-clients.ts) so no Node client competes for the
+// engine's cores. CPU is the engine process's utime+stime (all threads) over
+// the row, divided by the requests its statistics counted as successful: both
+// robust to other load on the host, unlike throughput. A row whose client
+// binary is missing is skipped with the reason.
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
+import { bodyDir, grpcFrame, h2loadGrpc, httpBinaryBody, which, wrkPost, type CLoadResult } from './c-clients.ts';
+import { fp32Bytes } from './calls.ts';
+import type { BenchContext } from './context.ts';
+import { cpuSeconds } from './processes.ts';
+import type { CpuRow } from './report.ts';
+import { BUNDLED_REPO, startEngineProc, type EngineProc } from './services.ts';
+import { writeSumVector } from './shm-vs-inline.ts';
+
+/** Concurrency of every CPU row (the issue's figures are at 16 clients). */
+export const CPU_CLIENTS = 16;
+const ENC = { model: 'clip_encoder_model', input: 'pixel_values', shape: [1, 3, 224, 224] };
+const REC = { model: 'product_recommender_model', input: 'user_features', shape: [1, 64] };
+const BIG_BYTES = 10 * 2 ** 20;
+
+/** The encoder, the recommender (as bundled: dynamic batching) and sum_vector, in a temp repository. */
+function cpuRepository(dir: string): string {
+  const repo = path.join(dir, 'repo');
+  mkdirSync(repo);
+  for (const m of [ENC.model, REC.model]) cpSync(path.join(BUNDLED_REPO, m), path.join(repo, m), { recursive: true });
+  writeSumVector(repo);
+  return repo;
+}
+
+async function successCount(engine: EngineProc, model: string): Promise<number> {
+  const s = (await engine.client.modelStatistics(model)).model_stats[0] as { inference_stats?: { success?: { count?: number } } };
+  return Number(s?.inference_stats?.success?.count ?? 0);
+}
+
+/** Run `load`, and count engine CPU (ms, all threads / main thread) per successful inference of `model`. */
+async function cpuRow(ctx: BenchContext, engine: EngineProc, id: string, label: string, model: string, load: () => Promise<CLoadResult>): Promise<CpuRow> {
+  const pid = engine.child.proc.pid!;
+  try {
+    await load(); // warm-up run (JIT, pools, connections); not counted
+    const n0 = await successCount(engine, model);
+    const c0 = cpuSeconds(pid);
+    const r = await load();
+    const c1 = cpuSeconds(pid);
+    const n = (await successCount(engine, model)) - n0;
+    if (n <= 0) throw new Error(`no inference succeeded (client: ${r.ok} ok, ${r.failed} failed)`);
+    const cpuMs = ((c1.total - c0.total) * 1000) / n;
+    const mainMs = ((c1.main - c0.main) * 1000) / n;
+    ctx.log(`  ${label}: ${cpuMs.toFixed(3)} ms CPU/inference (main ${mainMs.toFixed(3)}), ${(n / r.seconds).toFixed(0)}/s`);
+    return { id, label, inferences: n, throughput: n / r.seconds, cpuMs, mainMs, failed: r.failed };
+  } catch (e) {
+    const why = (e as Error).message.split('\n')[0]!.slice(0, 200);
+    ctx.log(`  ${label}: NOT MEASURED: ${why}`);
+    return { id, label, skipped: why };
+  }
+}
+
+/** Median ms to copy `bytes` of warm memory once (the 10 MiB row's yardstick), in this process. */
+export function copyMs(bytes: number): number {
+  const a = Buffer.alloc(bytes, 1);
+  const b = Buffer.alloc(bytes);
+  const t: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const t0 = performance.now();
+    a.copy(b);
+    t.push(performance.now() - t0);
+  }
+  return t.sort((x, y) => x - y)[15]!;
+}
+
+export async function cpuPhase(ctx: BenchContext): Promise<void> {
+  ctx.log(`CPU per inference (C clients, ${CPU_CLIENTS} connections)`);
+  const h2 = which('h2load');
+  const wrk = which('wrk');
+  const secs = ctx.quick ? 1 : 4;
+  const tmp = bodyDir();
+  let engine: EngineProc | undefined;
+  const shmName = `bench_cpu_${process.pid}`;
+  let region: ReturnType<typeof createSharedMemoryRegion> | undefined;
+  let bigRegion: ReturnType<typeof createSharedMemoryRegion> | undefined;
+  const skip = (id: string, label: string, why: string) => ctx.cpu.push({ id, label, skipped: why });
+  try {
+    engine = await startEngineProc('engine-cpu', cpuRepository(tmp.dir));
+    const e = engine;
+    const file = (name: string, data: Buffer) => {
+      const p = path.join(tmp.dir, name);
+      writeFileSync(p, data);
+      return p;
+    };
+    const encBytes = fp32Bytes(3 * 224 * 224);
+    const recBytes = fp32Bytes(64);
+    const grpcBody = (m: typeof ENC, bytes: Buffer) =>
+      grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] });
+    const httpBody = (m: typeof ENC, bytes: Buffer) => httpBinaryBody({ name: m.input, datatype: 'FP32', shape: m.shape }, bytes);
+    const grpcRow = (id: string, label: string, model: string, body: string, clients = CPU_CLIENTS) =>
+      h2 ? cpuRow(ctx, e, id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)).then((r) => ctx.cpu.push(r)) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
+    const httpRow = (id: string, label: string, model: string, b: { body: Buffer; headerLength: number }, name: string) =>
+      wrk
+        ? cpuRow(ctx, e, id, label, model, () =>
+            wrkPost(e.httpPort, `/v2/models/${model}/infer`, file(name, b.body), { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) }, CPU_CLIENTS, secs, tmp.dir),
+          ).then((r) => ctx.cpu.push(r))
+        : skip(id, label, 'wrk not installed (Debian wrk)');
+
+    // Encoder: 588 KiB FP32 per request, inline (gRPC, HTTP) and in shm.
+    await grpcRow('cpu-enc-grpc', 'clip_encoder_model, 588 KiB FP32 inline over gRPC', ENC.model, file('enc.grpc', grpcBody(ENC, encBytes)));
+    await httpRow('cpu-enc-http', 'clip_encoder_model, 588 KiB FP32 inline over HTTP (binary extension)', ENC.model, httpBody(ENC, encBytes), 'enc.http');
+    region = createSharedMemoryRegion(shmName, `/${shmName}`, encBytes.byteLength, { touch: true, exclusive: true });
+    region.bytes.set(encBytes);
+    await e.client.systemSharedMemoryRegister(shmName, region.key, region.byteSize);
+    const shmReq = grpcFrame({
+      model_name: ENC.model,
+      inputs: [{
+        name: ENC.input, datatype: 'FP32', shape: ENC.shape,
+        parameters: { shared_memory_region: { string_param: shmName }, shared_memory_byte_size: { int64_param: encBytes.byteLength } },
+      }],
+    });
+    await grpcRow('cpu-enc-shm', 'clip_encoder_model, inputs in client shm over gRPC', ENC.model, file('enc-shm.grpc', shmReq));
+    // Tiny model: per-request overhead dominates.
+    await grpcRow('cpu-rec-grpc', 'product_recommender_model (256 B in), dynamic batching, over gRPC', REC.model, file('rec.grpc', grpcBody(REC, recBytes)));
+    await httpRow('cpu-rec-http', 'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)', REC.model, httpBody(REC, recBytes), 'rec.http');
+    // One 10 MiB FP32 input inline, 1 client, beside the time to copy 10 MiB once.
+    const bigBytes = fp32Bytes(BIG_BYTES / 4);
+    const big = grpcFrame({ model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] });
+    await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', 'sum_vector', file('big.grpc', big), 1);
+    // The same input from shm: what the model itself costs (ReduceSum reads all 10 MiB).
+    bigRegion = createSharedMemoryRegion(`${shmName}_big`, `/${shmName}_big`, BIG_BYTES, { touch: true, exclusive: true });
+    bigRegion.bytes.set(bigBytes);
+    await e.client.systemSharedMemoryRegister(`${shmName}_big`, bigRegion.key, bigRegion.byteSize);
+    const bigShm = grpcFrame({
+      model_name: 'sum_vector',
+      inputs: [{
+        name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4],
+        parameters: { shared_memory_region: { string_param: `${shmName}_big` }, shared_memory_byte_size: { int64_param: BIG_BYTES } },
+      }],
+    });
+    await grpcRow('cpu-big-shm', 'sum_vector, 10 MiB FP32 in client shm over gRPC, 1 client', 'sum_vector', file('big-shm.grpc', bigShm), 1);
+    ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
+  } catch (err) {
+    ctx.log(`  CPU phase failed: ${(err as Error).message}`);
+    ctx.notes.push(`CPU per inference not measured: ${(err as Error).message.split('\n')[0]}`);
+  } finally {
+    if (region) {
+      await engine?.client.systemSharedMemoryUnregister(shmName).catch(() => undefined);
+      destroySharedMemoryRegion(region);
+    }
+    if (bigRegion) {
+      await engine?.client.systemSharedMemoryUnregister(`${shmName}_big`).catch(() => undefined);
+      destroySharedMemoryRegion(bigRegion);
+    }
+    await engine?.stop();
+    tmp.remove();
+  }
+}
