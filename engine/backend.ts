@@ -47,6 +47,8 @@ export interface BackendModel {
   removeInstance?(instance: ExecutionInstance): Promise<void>;
   /** A region was unregistered: drop any mapping of its key (worker-side caches). */
   forgetShm?(key: string): void;
+  /** The model's own readiness check (a python model's is_ready()), asked on each ModelReady. */
+  isReady?(): Promise<boolean>;
   finalize(): Promise<void>;
 }
 

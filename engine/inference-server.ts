@@ -157,6 +157,12 @@ export class InferenceServer implements ServerApi {
     }
   }
 
+  async probeModelReady(name: string, version?: string): Promise<boolean> {
+    if (!this.isModelReady(name, version)) return false;
+    const backend = this.repository.get(name, version).backend;
+    return backend?.isReady ? backend.isReady() : true;
+  }
+
   modelMetadata(name: string, version?: string): ModelMetadata {
     const mv = this.repository.get(name, version);
     const c = mv.config;

@@ -78,6 +78,8 @@ export interface ServerApi {
   isLive(): boolean;
   isReady(): boolean;
   isModelReady(name: string, version?: string): boolean;
+  /** isModelReady, then the backend's own check (a python model's is_ready()): what ModelReady answers. */
+  probeModelReady(name: string, version?: string): Promise<boolean>;
   modelMetadata(name: string, version?: string): ModelMetadata;
   modelConfig(name: string, version?: string): ModelConfig;
   modelStatistics(name?: string, version?: string): ModelStatistics[];

@@ -70,7 +70,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
     ServerReady: unary(() => ({ ready: api.isReady() })),
-    ModelReady: unary((r) => ({ ready: api.isModelReady(r.name, r.version || undefined) })),
+    ModelReady: unary(async (r) => ({ ready: await api.probeModelReady(r.name, r.version || undefined) })),
     ServerMetadata: unary(() => ({ name: api.name, version: api.version, extensions: api.extensions })),
     ModelMetadata: unary((r) => api.modelMetadata(r.name, r.version || undefined)),
     ModelConfig: unary((r) => ({ config: api.modelConfig(r.name, r.version || undefined) })),

@@ -18,7 +18,7 @@ export function registerModelRoutes(app: Hono<HttpEnv>, api: ServerApi): void {
   modelRoute(app, 'get', '/stats', (c) =>
     replyJson(c, { model_stats: api.modelStatistics(c.req.param('model'), versionParam(c)) }),
   );
-  modelRoute(app, 'get', '/ready', (c) => emptyReply(c, api.isModelReady(c.req.param('model')!, versionParam(c)) ? 200 : 400));
+  modelRoute(app, 'get', '/ready', async (c) => emptyReply(c, (await api.probeModelReady(c.req.param('model')!, versionParam(c))) ? 200 : 400));
   modelRoute(app, 'get', '/config', (c) => replyJson(c, api.modelConfig(c.req.param('model')!, versionParam(c))));
   modelRoute(app, 'get', '', (c) => replyJson(c, api.modelMetadata(c.req.param('model')!, versionParam(c))));
 }

@@ -2,6 +2,7 @@
 // a real gateway, and Debian's Chromium driven by playwright-core. Overview
 // lists the models and functions, a live chart receives new points while
 // traffic flows, the try-it form uploads a real JPEG and shows the vector,
+// uploads a rendered PNG to the real /fn/ocr and draws the lines' boxes over it,
 // a wrong admin token shows the catalog's error, and rollback with the right
 // one changes the active version. Screenshots of every page (desktop and
 // phone width) go to test-artifacts/console/ (gitignored) for a human look.
@@ -14,6 +15,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../gateway/trace.ts';
+import { renderText } from '../fixtures/text-images.ts';
 import { waitFor } from './L0_gateway-support.ts';
 import { BUNDLED_REPO, ROOT, removeDir, startTestEngine } from './helpers.ts';
 
@@ -23,7 +25,7 @@ if (!hasChromium) console.warn(`L0_console skipped: ${CHROMIUM} is missing (apt-
 
 const TOKEN = `console-admin-${process.pid}`;
 const ART = path.join(ROOT, 'test-artifacts', 'console');
-const MODELS = ['clip_encoder_model', 'harmful_filter_model', 'image_preprocess_model', 'moderated_search_ensemble', 'product_recommender_model', 'search_pipeline_ensemble'];
+const MODELS = ['clip_encoder_model', 'harmful_filter_model', 'image_preprocess_model', 'moderated_search_ensemble', 'ocr_pipeline_ensemble', 'product_recommender_model', 'search_pipeline_ensemble'];
 
 let engine: Awaited<ReturnType<typeof startTestEngine>>;
 let gw: RunningGateway;
@@ -42,6 +44,20 @@ async function shot(name: string): Promise<void> {
   expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390); // no sideways scrolling at phone width
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.waitForTimeout(200);
+}
+
+/** The bounding box [x0, y0, x1, y1] of the dark pixels in each horizontal band [top, bottom) of an image. */
+async function inkBounds(file: string, bands: Array<[number, number]>): Promise<number[][]> {
+  const { data, info } = await sharp(file).greyscale().raw().toBuffer({ resolveWithObject: true });
+  return bands.map(([top, bottom]) => {
+    const b = [Infinity, Infinity, -Infinity, -Infinity];
+    for (let y = top; y < bottom; y++) {
+      for (let x = 0; x < info.width; x++) {
+        if (data[y * info.width + x]! < 128) b.splice(0, 4, Math.min(b[0]!, x), Math.min(b[1]!, y), Math.max(b[2]!, x + 1), Math.max(b[3]!, y + 1));
+      }
+    }
+    return b;
+  });
 }
 
 const callImage = (body: Buffer, headers: Record<string, string> = {}) =>
@@ -111,7 +127,7 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     expect(clip).toMatch(/preferred 4, 8, 16/);
     expect(clip).toMatch(/MiB/);
     const fns = await page.locator('#functions tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-function')));
-    expect(fns).toEqual(expect.arrayContaining(['image_search', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']));
+    expect(fns).toEqual(expect.arrayContaining(['image_search', 'ocr', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']));
     expect(await page.locator('#functions tr[data-function="product_recommender"]').textContent()).toContain('API key (RECOMMENDER_API_KEYS)');
     expect(await page.locator('#engine').textContent()).toContain('Ready');
     // Keyboard: the first Tab reaches the skip link, the next ones the page links.
@@ -155,27 +171,58 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     await expect(page.locator('#try-error').textContent()).resolves.toContain("function 'product_recommender' requires an API key");
   });
 
-  it('a result with lines and boxes (an OCR reply) is drawn over the uploaded image', async () => {
-    // No OCR function exists on this branch: the browser's request is answered with an
-    // OCR-shaped reply (a BYTES output holding JSON lines with polygon and rectangle boxes).
-    const lines = { lines: [{ text: 'HELLO', box: [[10, 10], [200, 10], [200, 60], [10, 60]] }, { text: 'WORLD', box: [20, 100, 220, 150] }] };
-    await page.route('**/fn/image_search', (r) =>
-      r.fulfill({ status: 200, contentType: 'application/json', headers: { 'X-Payload-Transfer': 'inline' }, body: JSON.stringify({ outputs: { text: { datatype: 'BYTES', shape: [1], data: [JSON.stringify(lines)] } } }) }),
-    );
-    try {
-      await page.goto(`${base()}/console/try#image_search`);
-      await page.waitForSelector('#in-image');
-      await page.setInputFiles('#in-image', jpeg);
-      await page.click('#try-form button[type=submit]');
-      await page.waitForSelector('#try-overlay svg polygon');
-      expect(await page.locator('#try-overlay svg polygon').count()).toBe(2);
-      expect(await page.locator('#try-overlay svg polygon').nth(1).getAttribute('points')).toBe('20,100 220,100 220,150 20,150');
-      expect(await page.locator('#try-overlay svg').getAttribute('viewBox')).toBe('0 0 400 300');
-      expect(await page.locator('#try-overlay .lines li').allTextContents()).toEqual(['HELLO', 'WORLD']);
-      await shot('try-it-ocr');
-    } finally {
-      await page.unroute('**/fn/image_search');
-    }
+  it('try-it on /fn/ocr reads a rendered PNG and draws a box over each recognised line', async () => {
+    // Two lines the real PP-OCRv4 models read exactly (L0_ocr): DejaVu Sans at 56 px.
+    const W = 1000;
+    const H = 260;
+    const LINES = [
+      { text: 'Invoice No. 4711-B', x: 40, y: 90, size: 56 },
+      { text: 'Total: $1,234.56 (VAT 19%)', x: 40, y: 200, size: 56 },
+    ];
+    const png = path.join(tmp, 'invoice.png');
+    fs.writeFileSync(png, await renderText(W, H, LINES));
+    // Ground truth for "the box sits over the text": each line's ink, from the image's own pixels.
+    const ink = await inkBounds(png, [[0, 145], [145, H]]);
+    await page.goto(`${base()}/console/try#ocr`);
+    await page.waitForSelector('#in-image');
+    await page.setInputFiles('#in-image', png);
+    await page.click('#try-form button[type=submit]');
+    await page.waitForSelector('#try-overlay svg polygon', { timeout: 30_000 });
+    expect(await page.locator('#try-status').textContent()).toBe('200');
+    expect(await page.locator('#try-overlay .lines li').allTextContents()).toEqual(LINES.map((l) => l.text));
+    expect(await page.locator('#try-overlay svg polygon').count()).toBe(LINES.length);
+    expect(await page.locator('#try-overlay svg').getAttribute('viewBox')).toBe(`0 0 ${W} ${H}`);
+    expect(await page.locator('[data-output="lines"] [data-length]').textContent()).toBe(String(LINES.length));
+    // Where the browser actually drew each polygon, in the image's pixels: each edge
+    // within 10 px of the line's ink (the detector's box hugs the glyphs to a few px; a
+    // scaled or shifted overlay misses by tens of px). At desktop width the image shows at
+    // its own size, at phone width scaled down to about a third.
+    const drawnOverInk = async (): Promise<number> => {
+      // The callback runs in the page (tsconfig has no DOM types: the elements are `any` here).
+      const { scale, boxes } = await page.locator('#try-overlay svg polygon').evaluateAll((ps: any[]) => {
+        const img = (globalThis as any).document.querySelector('#try-overlay img');
+        const ir = img.getBoundingClientRect();
+        const k = img.naturalWidth / ir.width;
+        return {
+          scale: k,
+          boxes: ps.map((p) => {
+            const r = p.getBoundingClientRect();
+            return [(r.left - ir.left) * k, (r.top - ir.top) * k, (r.right - ir.left) * k, (r.bottom - ir.top) * k];
+          }),
+        };
+      });
+      for (const [i, edges] of boxes.entries()) {
+        for (const [j, edge] of ['left', 'top', 'right', 'bottom'].entries()) {
+          expect(Math.abs(edges[j]! - ink[i]![j]!), `line ${i} ${edge} at scale ${scale}: drawn ${edges[j]}, ink ${ink[i]![j]}`).toBeLessThanOrEqual(10);
+        }
+      }
+      return scale;
+    };
+    expect(await drawnOverInk()).toBeCloseTo(1, 2);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await waitFor('the image shown scaled down', async () => (await drawnOverInk()) > 2, 5_000, 100);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await shot('try-it-ocr');
   });
 
   it('rollback with the admin token changes the active version; a wrong token shows the error', async () => {

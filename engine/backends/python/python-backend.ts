@@ -57,6 +57,8 @@ export const pythonBackend: Backend = {
     }
     return {
       instances,
+      // Triton asks a python model's is_ready() on readiness checks: ready when every instance says so.
+      isReady: async () => (await Promise.all(instances.map((x) => x.isReady()))).every(Boolean),
       finalize: async () => {
         await Promise.all(instances.map((x) => x.close()));
       },

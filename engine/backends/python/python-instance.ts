@@ -14,6 +14,7 @@ import { isDecoupled } from '../../decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
 import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';
+import { ReadinessProbe, type ReadinessReply } from './readiness-probe.ts';
 
 const trace = tracer('python');
 const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
@@ -49,6 +50,9 @@ export class PythonInstance implements ExecutionInstance {
   private blsSeq = 0;
   private closed = false;
   private readonly arena: InputArena;
+  /** Whether the model defines is_ready() (the stub says so once initialize returned). */
+  private hasIsReady = false;
+  private readonly probe: ReadinessProbe;
 
   constructor(
     readonly name: string,
@@ -56,6 +60,7 @@ export class PythonInstance implements ExecutionInstance {
     private readonly opts: PythonInstanceOptions,
   ) {
     this.arena = new InputArena(`${opts.prefix}-in`);
+    this.probe = new ReadinessProbe((rid) => this.stub?.send({ t: 'is_ready', rid }), `python model '${ctx.modelName}' ${name}`);
   }
 
   /** Read per use: auto_complete_config may set the policy after construction. */
@@ -149,6 +154,7 @@ export class PythonInstance implements ExecutionInstance {
   private onFrame(stub: StubProcess, m: StubFrame): void {
     switch (m.t) {
       case 'ready':
+        this.hasIsReady = m.has_is_ready === true;
         this.starting?.resolve();
         return;
       case 'config':
@@ -172,6 +178,8 @@ export class PythonInstance implements ExecutionInstance {
         return this.onStreamed(m);
       case 'bls':
         return this.onBls(stub, m);
+      case 'is_ready_reply':
+        return this.probe.reply(m as unknown as ReadinessReply);
       case 'fini_done':
         return; // the exit follows
       default:
@@ -250,6 +258,7 @@ export class PythonInstance implements ExecutionInstance {
   private onExit(stub: StubProcess, how: string): void {
     if (this.stub !== stub) return;
     this.ready = false;
+    this.probe.abandon();
     sweepShm(this.opts.prefix);
     if (this.starting) {
       this.starting.reject(unavailable(how.startsWith('python interpreter') || how.startsWith('cannot start') ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
@@ -280,6 +289,15 @@ export class PythonInstance implements ExecutionInstance {
     if (stub) await stub.exited;
     this.arena.close();
     sweepShm(this.opts.prefix);
+  }
+
+  /**
+   * The model's is_ready() when it defines one; true otherwise, and while the
+   * stub is down (it starts again on the next request, as after a crash).
+   */
+  isReady(): Promise<boolean> {
+    if (this.closed || !this.hasIsReady || !this.stub?.alive || !this.ready) return Promise.resolve(!this.closed);
+    return this.probe.check();
   }
 
   /** The stub's pid (tests). */

@@ -7,7 +7,8 @@
 # Threads: the main thread runs initialize/execute/finalize, one at a time.
 # A reader thread demultiplexes frames: work goes to the main thread's queue,
 # BLS replies wake their waiters (so a BLS call inside execute cannot
-# deadlock). Frames are written under one lock from any thread (decoupled
+# deadlock), and a readiness question runs the model's is_ready() on a
+# thread of its own (so it does not wait behind a running execute). Frames are written under one lock from any thread (decoupled
 # response senders).
 import asyncio
 import importlib.util
@@ -83,6 +84,8 @@ class Channel:
         self.pending = {}
         self.lock = threading.Lock()
         self.next_bid = 0
+        self.model = None  # set once initialize returned: is_ready() needs it
+        self.model_dir = ""
 
     def response_frame(self, response):
         if response is None:
@@ -148,8 +151,26 @@ def reader_loop(work, channel):
             os._exit(0)
         if m["t"] == "bls_reply":
             channel.reply(m)
+        elif m["t"] == "is_ready":
+            threading.Thread(target=answer_is_ready, args=(channel, m["rid"]), daemon=True).start()
         else:
             work.put(m)
+
+
+def answer_is_ready(channel, rid):
+    """The model's is_ready(): True/False as it says; an exception or a non-bool is "not ready" with the reason."""
+    reply = {"t": "is_ready_reply", "rid": rid, "ready": False}
+    try:
+        r = channel.model.is_ready()
+        if inspect.isawaitable(r):
+            r = asyncio.run(r)
+        if isinstance(r, (bool, np.bool_)):
+            reply["ready"] = bool(r)
+        else:
+            reply["error"] = f"returned {type(r).__name__} {r!r}, not a bool"
+    except BaseException as e:
+        reply["error"] = f"raised {where(e, channel.model_dir)}"
+    write_frame(reply)
 
 
 def load_model_class(path):
@@ -195,7 +216,8 @@ def main():
                     r = model.initialize(args)
                     if inspect.isawaitable(r):
                         loop.run_until_complete(r)
-                write_frame({"t": "ready"})
+                channel.model, channel.model_dir = model, model_dir
+                write_frame({"t": "ready", "has_is_ready": callable(getattr(model, "is_ready", None))})
             except BaseException as e:
                 write_frame({"t": "init_error", "kind": "python", "message": where(e, model_dir)})
         elif t == "exec":

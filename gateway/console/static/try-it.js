@@ -1,9 +1,9 @@
 // Try-it page: a form per function built from its input spec (a file for
 // UINT8/BYTES inputs, a JSON editor for tensors), sent to POST /fn/<name> as
 // multipart exactly as any client would. Shows each output's shape, length
-// and first values, the call's time and payload-transfer headers, and, when
-// the result holds `lines` with `box`es (an OCR result), draws them over the
-// uploaded image.
+// and first values (for a rows reply, each list's length and first rows),
+// the call's time and payload-transfer headers, and, when the result holds
+// `lines` with `box`es (an OCR result), draws them over the uploaded image.
 (() => {
   'use strict';
   const { api, el, fmtTensor, pages } = window.tgw;
@@ -98,7 +98,18 @@
     wrap.hidden = false;
   }
 
+  /** A rows reply ({key: [{field: value}]}, e.g. OCR lines): each list's length and first rows. */
+  function showRows(body) {
+    return Object.entries(body || {}).filter(([, v]) => Array.isArray(v)).map(([name, rows]) =>
+      el('section', { class: 'panel', 'data-output': name },
+        el('h3', {}, el('code', { text: name })),
+        el('dl', { class: 'facts' },
+          el('dt', { text: 'Rows' }), el('dd', { 'data-length': rows.length, text: String(rows.length) }),
+          el('dt', { text: `First ${Math.min(rows.length, 3)} rows` }), el('dd', { class: 'values', text: JSON.stringify(rows.slice(0, 3)) }))));
+  }
+
   function showOutputs(body) {
+    if (body && !body.outputs) return showRows(body);
     const outs = (body && body.outputs) || {};
     return Object.entries(outs).map(([name, o]) => {
       const data = Array.isArray(o.data) ? o.data : [o.data];

@@ -42,7 +42,9 @@ class TritonPythonModel:
         scale = SIZE / min(w, h)
         img = img.resize((max(SIZE, round(w * scale)), max(SIZE, round(h * scale))), self.Image.BICUBIC)
         w, h = img.size
-        left, top = (w - SIZE) // 2, (h - SIZE) // 2
+        # Centre crop with an odd margin's extra pixel on the left/top, as sharp's
+        # centre gravity does, so this matches the JS model pixel for pixel.
+        left, top = (w - SIZE + 1) // 2, (h - SIZE + 1) // 2
         return np.asarray(img.crop((left, top, left + SIZE, top + SIZE)), dtype=np.uint8)
 
     def execute(self, requests):
