@@ -15,6 +15,7 @@ import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from './model-config-loader.ts';
 import { StatusError, invalidArg, notFound, toStatusError, unavailable } from './status.ts';
 import { log } from './trace.ts';
+import { checkModelName, echo } from './model-name.ts';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
 
@@ -128,6 +129,7 @@ export class ModelRepositoryManager {
 
   /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */
   load(name: string, params: LoadParameters = {}): Promise<void> {
+    checkModelName(name);
     const e = this.entry(name);
     return this.withLock(e, () => this.loadLocked(e, params));
   }
@@ -183,16 +185,20 @@ export class ModelRepositoryManager {
   }
 
   private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
+    // Every path is checked before anything is created or removed on disk.
+    const rels = Object.keys(files).map((key) => {
+      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
+      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+      if (!overridePathInside(rel)) throw invalidArg(`load of '${e.name}': file override '${echo(rel)}' escapes the model folder`);
+      return [key, rel] as const;
+    });
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
     const dir = path.join(root, e.name);
-    for (const [key, data] of Object.entries(files)) {
-      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
-      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+    for (const [key, rel] of rels) {
       const target = path.resolve(dir, rel);
-      if (!target.startsWith(dir + path.sep)) throw invalidArg(`load of '${e.name}': file override '${rel}' escapes the model folder`);
       fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, data);
+      fs.writeFileSync(target, files[key]!);
     }
     e.tmpDir = root;
     return dir;
@@ -200,6 +206,7 @@ export class ModelRepositoryManager {
 
   /** Unload every version of a model; with unloadDependents, also the ensembles that use it. */
   async unload(name: string, opts: { unloadDependents?: boolean } = {}): Promise<void> {
+    checkModelName(name);
     const e = this.models.get(name);
     if (!e) return;
     if (opts.unloadDependents) {
@@ -234,6 +241,7 @@ export class ModelRepositoryManager {
 
   /** Like readyVersion, but throws Triton's errors. `version` is the wire string ('' = latest). */
   get(name: string, version?: string): ModelVersion {
+    checkModelName(name);
     const e = this.models.get(name);
     if (!e || (e.versions.size === 0 && e.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
     let v: number | undefined;
@@ -276,4 +284,12 @@ export class ModelRepositoryManager {
   poll(): Promise<void> {
     return this.poller.poll();
   }
+}
+
+/** True when a file override's relative path stays strictly inside its model folder. */
+export function overridePathInside(rel: string): boolean {
+  if (!rel || rel.includes('\0') || path.isAbsolute(rel)) return false;
+  const base = path.resolve('/model');
+  const target = path.resolve(base, rel);
+  return target.startsWith(base + path.sep);
 }

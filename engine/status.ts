@@ -12,6 +12,20 @@ export type StatusCode =
   | 'CANCELLED'
   | 'UNKNOWN';
 
+/**
+ * Longest error text sent to a client. grpc-js puts `details` in an HTTP/2
+ * trailer; one over the peer's header-list limit (~64 KB) never arrived and
+ * wedged every later call on that connection, so texts are capped here, once.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 4096;
+
+/** `message` cut to MAX_ERROR_MESSAGE_CHARS, saying how much was cut. */
+export function capMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  const cut = message.length - MAX_ERROR_MESSAGE_CHARS;
+  return `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...(${cut} more characters)`;
+}
+
 /** An error carrying one of the engine's status codes; its message is safe to send to clients. */
 export class StatusError extends Error {
   constructor(
@@ -20,7 +34,7 @@ export class StatusError extends Error {
     /** Detail for the log only (errno, stack of a cause); never sent to clients. */
     readonly detail?: unknown,
   ) {
-    super(message);
+    super(capMessage(message));
     this.name = 'StatusError';
   }
 }

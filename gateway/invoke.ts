@@ -174,6 +174,20 @@ function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<st
 }
 
 /**
+ * Whether an engine failure is of the kind an unknown shm region gives:
+ * INVALID_ARGUMENT (ours and Triton's) or NOT_FOUND, by status code, never by
+ * the message text. Timeouts, outages and internal errors never retry.
+ */
+export function mayBeRegionLost(e: unknown): e is GatewayError {
+  return e instanceof GatewayError && (e.code === 'ENGINE_REJECTED' || e.code === 'FUNCTION_UNAVAILABLE');
+}
+
+/** Retry inline only when a region this call used was really missing on the engine (its status said so). */
+export function retryInline(used: ReadonlyArray<string | undefined>, missing: readonly string[]): boolean {
+  return used.some((r) => r !== undefined && missing.includes(r));
+}
+
+/**
  * Run one call of `fn` on the engine, independent of HTTP (async jobs use it
  * too): stage inputs through `slices` when the payload is above the
  * threshold, request outputs into an output slice, retry inline once if the
@@ -198,8 +212,10 @@ export async function runFunction(
     res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs);
   } catch (e) {
     // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
-    const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
-      && (await deps.arena.verifyRegistration().catch(() => 0)) > 0;
+    // Only then: any other failure (a corrupt image) would do the work twice and send the body over gRPC.
+    const used = [...inputs.map((t) => t.at?.region), ...[...at.values()].map((p) => p.slice.region)];
+    const retry = staged && deps.arena && mayBeRegionLost(e)
+      && retryInline(used, await deps.arena.verifyRegistration().catch(() => []));
     if (!retry) throw e;
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;
