@@ -108,7 +108,7 @@ describe('deep JSON', () => {
     const body = `{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":${data}}]}`;
     const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
     expect(r.status).toBe(400);
-    expect((await r.json()).error).toMatch(/nested deeper than/);
+    expect(((await r.json()) as { error: string }).error).toMatch(/nested deeper than/);
     const ok = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/health/live`);
     expect(ok.status).toBe(200);
   });
