@@ -8,7 +8,7 @@
 import type { Context } from 'hono';
 import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
 import { checkApiKey } from './api-key.ts';
-import { contentLength, readBody, readBodyInto } from './body-reader.ts';
+import { contentLength, readBody, readBodyInto, tooLarge } from './body-reader.ts';
 import type { EngineApi } from './engine-client.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
@@ -61,10 +61,15 @@ const shmParams = (region: string, offset: number, size: number) => ({
 async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
   const limit = fn.definition.limits.maxBodyBytes;
   const len = contentLength(c);
-  if (len !== undefined && len > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn.name, limit });
+  if (len !== undefined && len > limit) throw tooLarge(c, fn.name, limit);
   const type = mediaType(c.req.header('content-type'));
   if (isJsonType(type)) return jsonBodyInputs(fn, await readBody(c, limit, fn.name));
-  if (type === 'multipart/form-data') return { inputs: await multipartBodyInputs(fn, () => c.req.formData()) };
+  if (type === 'multipart/form-data') {
+    // Read under the limit first (chunked forms have no Content-Length to check), then parse.
+    const bytes = await readBody(c, limit, fn.name);
+    const form = () => new Response(bytes, { headers: { 'Content-Type': c.req.header('content-type')! } }).formData();
+    return { inputs: await multipartBodyInputs(fn, form) };
+  }
   if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
   const spec = rawBodySpec(fn);
   if (len !== undefined && len > deps.shmThreshold) {

@@ -31,6 +31,7 @@ import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
 import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
+import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
 
 export interface GatewayOptions {
   port?: number;
@@ -59,6 +60,8 @@ export interface GatewayOptions {
   jobClaimIdleMs?: number;
   /** Redis key namespace of jobs and deployed bundles, shared by all replicas (default `tgw`). */
   redisNamespace?: string;
+  /** Slow-client limits (http-timeouts.ts); each defaults to DEFAULT_HTTP_TIMEOUTS. */
+  timeouts?: Partial<HttpTimeouts>;
 }
 
 export interface RunningGateway {
@@ -145,9 +148,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   runner.start();
   const gw = createApp({ ...invokeDeps, store, reaped: () => reaper.reapedTotal, jobs: { queue: jobs }, deployer });
 
+  const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0' }, () => resolve(s as Server));
+    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0', serverOptions: timeoutServerOptions(timeouts) }, () => resolve(s as Server));
   });
+  handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
   log.info(`gateway ${ownerId} listening on :${port}, engine ${engine.address}, ${registry.names().length} functions`);
 

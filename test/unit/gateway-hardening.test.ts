@@ -94,3 +94,19 @@ describe('inline retry of a staged call', () => {
     expect(retryInline(['r0'], [])).toBe(false);
   });
 });
+
+describe('slow-client timeout flags', () => {
+  it('parse into GatewayOptions.timeouts; the 408 reply carries the catalog body', async () => {
+    const { parseArgs } = await import('../../gateway/main.ts');
+    const { requestTimeoutReply, timeoutServerOptions } = await import('../../gateway/http-timeouts.ts');
+    const o = parseArgs(['--header-timeout-ms=500', '--body-timeout-ms=2000', '--idle-timeout-ms=100']);
+    expect(o.timeouts).toEqual({ headersMs: 500, bodyMs: 2000, idleMs: 100 });
+    const so = timeoutServerOptions({ headersMs: 500, bodyMs: 2000, idleMs: 100 });
+    expect(so).toMatchObject({ headersTimeout: 500, requestTimeout: 2500, keepAliveTimeout: 100 });
+    const reply = requestTimeoutReply({ headersMs: 500, bodyMs: 2000, idleMs: 100 });
+    expect(reply).toMatch(/^HTTP\/1.1 408 /);
+    const body = reply.slice(reply.indexOf('\r\n\r\n') + 4);
+    expect(JSON.parse(body).error.code).toBe('REQUEST_TIMEOUT');
+    expect(reply).toContain(`Content-Length: ${Buffer.byteLength(body)}`);
+  });
+});
