@@ -41,6 +41,42 @@ export async function runOnInstance(
   requests: InferRequest[],
   modelName: string,
 ): Promise<ExecuteResult | StatusError> {
+  // Shm inputs are checked right before the execution reads them: a region
+  // truncated while the request waited fails that request, not the batch.
+  const lost = requests.map(shmProblem);
+  if (lost.some((e) => e)) return runWithout(instance, requests, lost, modelName);
+  return runChecked(instance, requests, modelName);
+}
+
+/** The first shm input of `r` whose region no longer holds its bytes, as a StatusError. */
+function shmProblem(r: InferRequest): StatusError | undefined {
+  for (const t of r.inputs) {
+    const e = t.shmCheck?.();
+    if (e) return toStatusError(e);
+  }
+  return undefined;
+}
+
+/** Run the requests whose inputs are intact; the others answer their own error. */
+async function runWithout(
+  instance: ExecutionInstance,
+  requests: InferRequest[],
+  lost: Array<StatusError | undefined>,
+  modelName: string,
+): Promise<ExecuteResult | StatusError> {
+  const keep = requests.filter((_, i) => !lost[i]);
+  const zero = { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+  const ran = keep.length ? await runChecked(instance, keep, modelName) : { responses: [], timing: zero };
+  let k = 0;
+  const responses = requests.map((_, i) => lost[i] ?? (ran instanceof StatusError ? ran : ran.responses[k++]!));
+  return { responses, timing: ran instanceof StatusError ? zero : ran.timing };
+}
+
+async function runChecked(
+  instance: ExecutionInstance,
+  requests: InferRequest[],
+  modelName: string,
+): Promise<ExecuteResult | StatusError> {
   try {
     const result = await instance.execute(requests);
     if (!result || !Array.isArray(result.responses) || result.responses.length !== requests.length) {

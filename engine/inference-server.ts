@@ -153,8 +153,15 @@ export class InferenceServer implements ServerApi {
         held.push(a);
         t.data = a.bytes;
         t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: a.regionOffset, regionSize: a.regionSize, fd: a.fd };
+        t.shmCheck = a.check;
       }
       const res = await this.inferValidated(req);
+      // An input region truncated while the request waited or ran reads as zeros
+      // (the SIGBUS guard's page): never answer from it.
+      for (const a of held) {
+        const problem = a.check();
+        if (problem) throw problem;
+      }
       this.applyClassification(req, res);
       this.writeShmOutputs(req, res);
       return res;
@@ -212,6 +219,9 @@ export class InferenceServer implements ServerApi {
       const a = this.shm.acquire({ ...o.shm, byteSize: out.data.byteLength }, { tensor: o.name, kind: 'output' });
       try {
         a.bytes.set(out.data);
+        // Truncated during the copy: the bytes went to the guard's page, not to the client.
+        const problem = a.check();
+        if (problem) throw problem;
       } finally {
         a.release();
       }

@@ -43,6 +43,12 @@ export interface ShmAcquired {
   readonly regionSize: number;
   /** True once the region was unregistered (it stays mapped until released). */
   readonly unregistered: boolean;
+  /**
+   * Whether the bytes are still intact: the object still holds them and no
+   * read or write faulted on the mapping (the SIGBUS guard's zero page). Call
+   * right before and after each read or write; an error fails the request.
+   */
+  check(): StatusError | undefined;
   /** Drop this use of the region (idempotent). */
   release(): void;
 }
@@ -161,25 +167,11 @@ export class SharedMemoryManager {
           `offset ${ref.offset} + byte_size ${ref.byteSize} > region byte_size ${region.byteSize}`,
       );
     }
-    if (region.mapping.faulted) {
-      throw invalidArg(
-        `shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`,
-      );
-    }
     const absoluteOffset = region.offset + ref.offset;
     const needEnd = absoluteOffset + ref.byteSize;
-    let check: { ok: boolean; size: number };
-    try {
-      check = checkSize(region.fd, needEnd);
-    } catch (err) {
-      throw internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
-    }
-    if (!check.ok) {
-      throw invalidArg(
-        `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ` +
-          `${what} needs bytes up to ${needEnd}`,
-      );
-    }
+    const intact = () => intactProblem(region, needEnd, what);
+    const problem = intact();
+    if (problem) throw problem;
     region.users++;
     let released = false;
     return {
@@ -192,6 +184,7 @@ export class SharedMemoryManager {
       get unregistered() {
         return region.unregistered;
       },
+      check: () => (released ? undefined : intact()),
       release: () => {
         if (released) return;
         released = true;
@@ -249,6 +242,25 @@ export class SharedMemoryManager {
     closeQuietly(region.fd);
     trace(`unmapped '${region.name}' ('${region.key}')`);
   }
+}
+
+/** Why the bytes of a region up to `needEnd` cannot be trusted now, or undefined. */
+function intactProblem(region: Region, needEnd: number, what: string): StatusError | undefined {
+  if (region.mapping.faulted) {
+    return invalidArg(`shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`);
+  }
+  let check: { ok: boolean; size: number };
+  try {
+    check = checkSize(region.fd, needEnd);
+  } catch (err) {
+    return internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
+  }
+  if (!check.ok) {
+    return invalidArg(
+      `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ${what} needs bytes up to ${needEnd}`,
+    );
+  }
+  return undefined;
 }
 
 function statusOf(r: Region): ShmRegionStatus {

@@ -5,7 +5,10 @@ import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
+import type { InferRequest } from '../../engine/infer-request.ts';
 import type { RunningEngine } from '../../engine/server.ts';
+import { shmClose, shmOpen, shmTruncate } from '../../native/index.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { grpcError, protoLoaderClient, removeDir, startTestEngine, tempRepo, type ProtoClient } from './helpers.ts';
 
@@ -17,8 +20,8 @@ let engine: RunningEngine;
 let client: ProtoClient;
 
 beforeAll(async () => {
-  repo = tempRepo('hardening', ['js_echo']);
-  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['js_echo'] });
+  repo = tempRepo('hardening', ['js_echo', 'simple_fp32_batch']);
+  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['js_echo', 'simple_fp32_batch'] });
   client = protoLoaderClient(engine.grpcPort);
 }, 60_000);
 
@@ -111,5 +114,66 @@ describe('deep JSON', () => {
     expect(((await r.json()) as { error: string }).error).toMatch(/nested deeper than/);
     const ok = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/health/live`);
     expect(ok.status).toBe(200);
+  });
+});
+
+describe('a truncated shm input never becomes zeros', () => {
+  let n = 0;
+  /** A fresh region holding `values` (FP32), registered with the engine. */
+  function region(values: number[]) {
+    const name = `trunc${process.pid}_${n++}`;
+    const h = createSharedMemoryRegion(name, `/${name}`, values.length * 4);
+    h.bytes.set(new Uint8Array(Float32Array.from(values).buffer));
+    engine.engine.shmRegister(name, h.key, 0, h.byteSize);
+    return h;
+  }
+  function truncate(key: string): void {
+    const fd = shmOpen(key);
+    try {
+      shmTruncate(fd, 0);
+    } finally {
+      shmClose(fd);
+    }
+  }
+  const shmInput = (name: string, h: { name: string; byteSize: number }, shape: number[]) =>
+    ({ name, datatype: 'FP32' as const, shape, data: new Uint8Array(0), shm: { region: h.name, offset: 0, byteSize: h.byteSize } });
+
+  it('a js model whose input region is truncated while the request waits: INVALID_ARG, never zeros', async () => {
+    for (let i = 0; i < 5; i++) {
+      const h = region([1, 2, 3, 4]);
+      // A slow request holds the model's one instance, so the shm request waits in the queue.
+      const blocker = engine.engine.infer({
+        modelName: 'js_echo', outputs: [], parameters: { delay_ms: 30 },
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }],
+      });
+      const req: InferRequest = { modelName: 'js_echo', inputs: [shmInput('INPUT0', h, [4])], outputs: [], parameters: {} };
+      const p = engine.engine.infer(req).then((r) => [...new Float32Array(Uint8Array.from(r.outputs[0]!.data).buffer)], (e: Error) => e);
+      truncate(h.key); // the request is queued: nothing has read the region yet
+      const got = await p;
+      await blocker;
+      expect(got, `try ${i}`).toBeInstanceOf(Error);
+      expect((got as Error).message).toMatch(/truncated|shrank/);
+      engine.engine.shmUnregister(h.name);
+      destroySharedMemoryRegion(h);
+    }
+  });
+
+  it('a batched copy skips the truncated request and serves the rest of the batch', async () => {
+    const h = region([5, 6, 7, 8]);
+    const inline: InferRequest = {
+      modelName: 'simple_fp32_batch',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4], data: new Uint8Array(Float32Array.from([1, 2, 3, 4]).buffer) }],
+      outputs: [], parameters: {},
+    };
+    const staged: InferRequest = { modelName: 'simple_fp32_batch', inputs: [shmInput('x', h, [1, 4])], outputs: [], parameters: {} };
+    const a = engine.engine.infer(inline);
+    const b = engine.engine.infer(staged).then(() => undefined, (e: Error) => e);
+    truncate(h.key); // both wait in the batcher's queue (20 ms delay)
+    const [ra, eb] = await Promise.all([a, b]);
+    expect([...new Float32Array(Uint8Array.from(ra.outputs[0]!.data).buffer)]).toEqual([3, 5, 7, 9]);
+    expect(eb).toBeInstanceOf(Error);
+    expect((eb as Error).message).toMatch(/truncated|shrank/);
+    engine.engine.shmUnregister(h.name);
+    destroySharedMemoryRegion(h);
   });
 });
