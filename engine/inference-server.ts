@@ -29,6 +29,8 @@ export interface InferenceServerOptions {
   shmMaxBytes?: number;
   /** Server ready only when every model is ready (Triton's --strict-readiness). */
   strictReadiness?: boolean;
+  /** How often regions whose shm object vanished are unregistered (ms; 0 = never). */
+  shmSweepMs?: number;
 }
 
 export const SERVER_NAME = 'tritonish';
@@ -46,6 +48,7 @@ export class InferenceServer implements ServerApi {
   readonly repository: ModelRepositoryManager;
   private live = false;
   private stopping = false;
+  private shmSweep: NodeJS.Timeout | undefined;
   private readonly logs: Record<string, boolean | number | string> = {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
@@ -67,12 +70,18 @@ export class InferenceServer implements ServerApi {
 
   async start(): Promise<void> {
     this.live = true;
+    const every = this.opts.shmSweepMs ?? 10_000;
+    if (every > 0) {
+      this.shmSweep = setInterval(() => this.forgetInBackends(this.shm.sweepVanished()), every);
+      this.shmSweep.unref();
+    }
     await this.repository.start();
   }
 
   /** Stop taking requests, drain, unload every model, unmap regions. */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.shmSweep);
     await this.repository.stop();
     this.shm.close();
     this.live = false;

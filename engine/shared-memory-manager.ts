@@ -2,6 +2,7 @@
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes
 // outputs into a region.
+import fs from 'node:fs';
 import {
   checkSize,
   isValidShmKey,
@@ -194,6 +195,23 @@ export class SharedMemoryManager {
     };
   }
 
+  /**
+   * Unregister regions whose shm object vanished: its key was unlinked (its
+   * owner died and was reaped while the engine was away) or now names another
+   * object. Without this the engine's mapping keeps the memory alive for ever.
+   * Returns the keys of the regions removed.
+   */
+  sweepVanished(): string[] {
+    const keys: string[] = [];
+    for (const region of [...this.#regions.values()]) {
+      if (!objectVanished(region)) continue;
+      log.warn(`shared memory region '${region.name}': its object '${region.key}' is gone; unregistering it`);
+      this.#remove(region);
+      keys.push(region.key);
+    }
+    return keys;
+  }
+
   /** Unmap everything, in use or not (engine shutdown); later registrations are refused. */
   close(): void {
     this.#closed = true;
@@ -241,6 +259,22 @@ export class SharedMemoryManager {
     region.mapping.close();
     closeQuietly(region.fd);
     trace(`unmapped '${region.name}' ('${region.key}')`);
+  }
+}
+
+/** True when the region's key no longer names the object the engine holds open (POSIX shm lives in /dev/shm on Linux). */
+function objectVanished(region: Region): boolean {
+  let held: fs.Stats;
+  try {
+    held = fs.fstatSync(region.fd);
+  } catch {
+    return false; // cannot tell: keep it
+  }
+  try {
+    const now = fs.statSync(`/dev/shm${region.key}`);
+    return now.ino !== held.ino || now.dev !== held.dev;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
   }
 }
 

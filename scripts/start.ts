@@ -6,25 +6,20 @@
 //
 // Extra flags: START_ENGINE_ARGS and START_GATEWAY_ARGS (space-separated)
 // are appended to each child's command line; REDIS_URL reaches the gateway.
+// The engine listens on loopback and takes shm keys under the gateway's
+// prefix only, unless those flags say otherwise (start-args.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { startArgs } from './start-args.ts';
 
 interface Spec {
   name: string;
   args: string[];
 }
 
-const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
-const engineArgs = split(process.env.START_ENGINE_ARGS);
-const grpcPort = /^--grpc-port=(\d+)$/.exec(engineArgs.find((a) => a.startsWith('--grpc-port=')) ?? '')?.[1] ?? '8001';
+const args = startArgs(process.env);
 const specs: Spec[] = [
-  {
-    name: 'engine',
-    args: ['engine/main.ts', '--model-repository=model_repository', '--allow-client-shm=true', ...engineArgs],
-  },
-  {
-    name: 'gateway',
-    args: ['gateway/main.ts', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...split(process.env.START_GATEWAY_ARGS)],
-  },
+  { name: 'engine', args: args.engine },
+  { name: 'gateway', args: args.gateway },
 ];
 
 const MIN_BACKOFF_MS = 250;

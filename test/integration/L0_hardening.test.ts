@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
 import type { InferRequest } from '../../engine/infer-request.ts';
 import type { RunningEngine } from '../../engine/server.ts';
-import { shmClose, shmOpen, shmTruncate } from '../../native/index.ts';
+import { shmClose, shmOpen, shmTruncate, shmUnlinkIfExists } from '../../native/index.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { grpcError, protoLoaderClient, removeDir, startTestEngine, tempRepo, type ProtoClient } from './helpers.ts';
 
@@ -21,7 +21,7 @@ let client: ProtoClient;
 
 beforeAll(async () => {
   repo = tempRepo('hardening', ['js_echo', 'simple_fp32_batch']);
-  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['js_echo', 'simple_fp32_batch'] });
+  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['js_echo', 'simple_fp32_batch'], shmSweepMs: 100 });
   client = protoLoaderClient(engine.grpcPort);
 }, 60_000);
 
@@ -175,5 +175,28 @@ describe('a truncated shm input never becomes zeros', () => {
     expect((eb as Error).message).toMatch(/truncated|shrank/);
     engine.engine.shmUnregister(h.name);
     destroySharedMemoryRegion(h);
+  });
+});
+
+describe('regions whose object vanished', () => {
+  it('the engine unregisters a region whose key was unlinked or now names another object', async () => {
+    const gone = `vanish${process.pid}_a`;
+    const reused = `vanish${process.pid}_b`;
+    const a = createSharedMemoryRegion(gone, `/${gone}`, 4096);
+    const b = createSharedMemoryRegion(reused, `/${reused}`, 4096);
+    engine.engine.shmRegister(gone, a.key, 0, 4096);
+    engine.engine.shmRegister(reused, b.key, 0, 4096);
+    const names = () => engine.engine.shmStatus().map((r) => r.name);
+    expect(names()).toEqual(expect.arrayContaining([gone, reused]));
+    shmUnlinkIfExists(a.key); // its owner was reaped while the engine kept it mapped
+    shmUnlinkIfExists(b.key);
+    const b2 = createSharedMemoryRegion(reused, `/${reused}`, 4096); // same key, another object
+    const t0 = Date.now();
+    while ((names().includes(gone) || names().includes(reused)) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    expect(names()).not.toContain(gone);
+    expect(names()).not.toContain(reused);
+    destroySharedMemoryRegion(a);
+    destroySharedMemoryRegion(b);
+    destroySharedMemoryRegion(b2);
   });
 });

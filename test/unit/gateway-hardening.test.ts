@@ -6,6 +6,9 @@ import { GatewayError, gatewayError } from '../../gateway/errors.ts';
 import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
 import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
 import { mayBeRegionLost, retryInline } from '../../gateway/invoke.ts';
+import { MemoryLeaseStore } from '../../gateway/memory-lease-store.ts';
+import { Reaper } from '../../gateway/reaper.ts';
+import { regionName } from '../../gateway/region-lease.ts';
 import { jsonBodyInputs, multipartInputs, nestedDeeperThan } from '../../gateway/payload-codec.ts';
 import { checkCallbackUrl, matchesPrefix } from '../../gateway/webhooks/callback-allow.ts';
 
@@ -108,5 +111,16 @@ describe('slow-client timeout flags', () => {
     const body = reply.slice(reply.indexOf('\r\n\r\n') + 4);
     expect(JSON.parse(body).error.code).toBe('REQUEST_TIMEOUT');
     expect(reply).toContain(`Content-Length: ${Buffer.byteLength(body)}`);
+  });
+});
+
+describe('orphan sweep at start', () => {
+  it('regions of an earlier gateway that had our pid (a container restart) are swept; ours and live ones stay', async () => {
+    const keys = new Set([`/${regionName('tgw', '1xdead0001', 0)}`, `/${regionName('tgw', '1xbeef0002', 0)}`, `/${regionName('tgw', '77x0000aaaa', 0)}`]);
+    const engine = { async unregisterRegion() {}, async regionStatus() { return {}; } };
+    const host = { unlinkIfExists: (k: string) => keys.delete(k), listKeys: (p: string) => [...keys].filter((k) => k.startsWith(p)), isProcessAlive: () => true, ownPid: 1 };
+    const reaper = new Reaper(new MemoryLeaseStore(), engine as never, host, { ownerId: '1xbeef0002', prefix: 'tgw', leaseTtlMs: 500 });
+    expect(await reaper.sweep()).toEqual([regionName('tgw', '1xdead0001', 0)]);
+    expect([...keys].sort()).toEqual([`/${regionName('tgw', '1xbeef0002', 0)}`, `/${regionName('tgw', '77x0000aaaa', 0)}`].sort());
   });
 });

@@ -1,0 +1,34 @@
+// `npm start` is safe on a shared host by default (issue 13, finding 9): the
+// engine listens on loopback and takes shm keys under the gateway's prefix
+// only; START_ENGINE_ARGS opens it up. Checked through the engine's own
+// flag parser and shm manager.
+import { describe, expect, it } from 'vitest';
+import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
+import { startArgs } from '../../scripts/start-args.ts';
+
+const engineOpts = (env: NodeJS.ProcessEnv) => parseEngineArgs(startArgs(env).engine.slice(1));
+
+describe('npm start defaults', () => {
+  it('engine on loopback, client shm only under the gateway prefix', () => {
+    const o = engineOpts({});
+    expect(o.host).toBe('127.0.0.1');
+    expect(o.allowClientShm).toBe(true);
+    expect(o.shmKeyPrefix).toBe('/tgw_');
+    const m = new SharedMemoryManager({ keyPrefix: o.shmKeyPrefix });
+    expect(() => m.register('x', '/some_other_object', 0, 8)).toThrow(/does not start with the allowed prefix '\/tgw_'/);
+    expect(startArgs({}).gateway).toContain('--engine=127.0.0.1:8001');
+  });
+
+  it("follows the gateway's --prefix and the engine's --grpc-port", () => {
+    const a = startArgs({ START_GATEWAY_ARGS: '--prefix=blue --port=9', START_ENGINE_ARGS: '--grpc-port=7001' });
+    expect(parseEngineArgs(a.engine.slice(1)).shmKeyPrefix).toBe('/blue_');
+    expect(a.gateway).toContain('--engine=127.0.0.1:7001');
+  });
+
+  it('START_ENGINE_ARGS opens it up (documented in the README)', () => {
+    const o = engineOpts({ START_ENGINE_ARGS: '--http-address=0.0.0.0 --shm-key-prefix=/' });
+    expect(o.host).toBe('0.0.0.0');
+    expect(o.shmKeyPrefix).toBe('/');
+  });
+});
