@@ -16,6 +16,7 @@ import { fromConfigType } from './datatypes.ts';
 import { invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
+import { MemoryRelease } from './memory-release.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -49,6 +50,8 @@ export class InferenceServer implements ServerApi {
   private live = false;
   private stopping = false;
   private shmSweep: NodeJS.Timeout | undefined;
+  /** Gives memory back after very large inline requests (memory-release.ts). */
+  readonly memoryRelease = new MemoryRelease();
   private readonly logs: Record<string, boolean | number | string> = {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
@@ -82,6 +85,7 @@ export class InferenceServer implements ServerApi {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.shmSweep);
+    this.memoryRelease.stop();
     await this.repository.stop();
     this.shm.close();
     this.live = false;
@@ -154,6 +158,8 @@ export class InferenceServer implements ServerApi {
     if (this.stopping) throw unavailable('server is shutting down');
     req.arrivalNs ??= process.hrtime.bigint();
     const held: ShmAcquired[] = [];
+    let inlineBytes = 0;
+    for (const t of req.inputs) inlineBytes += t.data.byteLength;
     try {
       for (const t of req.inputs) {
         if (!t.shm) continue;
@@ -175,6 +181,7 @@ export class InferenceServer implements ServerApi {
       this.writeShmOutputs(req, res);
       return res;
     } finally {
+      this.memoryRelease.note(inlineBytes);
       for (const a of held) a.release();
       // A worker may have mapped a region again after its unregister's forget
       // (this request was still queued then): drop those mappings now.

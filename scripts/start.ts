@@ -14,12 +14,13 @@ import { startArgs } from './start-args.ts';
 interface Spec {
   name: string;
   args: string[];
+  env: NodeJS.ProcessEnv;
 }
 
 const args = startArgs(process.env);
 const specs: Spec[] = [
-  { name: 'engine', args: args.engine },
-  { name: 'gateway', args: args.gateway },
+  { name: 'engine', args: args.engine, env: process.env },
+  { name: 'gateway', args: args.gateway, env: process.env },
 ];
 
 const MIN_BACKOFF_MS = 250;
@@ -40,7 +41,7 @@ class Supervised {
     this.startedAt = Date.now();
     // One node process per child (tsx as an import hook), so signals reach it directly.
     // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the children in order.
-    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: process.env, detached: true });
+    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: this.spec.env, detached: true });
     this.proc = p;
     p.on('exit', (code, signal) => {
       this.proc = undefined;

@@ -32,3 +32,17 @@ describe('npm start defaults', () => {
     expect(o.shmKeyPrefix).toBe('/');
   });
 });
+
+describe('memory release after very large requests', () => {
+  it('runs full GCs after a large request, none after small ones', async () => {
+    const { MemoryRelease } = await import('../../engine/memory-release.ts');
+    const m = new MemoryRelease(10, 1000);
+    m.note(999);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(m.collections).toBe(0);
+    m.note(1000);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(m.collections).toBe(2);
+    m.stop();
+  });
+});
