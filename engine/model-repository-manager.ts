@@ -42,6 +42,8 @@ interface ModelEntry {
   lock: Promise<unknown>;
   /** Temp dir of a load with file overrides. */
   tmpDir?: string;
+  /** Unloaded on request (not failed): readiness does not wait for it. */
+  unloaded?: boolean;
 }
 
 export class ModelRepositoryManager {
@@ -166,10 +168,12 @@ export class ModelRepositoryManager {
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
       const se = toStatusError(err);
-      const reason = se.code === 'INTERNAL' && se.message === 'internal error' ? String((err as Error).message) : se.message;
+      // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
+      const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);
       if (e.versions.size === 0) {
         e.state = 'UNAVAILABLE';
         e.reason = reason;
+        e.unloaded = false;
       } else {
         log.warn(`reload of '${name}' failed, previous version keeps serving: ${reason}`);
       }
@@ -179,6 +183,7 @@ export class ModelRepositoryManager {
     e.versions = new Map(loaded.map((v) => [v.version, v]));
     e.state = 'READY';
     e.reason = '';
+    e.unloaded = false;
     log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
     // Old versions drain their in-flight requests, then go.
     await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
@@ -220,6 +225,7 @@ export class ModelRepositoryManager {
       e.versions = new Map();
       e.state = 'UNAVAILABLE';
       e.reason = 'unloaded';
+      e.unloaded = true;
       for (const v of old) v.setState('UNLOADING');
       await Promise.all(old.map((v) => v.unload()));
       if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
@@ -277,7 +283,7 @@ export class ModelRepositoryManager {
 
   /** True when every model the control mode meant to load is READY. */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => e.state === 'READY' || e.reason === 'unloaded');
+    return [...this.models.values()].every((e) => e.state === 'READY' || e.unloaded === true);
   }
 
   /** Poll mode: load new models, reload changed ones, unload removed ones. */

@@ -1,6 +1,7 @@
 // The engine's closed set of error codes (Triton's TRITONSERVER_Error_Code),
 // mapped once to HTTP and once to gRPC. Every engine error is a StatusError.
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { IllegalTransition } from '../protocol/lifecycle.ts';
 
 export type StatusCode =
   | 'INTERNAL'
@@ -50,6 +51,7 @@ export const cancelled = (m: string) => new StatusError('CANCELLED', m);
 /** Turn anything thrown into a StatusError; unknown errors become INTERNAL with a generic message. */
 export function toStatusError(err: unknown): StatusError {
   if (err instanceof StatusError) return err;
+  if (err instanceof IllegalTransition) return new StatusError('INTERNAL', err.message, err);
   return new StatusError('INTERNAL', 'internal error', err);
 }
 
