@@ -123,6 +123,11 @@ export async function readBody(c: Context, limit: number, fn: string): Promise<B
     }
   } catch (e) {
     if (over) throw tooLarge(c, fn, limit);
+    // The client went away mid-body (or its body timed out): not a gateway fault.
+    const code = (e as NodeJS.ErrnoException)?.code;
+    if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      throw gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }, e);
+    }
     throw e;
   }
   return parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts, n);
