@@ -9,7 +9,8 @@
 // calls; and a reload of product_recommender_model every minute.
 //
 // Flags: --minutes=N (default 5) --warmup-minutes=W (default max(1, N/5))
-//        --concurrency=3 --pause-ms=20 --out=FILE (JSON result)
+//        --concurrency=3 --pause-ms=20 --reload-minutes=1 (0: no reloads)
+//        --kinds=ensemble,moderated,staged,recommender,async (a subset) --out=FILE (JSON result)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +20,7 @@ import { freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUn
 import { spawnProbed } from './soak-spawn.ts';
 import { afterWarmup, slopePerMinute, type Sample } from './soak-stats.ts';
 
-interface Args { minutes: number; warmupMinutes: number; concurrency: number; pauseMs: number; out?: string }
+interface Args { minutes: number; warmupMinutes: number; concurrency: number; pauseMs: number; reloadMinutes: number; kinds?: string[]; out?: string }
 
 function parse(argv: string[]): Args {
   const a: Record<string, string> = {};
@@ -34,6 +35,8 @@ function parse(argv: string[]): Args {
     warmupMinutes: Number(a['warmup-minutes'] ?? Math.max(1, minutes / 5)),
     concurrency: Number(a.concurrency ?? 3),
     pauseMs: Number(a['pause-ms'] ?? 20),
+    reloadMinutes: Number(a['reload-minutes'] ?? 1),
+    kinds: a.kinds ? a.kinds.split(',') : undefined,
     out: a.out,
   };
 }
@@ -131,8 +134,11 @@ async function main(): Promise<void> {
   const sampler = setInterval(sample, 5000);
   let reloads = 0;
   const reloader = setInterval(() => {
+    if (args.reloadMinutes <= 0) return;
     client.repositoryModelLoad('product_recommender_model').then(() => reloads++, (e: Error) => fail(`reload: ${e.message}`));
-  }, 60_000);
+  }, Math.max(1, args.reloadMinutes) * 60_000);
+  const active = args.kinds ? kinds.filter(([k]) => args.kinds!.includes(k)) : kinds;
+  if (!active.length) throw new Error(`--kinds: none of ${args.kinds} is one of ${kinds.map(([k]) => k).join(', ')}`);
   const progress = setInterval(() => {
     const last = (s: Sample[]) => s[s.length - 1]?.value.toFixed(1);
     process.stderr.write(`soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engineRss)} MB, gateway rss ${last(samples.gatewayRss)} MB, calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`);
@@ -140,7 +146,7 @@ async function main(): Promise<void> {
 
   await Promise.all(Array.from({ length: args.concurrency }, async (_, w) => {
     for (let i = w; Date.now() < end; i++) {
-      const [kind, run] = kinds[i % kinds.length]!;
+      const [kind, run] = active[i % active.length]!;
       try {
         await run();
       } catch (e) {
@@ -160,7 +166,7 @@ async function main(): Promise<void> {
   const result = {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
-    minutes: args.minutes, warmupMinutes: args.warmupMinutes, concurrency: args.concurrency, pauseMs: args.pauseMs,
+    minutes: args.minutes, warmupMinutes: args.warmupMinutes, concurrency: args.concurrency, pauseMs: args.pauseMs, reloadMinutes: args.reloadMinutes, kinds: active.map(([k]) => k),
     calls: counts, reloads, errors: errorCount, firstErrors: errors,
     engine: { rssMbAfterWarmup: first(samples.engineRss), rssMbEnd: lastV(samples.engineRss), rssSlopeMbPerMin: slope(samples.engineRss), heapSlopeMbPerMin: slope(samples.engineHeap), heapMbEnd: lastV(samples.engineHeap) },
     gateway: { rssMbAfterWarmup: first(samples.gatewayRss), rssMbEnd: lastV(samples.gatewayRss), rssSlopeMbPerMin: slope(samples.gatewayRss), heapSlopeMbPerMin: slope(samples.gatewayHeap), heapMbEnd: lastV(samples.gatewayHeap) },
