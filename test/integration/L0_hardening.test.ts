@@ -5,7 +5,7 @@ import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
+import { createSharedMemoryRegion, destroySharedMemoryRegion, listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import type { InferRequest } from '../../engine/infer-request.ts';
 import type { RunningEngine } from '../../engine/server.ts';
 import { shmClose, shmOpen, shmTruncate, shmUnlinkIfExists } from '../../native/index.ts';
@@ -29,6 +29,8 @@ afterAll(async () => {
   client?.close();
   await engine?.stop();
   removeDir(repo);
+  // Regions a failed test left behind (a passing test removes its own).
+  for (const k of listSharedMemoryKeys('/')) if (k.includes(`trunc${process.pid}_`) || k.includes(`vanish${process.pid}_`)) shmUnlinkIfExists(k);
 });
 
 const ECHO_CONFIG = JSON.stringify({
