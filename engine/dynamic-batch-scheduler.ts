@@ -4,8 +4,10 @@
 // batches grow while every instance is busy. Runs on the caller's thread:
 // all state changes happen in schedule(), which timers, enqueues, aborts and
 // finished executions call; execute() calls run concurrently, one per instance.
+// With batching off (a model without dynamic_batching: Triton's default
+// scheduler) every request leaves alone, FIFO, with no delay.
 import { batchShapeKey, decideBatch, type BatchPolicy } from './dynamic-batch-decision.ts';
-import { runOnInstance } from './default-scheduler.ts';
+import { runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
 import type { ModelConfig } from './model-config.ts';
@@ -26,6 +28,8 @@ export interface DynamicBatchSchedulerOptions {
   pool: InstancePool;
   stats: StatsSink;
   clock?: Clock;
+  /** Form batches (default: when the config has dynamic_batching and max_batch_size > 0). */
+  batching?: boolean;
 }
 
 interface Pending {
@@ -50,6 +54,7 @@ export class DynamicBatchScheduler implements Scheduler {
   private readonly preserveOrdering: boolean;
   private readonly ragged: Set<string>;
   private readonly queue: SchedulerQueue<Pending>;
+  private readonly batching: boolean;
 
   private inflight = 0;
   private stopping = false;
@@ -66,7 +71,9 @@ export class DynamicBatchScheduler implements Scheduler {
   private readonly settled = new Map<number, () => void>();
 
   constructor(opts: DynamicBatchSchedulerOptions) {
-    const db = opts.config.dynamic_batching ?? {};
+    this.batching = opts.batching ?? (!!opts.config.dynamic_batching && opts.config.max_batch_size > 0);
+    // Without batching the dynamic_batching block (queue policies, priorities) does not apply, as before.
+    const db = (this.batching ? opts.config.dynamic_batching : undefined) ?? {};
     this.modelName = opts.modelName;
     this.pool = opts.pool;
     this.stats = opts.stats;
@@ -86,7 +93,7 @@ export class DynamicBatchScheduler implements Scheduler {
     if (this.stopping) return Promise.reject(unavailable(`model '${this.modelName}' is not accepting requests`));
     if (request.signal?.aborted) return Promise.reject(cancelled(`request for model '${this.modelName}' was cancelled`));
     const batchSize = requestBatchSize(request, this.maxBatchSize);
-    if (this.maxBatchSize > 0 && (batchSize < 1 || batchSize > this.maxBatchSize)) {
+    if (this.batching && this.maxBatchSize > 0 && (batchSize < 1 || batchSize > this.maxBatchSize)) {
       return Promise.reject(
         invalidArg(`inference request batch-size must be between 1 and ${this.maxBatchSize} for '${this.modelName}', got ${batchSize}`),
       );
@@ -168,6 +175,11 @@ export class DynamicBatchScheduler implements Scheduler {
         break;
       }
       const entries = this.queue.ordered();
+      if (!this.batching) {
+        const one = this.queue.take(1).map((e) => e.item);
+        void this.dispatch(instance, one, one[0]!.batchSize, now);
+        continue;
+      }
       const decision = decideBatch(
         entries.map((e) => ({ batchSize: e.item.batchSize, shapeKey: e.item.shapeKey, enqueuedNs: e.enqueuedNs })),
         this.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,

@@ -47,6 +47,8 @@ export interface ShmLocation {
 export interface InferInput extends Tensor {
   shm?: ShmRef;
   shmLocation?: ShmLocation;
+  /** Set with shmLocation: re-checks that the region still holds the bytes (see ShmAcquired.check). */
+  shmCheck?: () => Error | undefined;
 }
 
 export interface RequestedOutput {

@@ -28,6 +28,7 @@ import { MemoryBudget } from './model-memory-budget.ts';
 import { readyOnDemand } from './on-demand-loading.ts';
 import { InstanceAutoscaler } from './instance-autoscaler.ts';
 import type { InstancePolicy } from './instance-count-decision.ts';
+import { MemoryRelease } from './memory-release.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -65,6 +66,8 @@ export interface InferenceServerOptions {
   adaptiveWindowMs?: number;
   /** Overrides of the adaptive policy's thresholds (tests, benchmarks). */
   adaptivePolicy?: Partial<InstancePolicy>;
+  /** How often regions whose shm object vanished are unregistered (ms; 0 = never). */
+  shmSweepMs?: number;
 }
 
 export const SERVER_NAME = 'triton';
@@ -82,6 +85,9 @@ export class InferenceServer implements ServerApi {
   readonly repository: ModelRepositoryManager;
   private live = false;
   private stopping = false;
+  private shmSweep: NodeJS.Timeout | undefined;
+  /** Gives memory back after very large inline requests (memory-release.ts). */
+  readonly memoryRelease = new MemoryRelease();
   private readonly logs: Record<string, boolean | number | string> = {
     log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
   };
@@ -125,6 +131,11 @@ export class InferenceServer implements ServerApi {
 
   async start(): Promise<void> {
     this.live = true;
+    const every = this.opts.shmSweepMs ?? 10_000;
+    if (every > 0) {
+      this.shmSweep = setInterval(() => this.forgetInBackends(this.shm.sweepVanished()), every);
+      this.shmSweep.unref();
+    }
     await this.repository.start();
     this.autoscaler?.start();
   }
@@ -133,6 +144,8 @@ export class InferenceServer implements ServerApi {
   async stop(): Promise<void> {
     this.stopping = true;
     this.autoscaler?.stop();
+    clearInterval(this.shmSweep);
+    this.memoryRelease.stop();
     await this.repository.stop();
     this.shm.close();
     await this.tracing.shutdown();
@@ -217,6 +230,8 @@ export class InferenceServer implements ServerApi {
     if (!req.onResponse) rejectDecoupled(this, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
     req.arrivalNs ??= process.hrtime.bigint();
     const held: ShmAcquired[] = [];
+    let inlineBytes = 0;
+    for (const t of req.inputs) inlineBytes += t.data.byteLength;
     try {
       for (const t of req.inputs) {
         if (!t.shm) continue;
@@ -225,12 +240,20 @@ export class InferenceServer implements ServerApi {
         held.push(a);
         t.data = a.bytes;
         t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: a.regionOffset, regionSize: a.regionSize, fd: a.fd };
+        t.shmCheck = a.check;
       }
       const res = await this.inferValidated(req);
+      // An input region truncated while the request waited or ran reads as zeros
+      // (the SIGBUS guard's page): never answer from it.
+      for (const a of held) {
+        const problem = a.check();
+        if (problem) throw problem;
+      }
       this.applyClassification(req, res);
       this.writeShmOutputs(req, res);
       return res;
     } finally {
+      this.memoryRelease.note(inlineBytes);
       for (const a of held) a.release();
       // A worker may have mapped a region again after its unregister's forget
       // (this request was still queued then): drop those mappings now.
@@ -310,6 +333,9 @@ export class InferenceServer implements ServerApi {
       const a = this.shm.acquire({ ...o.shm, byteSize: out.data.byteLength }, { tensor: o.name, kind: 'output' });
       try {
         a.bytes.set(out.data);
+        // Truncated during the copy: the bytes went to the guard's page, not to the client.
+        const problem = a.check();
+        if (problem) throw problem;
       } finally {
         a.release();
       }

@@ -1,14 +1,16 @@
 // One loaded model version and its lifecycle (Triton's model_lifecycle):
-// state moves only through transition(), which rejects illegal moves.
+// the state is private to the version and moves only through setState(),
+// checked against MODEL_TRANSITIONS (protocol/lifecycle.ts).
 import type { ModelConfig } from './model-config.ts';
 import type { BackendModel } from './backend.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { ModelStatistics } from './model-statistics.ts';
 import type { ModelState } from './server-api.ts';
-import { internal } from './status.ts';
 import type { InstancePool } from './instance-pool.ts';
+import { Lifecycle, type TransitionTable } from '../protocol/lifecycle.ts';
 
-const LEGAL: Record<ModelState, ModelState[]> = {
+/** The allowed moves of a model version's state. */
+export const MODEL_TRANSITIONS: TransitionTable<ModelState> = {
   UNKNOWN: ['LOADING'],
   LOADING: ['READY', 'UNAVAILABLE'],
   READY: ['UNLOADING'],
@@ -16,20 +18,14 @@ const LEGAL: Record<ModelState, ModelState[]> = {
   UNAVAILABLE: ['LOADING'],
 };
 
-/** Check a lifecycle move; throws INTERNAL naming "from X to Y" when illegal. */
-export function transition(from: ModelState, to: ModelState, what: string): ModelState {
-  if (!LEGAL[from].includes(to)) throw internal(`${what}: illegal state change from ${from} to ${to}`);
-  return to;
-}
-
 /** A model version that loaded: its config, backend model, scheduler and statistics. */
 export class ModelVersion {
-  state: ModelState = 'UNKNOWN';
-  reason = '';
   /** Run once the backend is finalized (e.g. leave the rate limiter). */
   readonly onUnloaded: Array<() => void> = [];
   /** The instance pool its scheduler draws from (absent for ensembles): adaptive instance counts grow and shrink it. */
   pool?: InstancePool;
+  readonly #life: Lifecycle<ModelState>;
+  #reason = '';
 
   constructor(
     readonly name: string,
@@ -38,11 +34,22 @@ export class ModelVersion {
     readonly backend: BackendModel,
     readonly scheduler: Scheduler,
     readonly stats: ModelStatistics,
-  ) {}
+  ) {
+    this.#life = new Lifecycle(MODEL_TRANSITIONS, 'UNKNOWN', `model '${name}' version ${version}`);
+  }
+
+  get state(): ModelState {
+    return this.#life.state;
+  }
+
+  /** Why the version is not READY ('' when it is). */
+  get reason(): string {
+    return this.#reason;
+  }
 
   setState(to: ModelState, reason = ''): void {
-    this.state = transition(this.state, to, `model '${this.name}' version ${this.version}`);
-    this.reason = reason;
+    this.#life.to(to);
+    this.#reason = reason;
   }
 
   /** Stop taking requests, let in-flight ones finish, release the backend. */

@@ -19,6 +19,7 @@ import type { RateLimiter } from './rate-limiter.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import { budgetedLoad } from './budgeted-load.ts';
 import { evictionCandidates, loadOnDemand } from './on-demand-loading.ts';
+import { checkModelName, echo } from './model-name.ts';
 
 /** Triton's modes, and ours: 'on-demand' loads a model when a request for it arrives. */
 export type ControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
@@ -54,6 +55,8 @@ interface ModelEntry {
   lock: Promise<unknown>;
   /** Temp dir of a load with file overrides. */
   tmpDir?: string;
+  /** Unloaded on request (not failed): readiness does not wait for it. */
+  unloaded?: boolean;
 }
 
 export class ModelRepositoryManager {
@@ -144,6 +147,7 @@ export class ModelRepositoryManager {
 
   /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */
   load(name: string, params: LoadParameters = {}): Promise<void> {
+    checkModelName(name);
     const e = this.entry(name);
     return this.withLock(e, () => this.loadLocked(e, params));
   }
@@ -202,10 +206,12 @@ export class ModelRepositoryManager {
     } catch (err) {
       await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
       const se = toStatusError(err);
-      const reason = se.code === 'INTERNAL' && se.message === 'internal error' ? String((err as Error).message) : se.message;
+      // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
+      const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);
       if (e.versions.size === 0) {
         e.state = 'UNAVAILABLE';
         e.reason = reason;
+        e.unloaded = false;
       } else {
         log.warn(`reload of '${name}' failed, previous version keeps serving: ${reason}`);
       }
@@ -215,22 +221,27 @@ export class ModelRepositoryManager {
     e.versions = new Map(loaded.map((v) => [v.version, v]));
     e.state = 'READY';
     e.reason = '';
+    e.unloaded = false;
     log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
     // Old versions drain their in-flight requests, then go.
     await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
   }
 
   private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
+    // Every path is checked before anything is created or removed on disk.
+    const rels = Object.keys(files).map((key) => {
+      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
+      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+      if (!overridePathInside(rel)) throw invalidArg(`load of '${e.name}': file override '${echo(rel)}' escapes the model folder`);
+      return [key, rel] as const;
+    });
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
     const dir = path.join(root, e.name);
-    for (const [key, data] of Object.entries(files)) {
-      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
-      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+    for (const [key, rel] of rels) {
       const target = path.resolve(dir, rel);
-      if (!target.startsWith(dir + path.sep)) throw invalidArg(`load of '${e.name}': file override '${rel}' escapes the model folder`);
       fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, data);
+      fs.writeFileSync(target, files[key]!);
     }
     e.tmpDir = root;
     return dir;
@@ -259,6 +270,7 @@ export class ModelRepositoryManager {
 
   /** Unload every version of a model; with unloadDependents, also the ensembles that use it. */
   async unload(name: string, opts: { unloadDependents?: boolean } = {}): Promise<void> {
+    checkModelName(name);
     const e = this.models.get(name);
     if (!e) return;
     if (opts.unloadDependents) {
@@ -275,6 +287,7 @@ export class ModelRepositoryManager {
     e.versions = new Map();
     e.state = 'UNAVAILABLE';
     e.reason = evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded';
+    e.unloaded = true;
     for (const v of old) v.setState('UNLOADING');
     await Promise.all(old.map((v) => v.unload()));
     this.opts.budget?.unloaded(e.name, evicted);
@@ -296,6 +309,7 @@ export class ModelRepositoryManager {
 
   /** Like readyVersion, but throws Triton's errors. `version` is the wire string ('' = latest). */
   get(name: string, version?: string): ModelVersion {
+    checkModelName(name);
     const e = this.models.get(name);
     if (!e || (e.versions.size === 0 && e.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
     let v: number | undefined;
@@ -334,11 +348,19 @@ export class ModelRepositoryManager {
 
   /** True when every model the control mode meant to load is READY. */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => e.state === 'READY' || e.reason.startsWith('unloaded'));
+    return [...this.models.values()].every((e) => e.state === 'READY' || e.unloaded === true);
   }
 
   /** Poll mode: load new models, reload changed ones, unload removed ones. */
   poll(): Promise<void> {
     return this.poller.poll();
   }
+}
+
+/** True when a file override's relative path stays strictly inside its model folder. */
+export function overridePathInside(rel: string): boolean {
+  if (!rel || rel.includes('\0') || path.isAbsolute(rel)) return false;
+  const base = path.resolve('/model');
+  const target = path.resolve(base, rel);
+  return target.startsWith(base + path.sep);
 }

@@ -8,7 +8,6 @@ import { backendFor, type BackendContext } from './backend.ts';
 import { ModelVersion } from './model-lifecycle.ts';
 import { ModelStatistics } from './model-statistics.ts';
 import { InstancePool } from './instance-pool.ts';
-import { DefaultScheduler } from './default-scheduler.ts';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
 import { SequenceBatchScheduler } from './sequence-batch-scheduler.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -59,10 +58,8 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
       scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances, stats });
     } else {
       pool = new InstancePool(instances);
-      scheduler =
-        config.dynamic_batching && config.max_batch_size > 0
-          ? new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats })
-          : new DefaultScheduler({ modelName: src.modelName, pool, stats, maxBatchSize: config.max_batch_size });
+      // One scheduler class: batching on with dynamic_batching and max_batch_size > 0, else Triton's default scheduler.
+      scheduler = new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats });
     }
   }
   const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);

@@ -3,8 +3,13 @@
 import { invalidArg } from './status.ts';
 import type { ParamValue, ShmRef } from './infer-request.ts';
 
+// A string counts only when it is all digits: Number('') and Number(' ') are 0.
 const num = (v: ParamValue | undefined): number | undefined =>
-  v === undefined ? undefined : typeof v === 'bigint' ? Number(v) : typeof v === 'number' ? v : Number(v);
+  v === undefined ? undefined
+    : typeof v === 'bigint' ? Number(v)
+    : typeof v === 'number' ? v
+    : typeof v === 'string' && /^\d+$/.test(v) ? Number(v)
+    : NaN;
 
 /**
  * The shared_memory_region / _offset / _byte_size parameters of one tensor,
@@ -33,7 +38,8 @@ export function parseShmParams(
   if (size === undefined) {
     throw invalidArg(`'shared_memory_byte_size' must be given with 'shared_memory_region' for ${kind} '${tensor}'`);
   }
-  if (!Number.isInteger(size) || size < 0 || (offset !== undefined && (!Number.isInteger(offset) || offset < 0))) {
+  // Safe integers only: 2^53 and above lose their exact value as numbers.
+  if (!Number.isSafeInteger(size) || size < 0 || (offset !== undefined && (!Number.isSafeInteger(offset) || offset < 0))) {
     throw invalidArg(`shared memory offset and byte size must be non-negative integers for ${kind} '${tensor}'`);
   }
   return { region, offset: offset ?? 0, byteSize: size };

@@ -2,6 +2,7 @@
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes
 // outputs into a region.
+import fs from 'node:fs';
 import {
   checkSize,
   isValidShmKey,
@@ -43,6 +44,12 @@ export interface ShmAcquired {
   readonly regionSize: number;
   /** True once the region was unregistered (it stays mapped until released). */
   readonly unregistered: boolean;
+  /**
+   * Whether the bytes are still intact: the object still holds them and no
+   * read or write faulted on the mapping (the SIGBUS guard's zero page). Call
+   * right before and after each read or write; an error fails the request.
+   */
+  check(): StatusError | undefined;
   /** Drop this use of the region (idempotent). */
   release(): void;
 }
@@ -161,25 +168,11 @@ export class SharedMemoryManager {
           `offset ${ref.offset} + byte_size ${ref.byteSize} > region byte_size ${region.byteSize}`,
       );
     }
-    if (region.mapping.faulted) {
-      throw invalidArg(
-        `shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`,
-      );
-    }
     const absoluteOffset = region.offset + ref.offset;
     const needEnd = absoluteOffset + ref.byteSize;
-    let check: { ok: boolean; size: number };
-    try {
-      check = checkSize(region.fd, needEnd);
-    } catch (err) {
-      throw internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
-    }
-    if (!check.ok) {
-      throw invalidArg(
-        `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ` +
-          `${what} needs bytes up to ${needEnd}`,
-      );
-    }
+    const intact = () => intactProblem(region, needEnd, what);
+    const problem = intact();
+    if (problem) throw problem;
     region.users++;
     let released = false;
     return {
@@ -192,6 +185,7 @@ export class SharedMemoryManager {
       get unregistered() {
         return region.unregistered;
       },
+      check: () => (released ? undefined : intact()),
       release: () => {
         if (released) return;
         released = true;
@@ -199,6 +193,23 @@ export class SharedMemoryManager {
         if (region.users === 0 && region.unregistered) this.#unmap(region);
       },
     };
+  }
+
+  /**
+   * Unregister regions whose shm object vanished: its key was unlinked (its
+   * owner died and was reaped while the engine was away) or now names another
+   * object. Without this the engine's mapping keeps the memory alive for ever.
+   * Returns the keys of the regions removed.
+   */
+  sweepVanished(): string[] {
+    const keys: string[] = [];
+    for (const region of [...this.#regions.values()]) {
+      if (!objectVanished(region)) continue;
+      log.warn(`shared memory region '${region.name}': its object '${region.key}' is gone; unregistering it`);
+      this.#remove(region);
+      keys.push(region.key);
+    }
+    return keys;
   }
 
   /** Unmap everything, in use or not (engine shutdown); later registrations are refused. */
@@ -249,6 +260,41 @@ export class SharedMemoryManager {
     closeQuietly(region.fd);
     trace(`unmapped '${region.name}' ('${region.key}')`);
   }
+}
+
+/** True when the region's key no longer names the object the engine holds open (POSIX shm lives in /dev/shm on Linux). */
+function objectVanished(region: Region): boolean {
+  let held: fs.Stats;
+  try {
+    held = fs.fstatSync(region.fd);
+  } catch {
+    return false; // cannot tell: keep it
+  }
+  try {
+    const now = fs.statSync(`/dev/shm${region.key}`);
+    return now.ino !== held.ino || now.dev !== held.dev;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** Why the bytes of a region up to `needEnd` cannot be trusted now, or undefined. */
+function intactProblem(region: Region, needEnd: number, what: string): StatusError | undefined {
+  if (region.mapping.faulted) {
+    return invalidArg(`shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`);
+  }
+  let check: { ok: boolean; size: number };
+  try {
+    check = checkSize(region.fd, needEnd);
+  } catch (err) {
+    return internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
+  }
+  if (!check.ok) {
+    return invalidArg(
+      `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ${what} needs bytes up to ${needEnd}`,
+    );
+  }
+  return undefined;
 }
 
 function statusOf(r: Region): ShmRegionStatus {

@@ -1,6 +1,7 @@
 // The engine's closed set of error codes (Triton's TRITONSERVER_Error_Code),
 // mapped once to HTTP and once to gRPC. Every engine error is a StatusError.
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { IllegalTransition } from '../protocol/lifecycle.ts';
 
 export type StatusCode =
   | 'INTERNAL'
@@ -12,6 +13,20 @@ export type StatusCode =
   | 'CANCELLED'
   | 'UNKNOWN';
 
+/**
+ * Longest error text sent to a client. grpc-js puts `details` in an HTTP/2
+ * trailer; one over the peer's header-list limit (~64 KB) never arrived and
+ * wedged every later call on that connection, so texts are capped here, once.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 4096;
+
+/** `message` cut to MAX_ERROR_MESSAGE_CHARS, saying how much was cut. */
+export function capMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  const cut = message.length - MAX_ERROR_MESSAGE_CHARS;
+  return `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...(${cut} more characters)`;
+}
+
 /** An error carrying one of the engine's status codes; its message is safe to send to clients. */
 export class StatusError extends Error {
   constructor(
@@ -20,7 +35,7 @@ export class StatusError extends Error {
     /** Detail for the log only (errno, stack of a cause); never sent to clients. */
     readonly detail?: unknown,
   ) {
-    super(message);
+    super(capMessage(message));
     this.name = 'StatusError';
   }
 }
@@ -36,6 +51,7 @@ export const cancelled = (m: string) => new StatusError('CANCELLED', m);
 /** Turn anything thrown into a StatusError; unknown errors become INTERNAL with a generic message. */
 export function toStatusError(err: unknown): StatusError {
   if (err instanceof StatusError) return err;
+  if (err instanceof IllegalTransition) return new StatusError('INTERNAL', err.message, err);
   return new StatusError('INTERNAL', 'internal error', err);
 }
 

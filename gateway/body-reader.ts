@@ -40,10 +40,11 @@ export function contentLength(c: Context): number | undefined {
 /**
  * Feed every chunk of a Node request to `onChunk` with plain listeners (the
  * small-call hot path: cheaper than an async iterator). Same outcome as
- * `for await`: `onChunk` throwing destroys the request and rejects; an error
+ * `for await`: `onChunk` throwing rejects (and destroys the request unless
+ * `destroyOnThrow` is false: the caller then decides what happens to it); an error
  * or a close before the end rejects.
  */
-function eachIncomingChunk(incoming: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<void> {
+function eachIncomingChunk(incoming: IncomingMessage, onChunk: (chunk: Buffer) => void, destroyOnThrow = true): Promise<void> {
   if (incoming.readableEnded) return Promise.resolve();
   if (incoming.destroyed) return Promise.reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
   return new Promise((resolve, reject) => {
@@ -60,7 +61,7 @@ function eachIncomingChunk(incoming: IncomingMessage, onChunk: (chunk: Buffer) =
         onChunk(chunk);
       } catch (e) {
         done(e);
-        incoming.destroy();
+        if (destroyOnThrow) incoming.destroy();
       }
     };
     const onEnd = () => done();
@@ -73,18 +74,62 @@ function eachIncomingChunk(incoming: IncomingMessage, onChunk: (chunk: Buffer) =
   });
 }
 
-/** The whole body as one Buffer; 413 (BODY_TOO_LARGE) once it passes `limit`. */
+/**
+ * A body over its limit: answer 413 at once and close the connection after
+ * the reply. The rest of the body is read and dropped (never buffered), not
+ * reset: a reset before the client reads the reply would lose the 413.
+ */
+export function tooLarge(c: Context, fn: string, limit: number): Error {
+  c.header('Connection', 'close');
+  const incoming = incomingOf(c);
+  if (incoming && !incoming.destroyed) {
+    incoming.on('error', () => undefined);
+    incoming.resume();
+  }
+  return gatewayError('BODY_TOO_LARGE', { name: fn, limit });
+}
+
+/** The whole body as one Buffer; 413 (BODY_TOO_LARGE) once it passes `limit`, whatever its framing (chunked too). */
 export async function readBody(c: Context, limit: number, fn: string): Promise<Buffer> {
   const parts: Uint8Array[] = [];
   let n = 0;
+  let over = false;
   const take = (chunk: Uint8Array) => {
     n += chunk.byteLength;
-    if (n > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn, limit });
+    if (n > limit) {
+      over = true;
+      throw new Error('over the limit');
+    }
     parts.push(chunk);
   };
   const incoming = incomingOf(c);
-  if (incoming) await eachIncomingChunk(incoming, take);
-  else for await (const chunk of webChunks(c)) take(chunk);
+  try {
+    if (incoming) await eachIncomingChunk(incoming, take, false);
+    else {
+      const body = c.req.raw.body;
+      if (body) {
+        const reader = body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          try {
+            take(value);
+          } catch (e) {
+            await reader.cancel().catch(() => undefined);
+            throw e;
+          }
+        }
+      }
+    }
+  } catch (e) {
+    if (over) throw tooLarge(c, fn, limit);
+    // The client went away mid-body (or its body timed out): not a gateway fault.
+    const code = (e as NodeJS.ErrnoException)?.code;
+    if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      throw gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }, e);
+    }
+    throw e;
+  }
   return parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts, n);
 }
 

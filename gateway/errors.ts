@@ -26,6 +26,7 @@ export const ERROR_CATALOG = {
   OUTPUT_NOT_ACCEPTABLE: { status: 406, message: "function '{name}' has {count} outputs; 'Accept: application/octet-stream' needs exactly one (choose it with ?output=NAME)" },
   OUTPUT_UNKNOWN: { status: 400, message: "function '{name}' has no output '{output}'" },
   BODY_TOO_LARGE: { status: 413, message: "request body exceeds the limit of {limit} bytes for function '{name}'" },
+  REQUEST_TIMEOUT: { status: 408, message: 'the request was not received in time (headers within {headersMs} ms, body within {bodyMs} ms); the connection is closed' },
   API_KEY_MISSING: { status: 401, message: "function '{name}' requires an API key (header X-API-Key or Authorization: Bearer)" },
   API_KEY_INVALID: { status: 403, message: "the API key is not valid for function '{name}'" },
   ENGINE_REJECTED: { status: 400, message: "the engine rejected the call to '{name}': {reason}" },

@@ -32,11 +32,22 @@ export const LimitsSchema = z
   })
   .strict();
 
-/** Asynchronous calls and callbacks (used by the async-jobs feature). */
+/** An http(s) URL: `z.string().url()` alone lets `javascript:` or `file:` entries through. */
+const HttpUrl = z
+  .string()
+  .url()
+  .refine((s) => /^https?:$/i.test(new URL(s).protocol), { message: 'must be an http or https URL' });
+
+/**
+ * Asynchronous calls and callbacks (used by the async-jobs feature). A
+ * function without `async` settings still takes async calls, with these
+ * defaults (enabled; callbacks only to GATEWAY_CALLBACK_ALLOW); set
+ * `enabled: false` to refuse them.
+ */
 export const AsyncSchema = z
   .object({
     enabled: z.boolean().default(true),
-    callbackAllow: z.array(z.string().url()).default([]).describe('callback URL prefixes accepted for this function'),
+    callbackAllow: z.array(HttpUrl).default([]).describe('callback URL prefixes accepted for this function'),
     secretEnv: z.string().regex(ENV_NAME).optional().describe('variable holding the HMAC key for callbacks'),
     resultTtlMs: z.number().int().positive().default(3_600_000),
     maxDeliveryAttempts: z.number().int().min(1).max(50).default(6),

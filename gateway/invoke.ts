@@ -8,7 +8,7 @@
 import type { Context } from 'hono';
 import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
 import { checkApiKey } from './api-key.ts';
-import { contentLength, readBody, readBodyInto } from './body-reader.ts';
+import { contentLength, readBody, readBodyInto, tooLarge } from './body-reader.ts';
 import type { EngineApi } from './engine-client.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
@@ -65,10 +65,15 @@ const shmParams = (region: string, offset: number, size: number) => ({
 async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
   const limit = fn.definition.limits.maxBodyBytes;
   const len = contentLength(c);
-  if (len !== undefined && len > limit) throw gatewayError('BODY_TOO_LARGE', { name: fn.name, limit });
+  if (len !== undefined && len > limit) throw tooLarge(c, fn.name, limit);
   const type = mediaType(c.req.header('content-type'));
   if (isJsonType(type)) return jsonBodyInputs(fn, await readBody(c, limit, fn.name));
-  if (type === 'multipart/form-data') return { inputs: await multipartBodyInputs(fn, () => c.req.formData()) };
+  if (type === 'multipart/form-data') {
+    // Read under the limit first (chunked forms have no Content-Length to check), then parse.
+    const bytes = await readBody(c, limit, fn.name);
+    const form = () => new Response(bytes, { headers: { 'Content-Type': c.req.header('content-type')! } }).formData();
+    return { inputs: await multipartBodyInputs(fn, form) };
+  }
   if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
   const spec = rawBodySpec(fn);
   if (len !== undefined && len > deps.shmThreshold) {
@@ -178,6 +183,20 @@ function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<st
 }
 
 /**
+ * Whether an engine failure is of the kind an unknown shm region gives:
+ * INVALID_ARGUMENT (ours and Triton's) or NOT_FOUND, by status code, never by
+ * the message text. Timeouts, outages and internal errors never retry.
+ */
+export function mayBeRegionLost(e: unknown): e is GatewayError {
+  return e instanceof GatewayError && (e.code === 'ENGINE_REJECTED' || e.code === 'FUNCTION_UNAVAILABLE');
+}
+
+/** Retry inline only when a region this call used was really missing on the engine (its status said so). */
+export function retryInline(used: ReadonlyArray<string | undefined>, missing: readonly string[]): boolean {
+  return used.some((r) => r !== undefined && missing.includes(r));
+}
+
+/**
  * Run one call of `fn` on the engine, independent of HTTP (async jobs use it
  * too): stage inputs through `slices` when the payload is above the
  * threshold, request outputs into an output slice, retry inline once if the
@@ -203,8 +222,10 @@ export async function runFunction(
     res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, staged), fn.name, timeoutMs, traceparent);
   } catch (e) {
     // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
-    const retry = staged && deps.arena && e instanceof GatewayError && e.code !== 'ENGINE_TIMEOUT' && e.code !== 'ENGINE_UNAVAILABLE'
-      && (await deps.arena.verifyRegistration().catch(() => 0)) > 0;
+    // Only then: any other failure (a corrupt image) would do the work twice and send the body over gRPC.
+    const used = [...inputs.map((t) => t.at?.region), ...[...at.values()].map((p) => p.slice.region)];
+    const retry = staged && deps.arena && mayBeRegionLost(e)
+      && retryInline(used, await deps.arena.verifyRegistration().catch(() => []));
     if (!retry) throw e;
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;

@@ -12,7 +12,7 @@ const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
-  [--presence-ttl-ms=3*lease-ttl]`;
+  [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]`;
 
 /** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
 export function parseArgs(argv: string[]): GatewayOptions {
@@ -45,6 +45,9 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'redis-namespace': o.redisNamespace = v; break;
       case 'console': o.console = v !== 'false'; break;
       case 'presence-ttl-ms': o.presenceTtlMs = num(k!, v); break;
+      case 'header-timeout-ms': o.timeouts = { ...o.timeouts, headersMs: num(k!, v) }; break;
+      case 'body-timeout-ms': o.timeouts = { ...o.timeouts, bodyMs: num(k!, v) }; break;
+      case 'idle-timeout-ms': o.timeouts = { ...o.timeouts, idleMs: num(k!, v) }; break;
       case 'help': throw new Error(USAGE);
       default: throw new Error(`unknown flag --${k}\n${USAGE}`);
     }

@@ -34,7 +34,28 @@ export function fitShape(spec: readonly number[], given: readonly number[], coun
   return null;
 }
 
+/**
+ * Deepest nesting of input values accepted. A tensor's rank is small; a body
+ * nested thousands deep would otherwise overflow the stack in the recursive
+ * walks below (a 500 instead of a 400).
+ */
+export const MAX_VALUE_NESTING = 64;
+const tooDeep = `values are nested deeper than ${MAX_VALUE_NESTING} levels`;
+
+/** True when `v` nests arrays/objects deeper than `max` (iterative: safe on any depth). */
+export function nestedDeeperThan(v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d >= max) return true;
+    for (const k in x) stack.push([(x as Record<string, unknown>)[k], d + 1]);
+  }
+  return false;
+}
+
 function flatten(v: unknown, depth = 0, shape: number[] = [], out: unknown[] = []): { shape: number[]; values: unknown[] } {
+  if (depth > MAX_VALUE_NESTING) throw new Error(tooDeep);
   if (Array.isArray(v)) {
     if (shape.length <= depth) shape.push(v.length);
     else if (shape[depth] !== v.length) throw new Error('nested arrays are ragged');
@@ -71,6 +92,7 @@ export function valueInput(fn: ResolvedFunction, spec: TensorSpec, value: unknow
     if (o.datatype !== undefined && o.datatype !== spec.datatype) {
       invalid(fn, spec, `datatype ${o.datatype} does not match the expected ${spec.datatype}`);
     }
+    if (o.data !== null && typeof o.data === 'object' && !Array.isArray(o.data)) invalid(fn, spec, "'data' must hold values, not an object");
     const t = valueInput(fn, { ...spec }, o.data);
     if (!o.shape) return t;
     const count = elementCount(t.shape);
@@ -95,9 +117,10 @@ export function valueInput(fn: ResolvedFunction, spec: TensorSpec, value: unknow
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 const isScalar = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean' || typeof v === 'string';
-function isNumberTree(v: unknown): boolean {
+function isNumberTree(v: unknown, depth = 0): boolean {
   if (!Array.isArray(v)) return isScalar(v);
-  for (const x of v) if (!(Array.isArray(x) ? isNumberTree(x) : isScalar(x))) return false;
+  if (depth > MAX_VALUE_NESTING) return false;
+  for (const x of v) if (!(Array.isArray(x) ? isNumberTree(x, depth + 1) : isScalar(x))) return false;
   return true;
 }
 function isInputValue(v: unknown): boolean {
@@ -144,6 +167,8 @@ export function jsonInputs(fn: ResolvedFunction, body: unknown): { inputs: Input
     given = body.inputs;
     outputs = body.outputs;
   } else {
+    // zod's recursive schema would overflow the stack on a very deep body.
+    if (nestedDeeperThan(body, MAX_VALUE_NESTING + 4)) throw gatewayError('BODY_INVALID', { reason: tooDeep });
     const parsed = CallBodySchema.safeParse(body);
     if (!parsed.success) throw gatewayError('BODY_INVALID', { reason: describeIssues(parsed.error).join('; ') });
     given = parsed.data.inputs;

@@ -24,6 +24,8 @@ export interface ReaperHost {
   unlinkIfExists(key: string): boolean;
   listKeys(prefix: string): string[];
   isProcessAlive(pid: number): boolean;
+  /** This process's pid (default process.pid). */
+  ownPid?: number;
 }
 
 export interface ReaperOptions {
@@ -78,7 +80,11 @@ export class Reaper {
   private ownerGone(owner: string): boolean {
     const pid = ownerPid(owner);
     // An owner id we cannot read (another scheme) is judged by its lease alone.
-    return pid === undefined || !this.host.isProcessAlive(pid);
+    if (pid === undefined) return true;
+    // Our own pid under another owner id: an earlier gateway with the pid we
+    // were given again (pid 1 in every container restart). It is gone.
+    if (pid === (this.host.ownPid ?? process.pid) && owner !== this.opts.ownerId) return true;
+    return !this.host.isProcessAlive(pid);
   }
 
   /** Claim and clean expired leases of dead owners; returns the regions cleaned. */

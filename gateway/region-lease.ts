@@ -8,21 +8,20 @@
 // A region is usable for staging only while `held` and not past the local
 // validity deadline (the store may be unreachable; then leases lapse).
 
+import { checkTransition, type TransitionTable } from '../protocol/lifecycle.ts';
+
 export type RegionLeaseState = 'unleased' | 'held' | 'lost' | 'released';
 
-const ALLOWED: Record<RegionLeaseState, readonly RegionLeaseState[]> = {
+const ALLOWED: TransitionTable<RegionLeaseState> = {
   unleased: ['held', 'lost', 'released'],
   held: ['held', 'lost', 'released'],
   lost: ['held', 'lost', 'released'],
   released: [],
 };
 
-/** The next state, or an INTERNAL error naming the region and the illegal move. */
+/** The next state, or IllegalTransition (INTERNAL) naming the region and the illegal move. */
 export function leaseTransition(region: string, from: RegionLeaseState, to: RegionLeaseState): RegionLeaseState {
-  if (!ALLOWED[from].includes(to)) {
-    throw new Error(`INTERNAL: lease of region '${region}' cannot move from ${from} to ${to}`);
-  }
-  return to;
+  return checkTransition(ALLOWED, `lease of region '${region}'`, from, to);
 }
 
 /** Owner ids look like `<pid>x<hex>`: the pid lets a reaper on the same host check liveness. */

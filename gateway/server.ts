@@ -33,6 +33,7 @@ import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
 import { GatewayPresence } from './gateway-presence.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
+import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
 
 export interface GatewayOptions {
   port?: number;
@@ -69,6 +70,8 @@ export interface GatewayOptions {
   consoleSampleMs?: number;
   /** A gateway silent this long is judged dead by the others (ms; default 3 × lease TTL). */
   presenceTtlMs?: number;
+  /** Slow-client limits (http-timeouts.ts); each defaults to DEFAULT_HTTP_TIMEOUTS. */
+  timeouts?: Partial<HttpTimeouts>;
 }
 
 export interface RunningGateway {
@@ -169,9 +172,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs } }),
   });
 
+  const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0' }, () => resolve(s as Server));
+    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0', serverOptions: timeoutServerOptions(timeouts) }, () => resolve(s as Server));
   });
+  handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
   log.info(`gateway ${ownerId} listening on :${port}, engine ${engine.address}, ${registry.names().length} functions`);
 

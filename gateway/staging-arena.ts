@@ -139,12 +139,12 @@ export class StagingArena {
   }
 
   /** Check the engine still knows every region; re-register the missing ones. Returns how many were missing. */
-  async verifyRegistration(): Promise<number> {
+  async verifyRegistration(): Promise<string[]> {
     const known = await this.engine.regionStatus();
     const missing = this.regions.filter((r) => !known[r.handle.name]);
     for (const r of missing) r.registered = false;
     if (missing.length) await this.registerAll();
-    return missing.length;
+    return missing.map((r) => r.handle.name);
   }
 
   /** Register every region not yet registered, by name: unregister that name first (never all), then register. Single flight. */

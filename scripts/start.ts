@@ -6,30 +6,24 @@
 //
 // Extra flags: START_ENGINE_ARGS and START_GATEWAY_ARGS (space-separated)
 // are appended to each child's command line; REDIS_URL reaches the gateway.
+// The engine listens on loopback and takes shm keys under the gateway's
+// prefix only, unless those flags say otherwise (start-args.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
+import { startArgs } from './start-args.ts';
 
 interface Spec {
   name: string;
   args: string[];
+  env: NodeJS.ProcessEnv;
 }
 
-const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
-const engineArgs = split(process.env.START_ENGINE_ARGS);
-// The colocated gateway reaches the engine over a Unix socket (the engine
-// keeps its TCP ports for everyone else): no loopback TCP per call. The path
-// carries the supervisor's pid so two `npm start`s on one host do not collide.
-const grpcSocket = path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`);
+// The socket path carries the supervisor's pid so two `npm start`s on one host do not collide.
+const args = startArgs(process.env, path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`));
 const specs: Spec[] = [
-  {
-    name: 'engine',
-    args: ['engine/main.ts', '--model-repository=model_repository', '--allow-client-shm=true', `--grpc-unix-socket=${grpcSocket}`, ...engineArgs],
-  },
-  {
-    name: 'gateway',
-    args: ['gateway/main.ts', `--engine=unix:${grpcSocket}`, '--functions=functions', ...split(process.env.START_GATEWAY_ARGS)],
-  },
+  { name: 'engine', args: args.engine, env: process.env },
+  { name: 'gateway', args: args.gateway, env: process.env },
 ];
 
 const MIN_BACKOFF_MS = 250;
@@ -50,7 +44,7 @@ class Supervised {
     this.startedAt = Date.now();
     // One node process per child (tsx as an import hook), so signals reach it directly.
     // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the children in order.
-    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: process.env, detached: true });
+    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: this.spec.env, detached: true });
     this.proc = p;
     p.on('exit', (code, signal) => {
       this.proc = undefined;

@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
 import type { InferResponse } from '../infer-request.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/index.ts';
-import { grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
+import { capMessage, grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
@@ -23,7 +23,7 @@ type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | 
 function replyError(cb: grpc.sendUnaryData<Msg>, err: unknown): void {
   const se = toStatusError(err);
   if (se.code === 'INTERNAL') log.error(se.message, se.detail ?? err);
-  cb({ code: grpcStatusOf(se.code), details: se.message } as grpc.ServiceError, null);
+  cb({ code: grpcStatusOf(se.code), details: capMessage(se.message) } as grpc.ServiceError, null);
 }
 
 function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
@@ -181,7 +181,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
               if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
               call.write({ error_message: '', infer_response: toInferResponse(res) });
             },
-            (err) => call.write({ error_message: toStatusError(err).message, infer_response: { model_name: m.model_name, id: m.id } }),
+            (err) => call.write({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } }),
           )
           .finally(() => {
             pending--;

@@ -5,6 +5,12 @@ import { decodeValues, encodeValues, TensorValueError } from '../../protocol/ten
 import { elementCount, elementSize, typedView, type Datatype } from '../datatypes.ts';
 import { invalidArg } from '../status.ts';
 
+/**
+ * Deepest nesting of `data` accepted. A tensor's rank is small; a body nested
+ * thousands deep would otherwise overflow the stack in the walk below (a 500).
+ */
+export const MAX_DATA_NESTING = 64;
+
 /** Flatten a nested row-major JSON array (no copy when already flat). */
 export function flattenData(data: unknown, tensor: string): unknown[] {
   if (!Array.isArray(data)) throw invalidArg(`'data' of input '${tensor}' must be an array`);
@@ -17,13 +23,14 @@ export function flattenData(data: unknown, tensor: string): unknown[] {
   }
   if (!nested) return data;
   const out: unknown[] = [];
-  const walk = (a: unknown[]): void => {
+  const walk = (a: unknown[], depth: number): void => {
+    if (depth > MAX_DATA_NESTING) throw invalidArg(`'data' of input '${tensor}' is nested deeper than ${MAX_DATA_NESTING} levels`);
     for (const x of a) {
-      if (Array.isArray(x)) walk(x);
+      if (Array.isArray(x)) walk(x, depth + 1);
       else out.push(x);
     }
   };
-  walk(data);
+  walk(data, 1);
   return out;
 }
 

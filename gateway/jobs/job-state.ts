@@ -4,12 +4,12 @@
 // callback URL goes on to delivering (attempts to POST the result) and ends
 // delivered, or dead when the attempts ran out. A job whose runner died, or
 // whose run met a retryable error (engine unavailable), goes back to queued.
-import { GatewayError } from '../errors.ts';
+import { checkTransition, type TransitionTable } from '../../protocol/lifecycle.ts';
 
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'delivering', 'delivered', 'dead'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-const ALLOWED: Record<JobState, readonly JobState[]> = {
+const ALLOWED: TransitionTable<JobState> = {
   queued: ['running'],
   running: ['succeeded', 'failed', 'queued'],
   succeeded: ['delivering'],
@@ -24,14 +24,9 @@ export function canTransition(from: JobState, to: JobState): boolean {
   return ALLOWED[from].includes(to);
 }
 
-/** The one transition check: returns `to`, or throws INTERNAL naming "from X to Y". */
+/** The one transition check: returns `to`, or throws IllegalTransition (INTERNAL) naming "from X to Y". */
 export function transition(from: JobState, to: JobState, jobId = ''): JobState {
-  if (!canTransition(from, to)) {
-    const err = new GatewayError('INTERNAL', {}, new Error(`job ${jobId}: illegal transition from ${from} to ${to}`));
-    err.message = `illegal job transition from ${from} to ${to}`;
-    throw err;
-  }
-  return to;
+  return checkTransition(ALLOWED, `job ${jobId}`, from, to);
 }
 
 /** States in which nothing more will happen to the job (given whether it has a callback). */

@@ -15,6 +15,7 @@
 import { Redis } from 'ioredis';
 import type { JobQueue, Taken } from './job-queue.ts';
 import { newJobRecord, nextRecord, type JobRecord, type JobState, type NewJob } from './job-state.ts';
+import { log } from '../trace.ts';
 
 // KEYS[1] = job hash; ARGV = expected rev, new rev, state, doc, ttl ms. Returns 1, or 0 when rev moved.
 const CAS = `
@@ -22,6 +23,27 @@ if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'rev', ARGV[2], 'state', ARGV[3], 'doc', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`;
+
+// Accept one job atomically, (re)creating the stream and group first: after
+// Redis restarts empty a bare XADD would make a stream with no group, and the
+// job would be accepted but never run. KEYS = job hash, stream; ARGV = group,
+// id, rev, state, doc, ttl ms. Returns 1 when the group had to be created.
+const ENQUEUE = `
+local created = 1
+local r = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[1], '0', 'MKSTREAM')
+if type(r) == 'table' and r.err then
+  if string.sub(r.err, 1, 9) ~= 'BUSYGROUP' then return redis.error_reply(r.err) end
+  created = 0
+end
+redis.call('HSET', KEYS[1], 'rev', ARGV[3], 'state', ARGV[4], 'doc', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('XADD', KEYS[2], '*', 'id', ARGV[2])
+return created`;
+
+/** True for Redis's NOGROUP error kind (stream or group missing: Redis lost its data). */
+export function isNoGroup(e: unknown): boolean {
+  return e instanceof Error && e.message.startsWith('NOGROUP');
+}
 
 export interface RedisJobQueueOptions {
   /** Key namespace shared by all replicas (default `tgw`). */
@@ -62,6 +84,7 @@ export class RedisJobQueue implements JobQueue {
     this.redis = new Redis(url, { ...common, maxRetriesPerRequest: 1, commandTimeout: opts.commandTimeoutMs ?? 2000 });
     this.blocking = new Redis(url, { ...common, maxRetriesPerRequest: 1 });
     this.redis.defineCommand('tgwJobCas', { numberOfKeys: 1, lua: CAS });
+    this.redis.defineCommand('tgwJobEnqueue', { numberOfKeys: 2, lua: ENQUEUE });
     for (const c of [this.redis, this.blocking]) c.on('error', () => undefined); // state is seen through failed commands
   }
 
@@ -90,19 +113,32 @@ export class RedisJobQueue implements JobQueue {
   }
 
   async enqueue(job: NewJob): Promise<JobRecord> {
-    await this.ensureGroup();
     const rec = newJobRecord(job, Date.now());
-    const res = await this.redis
-      .multi()
-      .hset(this.key(rec.id), 'rev', String(rec.rev), 'state', rec.state, 'doc', JSON.stringify(rec))
-      .pexpire(this.key(rec.id), rec.retentionMs)
-      .xadd(this.stream, '*', 'id', rec.id)
-      .zadd(this.recentKey, rec.createdAt, rec.id)
-      .zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1)
-      .exec();
-    const failed = res?.find(([e]) => e);
-    if (!res || failed) throw failed?.[0] ?? new Error('redis transaction aborted');
+    const enq = (this.redis as unknown as { tgwJobEnqueue(...a: Array<string | number>): Promise<number> }).tgwJobEnqueue;
+    const created = await enq.call(this.redis, this.key(rec.id), this.stream, this.group, rec.id, String(rec.rev), rec.state, JSON.stringify(rec), rec.retentionMs);
+    if (created === 1 && this.groupReady) log.warn(`job queue: stream '${this.stream}' or group '${this.group}' was gone (Redis lost its data?); recreated`);
+    this.groupReady ??= Promise.resolve();
+    // The console's recent-jobs index (best effort: a lost entry only hides the job from the list).
+    await this.redis.multi().zadd(this.recentKey, rec.createdAt, rec.id).zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1).exec();
     return rec;
+  }
+
+  /**
+   * Run a group command; on NOGROUP (Redis restarted empty, or the stream was
+   * deleted) recreate the stream and group, log it, and run it once more.
+   */
+  private async withGroup<T>(fn: () => Promise<T>): Promise<T> {
+    await this.ensureGroup();
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isNoGroup(e)) throw e;
+      log.warn(`job queue: stream '${this.stream}' or group '${this.group}' is gone (Redis lost its data?); recreating it`);
+      this.groupReady = undefined;
+      this.claimCursor = '0-0';
+      await this.ensureGroup();
+      return fn();
+    }
   }
 
   async get(id: string): Promise<JobRecord | null> {
@@ -118,18 +154,16 @@ export class RedisJobQueue implements JobQueue {
   }
 
   async take(consumer: string, max: number, waitMs: number): Promise<Taken[]> {
-    await this.ensureGroup();
     const args: Array<string | number> = ['GROUP', this.group, consumer, 'COUNT', max];
     if (waitMs > 0) args.push('BLOCK', Math.max(1, Math.round(waitMs)));
-    const res = (await this.blocking.call('XREADGROUP', ...args, 'STREAMS', this.stream, '>')) as unknown[] | null;
+    const res = (await this.withGroup(() => this.blocking.call('XREADGROUP', ...args, 'STREAMS', this.stream, '>'))) as unknown[] | null;
     if (!res?.length) return [];
     // RESP2 answers [[stream, entries]]; RESP3 (a map) comes back as [stream, entries].
     return takenOf((typeof res[0] === 'string' ? res[1] : (res[0] as [string, Entries])[1]) as Entries);
   }
 
   async reclaim(consumer: string, minIdleMs: number, max: number): Promise<Taken[]> {
-    await this.ensureGroup();
-    const res = (await this.redis.call('XAUTOCLAIM', this.stream, this.group, consumer, Math.round(minIdleMs), this.claimCursor, 'COUNT', max)) as [
+    const res = (await this.withGroup(() => this.redis.call('XAUTOCLAIM', this.stream, this.group, consumer, Math.round(minIdleMs), this.claimCursor, 'COUNT', max))) as [
       string,
       Entries,
       string[]?,
@@ -140,7 +174,7 @@ export class RedisJobQueue implements JobQueue {
 
   async touch(consumer: string, entries: string[]): Promise<void> {
     if (!entries.length) return;
-    await this.redis.call('XCLAIM', this.stream, this.group, consumer, 0, ...entries, 'JUSTID');
+    await this.withGroup(() => this.redis.call('XCLAIM', this.stream, this.group, consumer, 0, ...entries, 'JUSTID'));
   }
 
   /** Leave the entry pending but idle: XAUTOCLAIM (any runner, this one too) takes it again once idle long enough. */
@@ -152,8 +186,7 @@ export class RedisJobQueue implements JobQueue {
 
   /** Entries taken but not acknowledged, in the whole group (for tests and diagnostics). */
   async pendingCount(): Promise<number> {
-    await this.ensureGroup();
-    const r = (await this.redis.call('XPENDING', this.stream, this.group)) as [number, ...unknown[]];
+    const r = (await this.withGroup(() => this.redis.call('XPENDING', this.stream, this.group))) as [number, ...unknown[]];
     return Number(r[0]);
   }
 

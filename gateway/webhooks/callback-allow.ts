@@ -37,7 +37,7 @@ export function matchesPrefix(url: URL, entry: string): boolean {
   } catch {
     return false;
   }
-  if (p.protocol !== url.protocol) return false;
+  if (p.protocol !== url.protocol || (p.protocol !== 'http:' && p.protocol !== 'https:')) return false;
   if (p.hostname.toLowerCase() !== url.hostname.toLowerCase()) return false;
   if (effectivePort(p) !== effectivePort(url)) return false;
   if (p.username || p.password) return false;

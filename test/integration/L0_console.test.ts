@@ -147,9 +147,20 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     const body = fs.readFileSync(jpeg);
     for (let i = 0; i < 12; i++) expect((await callImage(body)).status).toBe(200);
     await waitFor('points after traffic', async () => (await points()) > before, 15_000, 100);
-    const rate = page.locator('#chart-rps td[data-series="clip_encoder_model"]');
-    await waitFor('a non-zero request rate', async () => Number(await rate.textContent()) > 0, 15_000, 100);
-    await waitFor('a latency percentile', async () => Number(await page.locator('#chart-latency td[data-series="image_search p95"]').textContent()) > 0, 15_000, 100);
+    // The table shows the latest point; keep traffic flowing so the newest
+    // sample window holds some (a burst that ends before a sample shows 0/s).
+    let flowing = true;
+    const traffic = (async () => {
+      while (flowing) expect((await callImage(body)).status).toBe(200);
+    })();
+    try {
+      const rate = page.locator('#chart-rps td[data-series="clip_encoder_model"]');
+      await waitFor('a non-zero request rate', async () => Number(await rate.textContent()) > 0, 15_000, 100);
+      await waitFor('a latency percentile', async () => Number(await page.locator('#chart-latency td[data-series="image_search p95"]').textContent()) > 0, 15_000, 100);
+    } finally {
+      flowing = false;
+      await traffic;
+    }
     expect(await page.locator('#chart-rps canvas').count()).toBeGreaterThan(0);
     await shot('live');
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IllegalTransition } from '../../protocol/lifecycle.ts';
 import { Redis } from 'ioredis';
 import type { JobQueue } from '../../gateway/jobs/job-queue.ts';
 import { JobCallError, JobRunner } from '../../gateway/jobs/job-runner.ts';
@@ -33,9 +34,9 @@ describe('job lifecycle', () => {
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(GatewayError);
-    expect((err as GatewayError).code).toBe('INTERNAL');
-    expect((err as Error).message).toContain('from delivered to running');
+    expect(err).toBeInstanceOf(IllegalTransition);
+    expect((err as IllegalTransition).code).toBe('INTERNAL');
+    expect((err as Error).message).toBe('job j1: illegal transition from delivered to running');
   });
 
   it('final states depend on whether a callback is due; the public view hides the payload', () => {

@@ -98,6 +98,6 @@ describe('region names and lease lifecycle', () => {
   it('guards lease transitions', () => {
     expect(leaseTransition('r', 'unleased', 'held')).toBe('held');
     expect(leaseTransition('r', 'held', 'lost')).toBe('lost');
-    expect(() => leaseTransition('r', 'released', 'held')).toThrow("INTERNAL: lease of region 'r' cannot move from released to held");
+    expect(() => leaseTransition('r', 'released', 'held')).toThrow("lease of region 'r': illegal transition from released to held");
   });
 });

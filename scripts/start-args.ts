@@ -1,0 +1,37 @@
+// Command lines of `npm start`'s two children. The engine runs beside its
+// gateway, so by default it listens on loopback only and accepts client shm
+// regions only under the gateway's key prefix: nobody else who can reach the
+// host can make it read or overwrite arbitrary /dev/shm objects through a
+// model. START_ENGINE_ARGS / START_GATEWAY_ARGS are appended after these
+// defaults and win over them (README: "Opening npm start up").
+
+const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
+
+/** The value of `--name=value` in args (the last one wins, as the parsers do). */
+function flag(args: string[], name: string): string | undefined {
+  let v: string | undefined;
+  for (const a of args) if (a.startsWith(`--${name}=`)) v = a.slice(name.length + 3);
+  return v;
+}
+
+/**
+ * The engine's and the gateway's argv (after `node --import tsx`). With
+ * `grpcSocket`, the colocated gateway reaches the engine over that Unix
+ * socket (no loopback TCP per call; the engine keeps its TCP ports for
+ * everyone else).
+ */
+export function startArgs(env: NodeJS.ProcessEnv, grpcSocket?: string): { engine: string[]; gateway: string[] } {
+  const engineExtra = split(env.START_ENGINE_ARGS);
+  const gatewayExtra = split(env.START_GATEWAY_ARGS);
+  const grpcPort = flag(engineExtra, 'grpc-port') ?? '8001';
+  const prefix = flag(gatewayExtra, 'prefix') ?? 'tgw';
+  return {
+    engine: [
+      'engine/main.ts', '--model-repository=model_repository',
+      '--http-address=127.0.0.1', '--allow-client-shm=true', `--shm-key-prefix=/${prefix}_`,
+      ...(grpcSocket ? [`--grpc-unix-socket=${grpcSocket}`] : []),
+      ...engineExtra,
+    ],
+    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...gatewayExtra],
+  };
+}

@@ -1,0 +1,201 @@
+// Property-based fuzzing (fast-check) of every parser that reads client or
+// operator input: config.pbtxt (tokenizer + parser), the tensor codec, the
+// HTTP binary-extension body, JSON tensor input, the gateway's body decoders
+// and the shm request parameters. Random and mutated inputs must give a
+// result or the module's own clear error, never another kind of throw, a
+// hang or a crash. A few seconds in `npm test`; `npm run fuzz` (FUZZ_RUNS,
+// default 20000 there) runs them longer.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseModelConfigText } from '../../engine/model-config-parser.ts';
+import { parseInferRequest } from '../../engine/http/infer-json.ts';
+import { jsonToTensorBytes } from '../../engine/http/tensor-json.ts';
+import { parseShmParams } from '../../engine/request-parameters.ts';
+import { StatusError } from '../../engine/status.ts';
+import { GatewayError } from '../../gateway/errors.ts';
+import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
+import { bytesInput, jsonBodyInputs, multipartBodyInputs } from '../../gateway/payload-codec.ts';
+import { DATATYPES, decodeValues, deserializeBytes, encodeValues, serializeBytes, TensorValueError, type Datatype } from '../../protocol/tensor-codec.ts';
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const opts = (scale = 1) => ({ numRuns: Math.max(10, Math.round(RUNS * scale)), seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined });
+
+/** Run `f`; any throw must satisfy `ok`, else the property fails with it. */
+function only(ok: (e: unknown) => boolean, f: () => unknown): void {
+  try {
+    f();
+  } catch (e) {
+    if (!ok(e)) throw e;
+  }
+}
+async function onlyAsync(ok: (e: unknown) => boolean, f: () => Promise<unknown>): Promise<void> {
+  try {
+    await f();
+  } catch (e) {
+    if (!ok(e)) throw e;
+  }
+}
+const isStatus = (e: unknown) => e instanceof StatusError && e.code === 'INVALID_ARG';
+const isGateway400 = (e: unknown) => e instanceof GatewayError && e.status === 400;
+
+/** Replace, insert or delete a few characters of `s`. */
+const mutated = (seed: string) =>
+  fc.array(fc.tuple(fc.nat(), fc.constantFrom('replace', 'insert', 'delete'), fc.string({ minLength: 1, maxLength: 3 })), { maxLength: 6 }).map((edits) => {
+    let s = seed;
+    for (const [at, op, text] of edits) {
+      const i = s.length ? at % s.length : 0;
+      if (op === 'delete') s = s.slice(0, i) + s.slice(i + text.length);
+      else if (op === 'insert') s = s.slice(0, i) + text + s.slice(i);
+      else s = s.slice(0, i) + text + s.slice(i + text.length);
+    }
+    return s;
+  });
+
+const PBTXT = `name: "m"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "x", data_type: TYPE_FP32, dims: [ -1, 4 ] } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ 4 ] } ]
+instance_group [ { count: 2, kind: KIND_CPU } ]
+dynamic_batching { preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 100 }
+parameters { key: "k" value: { string_value: "v\\"q" } }
+`;
+
+describe('fuzz: config.pbtxt', () => {
+  it('random text: a config or INVALID_ARG naming the file', () => {
+    fc.assert(fc.property(fc.string({ maxLength: 200 }), (text) => {
+      only((e) => isStatus(e) && (e as Error).message.includes('m/config.pbtxt'), () => parseModelConfigText(text, 'm/config.pbtxt'));
+    }), opts());
+  });
+
+  it('mutated valid configs: a config or INVALID_ARG', () => {
+    fc.assert(fc.property(mutated(PBTXT), (text) => {
+      only(isStatus, () => parseModelConfigText(text, 'm/config.pbtxt'));
+    }), opts());
+  });
+
+  it('pbtxt-like token soup: a config or INVALID_ARG', () => {
+    const tok = fc.constantFrom('{', '}', '[', ']', ':', ',', ';', '<', '>', 'name', 'input', 'dims', '-1', '1e9', '0x1f', '"s"', "'t'", '#c\n', 'TYPE_FP32', 'step', 'key', 'value', 'parameters', '\n', ' ');
+    fc.assert(fc.property(fc.array(tok, { maxLength: 60 }), (toks) => {
+      only(isStatus, () => parseModelConfigText(toks.join(' '), 'm/config.pbtxt'));
+    }), opts());
+  });
+});
+
+const DT = fc.constantFrom(...DATATYPES);
+const anyJson = fc.jsonValue({ maxDepth: 4 });
+
+describe('fuzz: tensor codec', () => {
+  it('encodeValues: bytes of the right size, or a TensorValueError', () => {
+    fc.assert(fc.property(DT, fc.array(fc.oneof(fc.double(), fc.integer(), fc.boolean(), fc.string(), fc.constant(null), fc.bigInt()), { maxLength: 20 }), (dt, values) => {
+      only((e) => e instanceof TensorValueError, () => {
+        const b = encodeValues(dt, values);
+        if (dt !== 'BYTES') expect(b.byteLength % Math.max(1, values.length ? b.byteLength / values.length : 1)).toBe(0);
+      });
+    }), opts());
+  });
+
+  it('decodeValues of random bytes: values, or a clear Error', () => {
+    fc.assert(fc.property(DT, fc.uint8Array({ maxLength: 64 }), (dt, bytes) => {
+      only((e) => e instanceof Error && /BYTES|element|multiple|size|length/i.test((e as Error).message), () => decodeValues(dt, bytes));
+    }), opts());
+  });
+
+  it('integer round trip: decode(encode(v)) === v', () => {
+    fc.assert(fc.property(fc.constantFrom<Datatype>('INT8', 'INT16', 'INT32', 'UINT8', 'UINT16', 'UINT32'), fc.array(fc.integer({ min: 0, max: 127 }), { maxLength: 20 }), (dt, values) => {
+      expect(decodeValues(dt, encodeValues(dt, values))).toEqual(values);
+    }), opts());
+  });
+
+  it('BYTES: deserialize(serialize(x)) === x; random buffers parse or throw a clear Error', () => {
+    fc.assert(fc.property(fc.array(fc.uint8Array({ maxLength: 10 }), { maxLength: 10 }), (items) => {
+      expect(deserializeBytes(serializeBytes(items)).map((u) => [...u])).toEqual(items.map((u) => [...u]));
+    }), opts());
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 40 }), (buf) => {
+      only((e) => e instanceof Error && /BYTES/.test((e as Error).message), () => deserializeBytes(buf));
+    }), opts());
+  });
+});
+
+/** A valid binary-extension body with one FP32 input, as a seed for mutation. */
+function binaryBody(n: number): { body: Buffer; header: number } {
+  const json = Buffer.from(JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [n], parameters: { binary_data_size: n * 4 } }], outputs: [{ name: 'y', parameters: { binary_data: true } }] }));
+  return { body: Buffer.concat([json, Buffer.alloc(n * 4, 1)]), header: json.length };
+}
+
+describe('fuzz: HTTP binary extension and JSON tensor input', () => {
+  it('random bodies and header lengths: a request or INVALID_ARG', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), fc.option(fc.oneof(fc.nat({ max: 300 }).map(String), fc.string({ maxLength: 6 }))), (body, header) => {
+      only(isStatus, () => parseInferRequest(Buffer.from(body), header ?? undefined, 'm', undefined));
+    }), opts());
+  });
+
+  it('mutated valid bodies (bytes flipped, header length moved): a request or INVALID_ARG', () => {
+    fc.assert(fc.property(fc.nat({ max: 16 }), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 8 }), fc.integer({ min: -5, max: 5 }), (n, flips, shift) => {
+      const { body, header } = binaryBody(n);
+      for (const [at, v] of flips) body[at % body.length] = v;
+      only(isStatus, () => parseInferRequest(body, String(Math.max(0, header + shift)), 'm', '1'));
+    }), opts());
+  });
+
+  it('JSON requests with random inputs: a request or INVALID_ARG', () => {
+    const input = fc.record({ name: fc.oneof(fc.string(), anyJson), datatype: fc.oneof(DT, fc.string()), shape: fc.oneof(fc.array(fc.integer({ min: -2, max: 5 }), { maxLength: 4 }), anyJson), data: anyJson, parameters: fc.option(fc.dictionary(fc.string(), anyJson)) }, { requiredKeys: [] });
+    fc.assert(fc.property(fc.array(input, { maxLength: 3 }), fc.option(anyJson), (inputs, parameters) => {
+      const body = Buffer.from(JSON.stringify({ inputs, ...(parameters === null ? {} : { parameters }) }));
+      only(isStatus, () => parseInferRequest(body, undefined, 'm', undefined));
+    }), opts());
+  });
+
+  it('jsonToTensorBytes with random data and shapes: bytes of shape x size, or INVALID_ARG', () => {
+    fc.assert(fc.property(DT, fc.array(fc.nat({ max: 4 }), { maxLength: 3 }), anyJson, (dt, shape, data) => {
+      only(isStatus, () => jsonToTensorBytes('x', dt, shape, data));
+    }), opts());
+  });
+});
+
+const fnOf = (inputs: ResolvedFunction['inputs']): ResolvedFunction => ({
+  name: 'f', model: 'm', version: '', platform: 'p', implicit: true, definition: implicitDefinition('f'), inputs, outputs: [],
+});
+const SPECS = fc.array(fc.record({ name: fc.constantFrom('a', 'b', 'img'), datatype: DT, shape: fc.array(fc.integer({ min: -1, max: 4 }), { minLength: 1, maxLength: 3 }) }), { minLength: 1, maxLength: 2 })
+  .map((specs) => fnOf(specs.filter((s, i) => specs.findIndex((t) => t.name === s.name) === i).map((s) => ({ ...s, tensor: s.name.toUpperCase() }))));
+
+describe('fuzz: gateway body decoders', () => {
+  it('JSON bodies (random and call-shaped): inputs or a 400 from the catalog', () => {
+    const callShaped = fc.record({ inputs: fc.dictionary(fc.constantFrom('a', 'b', 'img', 'zz', '__proto__'), anyJson), outputs: fc.option(anyJson) }).map((o) => JSON.stringify(o));
+    fc.assert(fc.property(SPECS, fc.oneof(fc.string({ maxLength: 80 }), callShaped), (fn, text) => {
+      only(isGateway400, () => jsonBodyInputs(fn, Buffer.from(text)));
+    }), opts());
+  });
+
+  it('raw bytes into a spec: a tensor or a 400', () => {
+    fc.assert(fc.property(SPECS, fc.uint8Array({ maxLength: 64 }), (fn, bytes) => {
+      only(isGateway400, () => bytesInput(fn, fn.inputs[0]!, bytes));
+    }), opts());
+  });
+
+  it('multipart bodies (random and mutated): inputs or a 400', async () => {
+    const boundary = 'BND';
+    const seed = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\n[1,2]\r\n--${boundary}\r\nContent-Disposition: form-data; name="img"; filename="x"\r\nContent-Type: image/png\r\n\r\nPNGDATA\r\n--${boundary}--\r\n`;
+    await fc.assert(fc.asyncProperty(SPECS, fc.oneof(fc.string({ maxLength: 100 }), mutated(seed)), async (fn, text) => {
+      const form = () => new Response(text, { headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` } }).formData();
+      await onlyAsync(isGateway400, () => multipartBodyInputs(fn, form));
+    }), opts(0.5));
+  });
+});
+
+describe('fuzz: shm request parameters', () => {
+  it('random parameter maps: a region reference with non-negative integers, undefined, or INVALID_ARG', () => {
+    const val = fc.oneof(fc.string({ maxLength: 5 }), fc.double(), fc.integer(), fc.boolean(), fc.bigInt());
+    const params = fc.record({ shared_memory_region: val, shared_memory_offset: val, shared_memory_byte_size: val, other: val }, { requiredKeys: [] });
+    fc.assert(fc.property(fc.option(params), (p) => {
+      only(isStatus, () => {
+        const r = parseShmParams(p ?? undefined, 't', 'input');
+        if (r) {
+          expect(typeof r.region).toBe('string');
+          expect(Number.isSafeInteger(r.offset) && r.offset >= 0).toBe(true);
+          expect(Number.isSafeInteger(r.byteSize) && r.byteSize >= 0).toBe(true);
+        }
+      });
+    }), opts());
+  });
+});

@@ -1,0 +1,54 @@
+// `npm start` is safe on a shared host by default (issue 13, finding 9): the
+// engine listens on loopback and takes shm keys under the gateway's prefix
+// only; START_ENGINE_ARGS opens it up. Checked through the engine's own
+// flag parser and shm manager.
+import { describe, expect, it } from 'vitest';
+import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
+import { startArgs } from '../../scripts/start-args.ts';
+
+const engineOpts = (env: NodeJS.ProcessEnv) => parseEngineArgs(startArgs(env).engine.slice(1));
+
+describe('npm start defaults', () => {
+  it('engine on loopback, client shm only under the gateway prefix', () => {
+    const o = engineOpts({});
+    expect(o.host).toBe('127.0.0.1');
+    expect(o.allowClientShm).toBe(true);
+    expect(o.shmKeyPrefix).toBe('/tgw_');
+    const m = new SharedMemoryManager({ keyPrefix: o.shmKeyPrefix });
+    expect(() => m.register('x', '/some_other_object', 0, 8)).toThrow(/does not start with the allowed prefix '\/tgw_'/);
+    expect(startArgs({}).gateway).toContain('--engine=127.0.0.1:8001');
+  });
+
+  it("follows the gateway's --prefix and the engine's --grpc-port", () => {
+    const a = startArgs({ START_GATEWAY_ARGS: '--prefix=blue --port=9', START_ENGINE_ARGS: '--grpc-port=7001' });
+    expect(parseEngineArgs(a.engine.slice(1)).shmKeyPrefix).toBe('/blue_');
+    expect(a.gateway).toContain('--engine=127.0.0.1:7001');
+  });
+
+  it('with a socket path, the gateway reaches the engine over that Unix socket', () => {
+    const a = startArgs({}, '/tmp/e.sock');
+    expect(parseEngineArgs(a.engine.slice(1)).grpcUnixSocket).toBe('/tmp/e.sock');
+    expect(a.gateway).toContain('--engine=unix:/tmp/e.sock');
+  });
+
+  it('START_ENGINE_ARGS opens it up (documented in the README)', () => {
+    const o = engineOpts({ START_ENGINE_ARGS: '--http-address=0.0.0.0 --shm-key-prefix=/' });
+    expect(o.host).toBe('0.0.0.0');
+    expect(o.shmKeyPrefix).toBe('/');
+  });
+});
+
+describe('memory release after very large requests', () => {
+  it('runs full GCs after a large request, none after small ones', async () => {
+    const { MemoryRelease } = await import('../../engine/memory-release.ts');
+    const m = new MemoryRelease(10, 1000);
+    m.note(999);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(m.collections).toBe(0);
+    m.note(1000);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(m.collections).toBe(2);
+    m.stop();
+  });
+});
