@@ -12,6 +12,7 @@ import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
+import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { release } from '../receive-pool.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
@@ -221,6 +222,7 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
 export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
   installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
+  widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
   server.addService(withReceivedBuffer(inferenceService()), handlers(api));
   server.addService(healthService(), {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
@@ -235,6 +237,7 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
     removeStaleSocket(sock);
     await bind(`unix:${sock}`);
   }
+  widenConnectionWindows(server);
   return {
     port,
     close: () =>
