@@ -14,6 +14,7 @@ import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
 import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { release } from '../receive-pool.ts';
+import { RequestCancel } from '../cancel-signal.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
@@ -130,10 +131,10 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       // it can be read afterwards.
       const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
       let settled = false;
-      const ac = new AbortController();
+      // Not an AbortController: a cheaper signal the schedulers accept (cancel-signal.ts).
+      const ac = new RequestCancel();
       // grpc-js reports every stream close as 'cancelled', also after the
-      // reply; only a close before it is a cancellation (and abort() is not
-      // free: it builds a DOMException and dispatches an event).
+      // reply; only a close before it is a cancellation.
       call.on('cancelled', () => settled || ac.abort());
       const finish = (err: unknown, res?: InferResponse) => {
         settled = true;
@@ -153,7 +154,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
         return;
       }
       req.arrivalNs = process.hrtime.bigint();
-      req.signal = ac.signal;
+      req.signal = ac;
       req.traceparent = traceparentOf(call.metadata);
       api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
     },
