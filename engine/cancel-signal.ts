@@ -1,14 +1,14 @@
 // The cancellation signal of a request: what the schedulers use of an
 // AbortSignal (aborted, an 'abort' listener), and a cheap implementation of it
-// for the gRPC frontend.
+// for the frontends.
 //
 // Why not AbortController there: a gRPC ModelInfer built one per request, and
 // Node creates an AbortSignal (an EventTarget, with its internal symbols and
 // listener maps) for each, plus an EventTarget listener per queued request.
 // Profiled under h2load on the tiny recommender (issue 14, round 2) that was
 // ~4 % of the main thread (createAbortSignal alone 6 µs per request) for a
-// signal that almost never fires. The HTTP frontend keeps passing the
-// request's real AbortSignal, which fits the same interface.
+// signal that almost never fires. The HTTP frontend uses one too
+// (http/request-signal.ts); a real AbortSignal fits the same interface.
 
 /** The part of AbortSignal the engine uses; an AbortSignal is one. */
 export interface CancelSignal {
