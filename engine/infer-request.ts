@@ -4,6 +4,7 @@
 import type { Datatype } from './datatypes.ts';
 import type { StatusError } from './status.ts';
 import type { RequestTrace } from './request-trace.ts';
+import type { CancelSignal } from './cancel-signal.ts';
 
 /** Where a tensor's bytes live in a registered system shared-memory region. */
 export interface ShmRef {
@@ -79,8 +80,8 @@ export interface InferRequest {
   timeoutUs?: number;
   /** Set by the frontend: when the request arrived (process.hrtime.bigint()). */
   arrivalNs?: bigint;
-  /** Aborted when the client goes away. */
-  signal?: AbortSignal;
+  /** Aborted when the client goes away (an AbortSignal, or the gRPC frontend's cheaper RequestCancel). */
+  signal?: CancelSignal;
   /**
    * Set by a streaming frontend (ModelStreamInfer): a decoupled model's
    * responses (or per-response errors) are delivered here as they come, and

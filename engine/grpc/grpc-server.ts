@@ -12,7 +12,9 @@ import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
+import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { release } from '../receive-pool.ts';
+import { RequestCancel } from '../cancel-signal.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
@@ -129,10 +131,10 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       // it can be read afterwards.
       const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
       let settled = false;
-      const ac = new AbortController();
+      // Not an AbortController: a cheaper signal the schedulers accept (cancel-signal.ts).
+      const ac = new RequestCancel();
       // grpc-js reports every stream close as 'cancelled', also after the
-      // reply; only a close before it is a cancellation (and abort() is not
-      // free: it builds a DOMException and dispatches an event).
+      // reply; only a close before it is a cancellation.
       call.on('cancelled', () => settled || ac.abort());
       const finish = (err: unknown, res?: InferResponse) => {
         settled = true;
@@ -152,7 +154,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
         return;
       }
       req.arrivalNs = process.hrtime.bigint();
-      req.signal = ac.signal;
+      req.signal = ac;
       req.traceparent = traceparentOf(call.metadata);
       api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
     },
@@ -221,6 +223,7 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
 export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
   installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
+  widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
   server.addService(withReceivedBuffer(inferenceService()), handlers(api));
   server.addService(healthService(), {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
@@ -235,6 +238,7 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
     removeStaleSocket(sock);
     await bind(`unix:${sock}`);
   }
+  widenConnectionWindows(server);
   return {
     port,
     close: () =>

@@ -8,6 +8,7 @@ import { encodeInferResponse, parseInferRequest } from './infer-json.ts';
 import { modelRoute } from './routes-models.ts';
 import { DECOUPLED_HTTP_MESSAGE, rejectDecoupled } from '../decoupled.ts';
 import { release } from '../receive-pool.ts';
+import { requestSignal } from './request-signal.ts';
 
 export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number): void {
   modelRoute(app, 'post', '/infer', async (c) => {
@@ -17,7 +18,7 @@ export function registerInferRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInput
     try {
       const { request, binaryOutputDefault } = parseInferRequest(body, c.req.header(HEADER_LENGTH), c.req.param('model')!, versionParam(c));
       request.arrivalNs = arrivalNs;
-      request.signal = c.req.raw.signal;
+      request.signal = requestSignal(c); // not c.req.raw.signal: see request-signal.ts
       rejectDecoupled(api, request.modelName, request.modelVersion, DECOUPLED_HTTP_MESSAGE);
       request.traceparent = c.req.header('traceparent');
       const response = await api.infer(request);

@@ -8,6 +8,7 @@
 // binary is missing is skipped with the reason.
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
 import { bodyDir, grpcFrame, h2loadGrpc, httpBinaryBody, which, wrkPost, type CLoadResult } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
@@ -57,6 +58,15 @@ async function cpuRow(ctx: BenchContext, engine: EngineProc, id: string, label: 
     ctx.log(`  ${label}: NOT MEASURED: ${why}`);
     return { id, label, skipped: why };
   }
+}
+
+/** One client calling `call` back to back for `seconds` (a Node client: its CPU is not the engine's). */
+async function sequentialCalls(call: () => Promise<unknown>, seconds: number): Promise<CLoadResult> {
+  const end = performance.now() + seconds * 1000;
+  let ok = 0;
+  let failed = 0;
+  while (performance.now() < end) await call().then(() => ok++, () => failed++);
+  return { ok, failed, seconds };
 }
 
 /** Median ms to copy `bytes` of warm memory once (the 10 MiB row's yardstick), in this process. */
@@ -126,6 +136,17 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     const bigBytes = fp32Bytes(BIG_BYTES / 4);
     const big = grpcFrame({ model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] });
     await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', 'sum_vector', file('big.grpc', big), 1);
+    // The same from a grpc-js client: Node's HTTP/2 sends DATA frames up to the
+    // server's SETTINGS_MAX_FRAME_SIZE and follows its windows (h2load keeps
+    // 16 KiB frames), so this row shows what the engine's larger frames and
+    // windows (engine/grpc/grpc-http2-window.ts) buy a Node client.
+    const bigReq: ModelInferRequest = { model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] };
+    const gc = new TritonGrpcClient(`127.0.0.1:${e.grpcPort}`);
+    try {
+      ctx.cpu.push(await cpuRow(ctx, e, 'cpu-big-grpcjs', 'sum_vector, 10 MiB FP32 inline over gRPC from grpc-js (Node client), 1 client', 'sum_vector', () => sequentialCalls(() => gc.modelInfer(bigReq), secs)));
+    } finally {
+      gc.close();
+    }
     // The same input from shm: what the model itself costs (ReduceSum reads all 10 MiB).
     bigRegion = createSharedMemoryRegion(`${shmName}_big`, `/${shmName}_big`, BIG_BYTES, { touch: true, exclusive: true });
     bigRegion.bytes.set(bigBytes);

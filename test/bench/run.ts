@@ -11,6 +11,7 @@ import { makeJpeg } from '../fixtures/images.ts';
 import { ENCODER_CLIENTS, PIPELINE_CLIENTS, ROW_INFO, SMALL_CLIENTS, type BenchContext } from './context.ts';
 import { baselinePhase } from './phase-baseline.ts';
 import { cpuPhase } from './phase-cpu.ts';
+import { smallGatewayPhase } from './phase-gateway-small.ts';
 import { enginePhase } from './phase-engine.ts';
 import { memoryPhase } from './phase-memory.ts';
 import { ocrPhase } from './phase-ocr.ts';
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
     if (want('engine')) await enginePhase(ctx);
     if (want('shm')) await shmPhase(ctx);
     if (want('cpu')) await cpuPhase(ctx);
+    // Only on request (the engine phase measures the same rows among the others).
+    if (values.only?.split(',').includes('gateway')) await smallGatewayPhase(ctx);
     if (want('memory')) await memoryPhase(ctx);
     if (want('ocr')) await ocrPhase(ctx);
   } finally {
