@@ -3,7 +3,8 @@
 // encoded response. A store never throws into the request path: a failed
 // lookup is a miss, a failed insert is dropped (Redis down = every request
 // runs the model). Main thread only.
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { log } from './trace.ts';
 
 export interface CacheStoreStats {
@@ -130,7 +131,9 @@ export class RedisResponseCache implements ResponseCacheStore {
   constructor(private readonly cfg: Extract<CacheConfig, { kind: 'redis' }>) {
     this.prefix = cfg.prefix ?? 'tritonish:cache:';
     // No offline queue and a short command timeout: while Redis is away a lookup fails at once (a miss).
-    this.redis = new Redis({
+    // ioredis (~20 MiB resident) is loaded only when a Redis cache is configured.
+    const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+    this.redis = new RedisClient({
       host: cfg.host, port: cfg.port, password: cfg.password, db: cfg.db,
       enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 250, connectTimeout: 1000,
       retryStrategy: (n) => Math.min(100 * n, 2000),
