@@ -9,14 +9,14 @@ import type { ModelStatistics } from './model-statistics.ts';
 import { cacheKey, decodeTensors, encodeTensors } from './response-cache-codec.ts';
 import type { ResponseCacheStore } from './response-cache.ts';
 import { tracer } from './trace.ts';
+import { isDecoupled } from './decoupled.ts';
 
 const trace = tracer('cache');
 
 /** Models whose answer may depend on more than the request's tensors are never cached. */
 function stateless(c: ModelConfig | undefined): boolean {
   if (!c) return false;
-  const decoupled = (c.model_transaction_policy as { decoupled?: boolean } | undefined)?.decoupled === true;
-  return !decoupled && c.sequence_batching === undefined;
+  return !isDecoupled(c) && c.sequence_batching === undefined;
 }
 
 /**

@@ -9,7 +9,6 @@ import type { Clock } from './scheduler-queue.ts';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.ts';
 
 export type { Clock } from './scheduler-queue.ts';
-export { runOnInstance } from './instance-run.ts';
 
 export interface DefaultSchedulerOptions {
   modelName: string;

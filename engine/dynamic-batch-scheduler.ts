@@ -12,7 +12,7 @@ import type { InferRequest, InferResponse } from './infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
 import type { ModelConfig } from './model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from './scheduler.ts';
-import { requestBatchSize } from './scheduler.ts';
+import { answerRequest, requestBatchSize } from './scheduler.ts';
 import { SchedulerQueue, systemClock, type Clock, type QueueEntry } from './scheduler-queue.ts';
 import { cancelled, invalidArg, StatusError, unavailable } from './status.ts';
 import { tracer } from './trace.ts';
@@ -174,12 +174,12 @@ export class DynamicBatchScheduler implements Scheduler {
         this.waitForInstance();
         break;
       }
-      const entries = this.queue.ordered();
       if (!this.batching) {
         const one = this.queue.take(1).map((e) => e.item);
         void this.dispatch(instance, one, one[0]!.batchSize, now);
         continue;
       }
+      const entries = this.queue.ordered();
       const decision = decideBatch(
         entries.map((e) => ({ batchSize: e.item.batchSize, shapeKey: e.item.shapeKey, enqueuedNs: e.enqueuedNs })),
         this.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,
@@ -263,14 +263,7 @@ export class DynamicBatchScheduler implements Scheduler {
   /** Answer a request, in accept order when preserve_ordering asks for it. */
   private settle(p: Pending, outcome: InferResponse | StatusError, ordered: boolean): void {
     const deliver = () => {
-      const ns = Number(this.clock.nowNs() - (p.request.arrivalNs ?? 0n));
-      if (outcome instanceof StatusError) {
-        this.stats.failed(ns);
-        p.reject(outcome);
-      } else {
-        this.stats.succeeded(ns);
-        p.resolve(outcome);
-      }
+      answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
       this.inflight--;
       if (this.inflight === 0 && this.drained.length > 0) {
         for (const d of this.drained.splice(0)) d();

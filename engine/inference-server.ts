@@ -16,7 +16,6 @@ import { fromConfigType } from './datatypes.ts';
 import { failedLoad, invalidArg, notFound, unavailable, unsupported } from './status.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
-import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from './decoupled.ts';
 import { TraceManager, type TraceSettings } from './trace-manager.ts';
 import { CacheManager, modelCacheable, requestCacheable } from './cache-manager.ts';
 import { createResponseCache, type CacheConfig } from './response-cache.ts';
@@ -207,27 +206,28 @@ export class InferenceServer implements ServerApi {
     return this.repository.index(readyOnly);
   }
 
-  async loadModel(name: string, params?: LoadParameters): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
+  /** Load/unload RPCs work in every control mode but 'none' (Triton's message kept). */
+  private checkLoadUnloadAllowed(): void {
+    if (this.opts.controlMode === 'none' || this.opts.controlMode === undefined) {
       throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
     }
+  }
+
+  async loadModel(name: string, params?: LoadParameters): Promise<void> {
+    this.checkLoadUnloadAllowed();
     await this.repository.load(name, params).catch((err: unknown) => {
       throw failedLoad(name, err);
     });
   }
 
   async unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void> {
-    if (this.opts.controlMode !== 'explicit' && this.opts.controlMode !== 'poll' && this.opts.controlMode !== 'on-demand') {
-      throw unavailable(`explicit model load / unload is not allowed if polling is enabled or model control mode is 'none'`);
-    }
+    this.checkLoadUnloadAllowed();
     await this.repository.unload(name, opts);
   }
 
   /** A client request: resolve shm inputs, run, write shm outputs, release. */
   async infer(req: InferRequest): Promise<InferResponse> {
     if (this.stopping) throw unavailable('server is shutting down');
-    // Only a streaming frontend can carry a decoupled model's responses.
-    if (!req.onResponse) rejectDecoupled(this, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
     req.arrivalNs ??= process.hrtime.bigint();
     const held: ShmAcquired[] = [];
     let inlineBytes = 0;

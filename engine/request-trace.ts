@@ -15,17 +15,9 @@ export type TraceActivity =
   | 'COMPUTE_END'
   | 'REQUEST_END';
 
-/** W3C trace context of a span (OpenTelemetry mode). */
-export interface SpanRef {
-  traceId: string;
-  spanId: string;
-}
-
 export class RequestTrace {
   readonly timestamps: Array<{ name: TraceActivity; ns: bigint }> = [];
   readonly tensors: Array<{ activity: 'TENSOR_QUEUE_INPUT' | 'TENSOR_BACKEND_OUTPUT'; tensor: Tensor }> = [];
-  /** Set by the OpenTelemetry exporter when the request's span starts. */
-  span?: SpanRef;
   failed = false;
   /** Traces of the steps this (ensemble) request sent. */
   children = 0;

@@ -2,7 +2,7 @@
 // batcher and ensemble scheduler all offer enqueue / inflightCount / stop, and
 // a model only delegates to its scheduler.
 import type { InferRequest, InferResponse } from './infer-request.ts';
-import type { StatusError } from './status.ts';
+import { StatusError } from './status.ts';
 
 export interface Scheduler {
   /** Queue a request; resolves with its response or rejects with a StatusError. */
@@ -51,4 +51,21 @@ export function requestBatchSize(request: InferRequest, maxBatchSize: number): n
   if (maxBatchSize <= 0) return 1;
   const first = request.inputs[0];
   return first && first.shape.length > 0 ? first.shape[0]! : 1;
+}
+
+/** Record a finished request (`ns` since its arrival) in the statistics and answer it. */
+export function answerRequest(
+  stats: StatsSink,
+  ns: number,
+  outcome: InferResponse | StatusError,
+  resolve: (r: InferResponse) => void,
+  reject: (e: StatusError) => void,
+): void {
+  if (outcome instanceof StatusError) {
+    stats.failed(ns);
+    reject(outcome);
+  } else {
+    stats.succeeded(ns);
+    resolve(outcome);
+  }
 }

@@ -9,11 +9,11 @@
 // Owns its sequences, queues and timers; main thread only. Slot bookkeeping
 // is sequence-slots.ts, the batch choice dynamic-batch-decision.ts.
 import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
-import { runOnInstance } from './default-scheduler.ts';
+import { runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse, Tensor } from './infer-request.ts';
 import type { ModelConfig } from './model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from './scheduler.ts';
-import { requestBatchSize } from './scheduler.ts';
+import { answerRequest, requestBatchSize } from './scheduler.ts';
 import { systemClock, type Clock } from './scheduler-queue.ts';
 import { sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSequenceInputs, type SequenceSpec } from './sequence-config.ts';
 import { SequenceSlots, type LiveSequence } from './sequence-slots.ts';
@@ -121,7 +121,8 @@ export class SequenceBatchScheduler implements Scheduler {
       seq.data.queue.push({ request, start, end, enqueuedNs: now, resolve, reject });
       this.inflight++;
       this.schedule();
-      this.armIdleTimer();
+      // An enqueue only pushes idle deadlines later: an armed timer stays right.
+      if (!this.idleTimer) this.armIdleTimer();
     });
   }
 
@@ -211,14 +212,7 @@ export class SequenceBatchScheduler implements Scheduler {
 
   private settle(seq: Seq, p: Pending, outcome: InferResponse | StatusError): void {
     seq.data.running = false;
-    const ns = Number(this.clock.nowNs() - (p.request.arrivalNs ?? p.enqueuedNs));
-    if (outcome instanceof StatusError) {
-      this.stats.failed(ns);
-      p.reject(outcome);
-    } else {
-      this.stats.succeeded(ns);
-      p.resolve(outcome);
-    }
+    answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
     if (seq.ended && seq.data.queue.length === 0) this.slots.release(seq);
     this.inflight--;
     if (this.inflight === 0) for (const d of this.drained.splice(0)) d();

@@ -108,10 +108,11 @@ export class TraceManager {
 
   /** A trace for this request when it is sampled (or its ensemble's is), else undefined. */
   begin(model: string, version: string, requestId: string | undefined, parent: RequestTrace | undefined, traceparent: string | undefined, startNs: bigint): RequestTrace | undefined {
+    // Read the level without merging the settings: every request comes here, most untraced.
+    const level = this.perModel.get(model)?.trace_level ?? this.global.trace_level ?? ['OFF'];
+    if (!parent && (level.includes('OFF') || level.length === 0)) return undefined;
     const s = this.settings(model);
-    const level = s.trace_level ?? ['OFF'];
     if (!parent) {
-      if (level.includes('OFF') || level.length === 0) return undefined;
       const scope = this.perModel.get(model)?.trace_rate || this.perModel.get(model)?.trace_count ? model : '';
       const n = this.seen.get(scope) ?? 0;
       this.seen.set(scope, n + 1);
@@ -132,10 +133,14 @@ export class TraceManager {
    * REQUEST_END when it settles; the request's trace is what its ensemble
    * steps name as parent.
    */
-  async traced(req: InferRequest, version: string, enqueue: () => Promise<InferResponse>): Promise<InferResponse> {
+  traced(req: InferRequest, version: string, enqueue: () => Promise<InferResponse>): Promise<InferResponse> {
     const arrival = req.arrivalNs ?? process.hrtime.bigint();
     const trace = this.begin(req.modelName, version, req.id, req.parentTrace, req.traceparent, arrival);
-    if (!trace) return enqueue();
+    // Untraced (the common case): no extra async frame around the request.
+    return trace ? this.runTraced(req, trace, arrival, enqueue) : enqueue();
+  }
+
+  private async runTraced(req: InferRequest, trace: RequestTrace, arrival: bigint, enqueue: () => Promise<InferResponse>): Promise<InferResponse> {
     req.trace = trace;
     trace.mark('REQUEST_START', arrival);
     // Copies: the request's bytes may be handed to a worker or a shm region may go away.

@@ -96,8 +96,6 @@ export class OtelTraceExporter {
       ctx,
     );
     this.spans.set(t, span);
-    const sc = span.spanContext();
-    t.span = { traceId: sc.traceId, spanId: sc.spanId };
   }
 
   /** Close the span at REQUEST_END with the activities as events and the compute span. */

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { LeaseStore } from './lease-store.ts';
 import { gatewayError, GatewayError } from './errors.ts';
-import type { ResolvedFunction } from './function-registry.ts';
+import { describeFunction } from './function-registry.ts';
 import { invoke, type InvokeDeps } from './invoke.ts';
 import { asyncCalls, mountJobRoutes, type AsyncDeps } from './jobs/async-routes.ts';
 import { mountAdminRoutes } from './deploy/admin-routes.ts';
@@ -39,20 +39,6 @@ export interface GatewayApp {
   close(): void;
   /** Refuse new calls (503 on /readyz) and resolve when in-flight calls are done or after timeoutMs. */
   drain(timeoutMs: number): Promise<void>;
-}
-
-function describe(fn: ResolvedFunction) {
-  const t = (s: ResolvedFunction['inputs'][number]) => ({ name: s.name, tensor: s.tensor, datatype: s.datatype, shape: s.shape });
-  return {
-    name: fn.name,
-    description: fn.definition.description,
-    target: { model: fn.model, version: fn.version, platform: fn.platform },
-    implicit: fn.implicit,
-    auth: !!fn.definition.auth,
-    limits: fn.definition.limits,
-    inputs: fn.inputs.map(t),
-    outputs: fn.outputs.map(t),
-  };
 }
 
 export function createApp(deps: AppDeps): GatewayApp {
@@ -108,10 +94,10 @@ export function createApp(deps: AppDeps): GatewayApp {
 
   app.get('/fn', async (c) => {
     const { functions, unavailable } = await deps.registry.list();
-    return c.json({ version: deps.registry.version, functions: functions.map(describe), unavailable });
+    return c.json({ version: deps.registry.version, functions: functions.map(describeFunction), unavailable });
   });
 
-  app.get('/fn/:name', async (c) => c.json(describe(await deps.registry.resolve(c.req.param('name')))));
+  app.get('/fn/:name', async (c) => c.json(describeFunction(await deps.registry.resolve(c.req.param('name')))));
 
   app.post('/fn/:name', async (c, next) => {
     if (draining) throw gatewayError('GATEWAY_SHUTTING_DOWN');

@@ -19,10 +19,19 @@ async function* webChunks(c: Context): Chunks {
   const body = c.req.raw.body;
   if (!body) return;
   const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    yield value;
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        finished = true;
+        return;
+      }
+      yield value;
+    }
+  } finally {
+    // A consumer that stops early (a limit) cancels the rest of the body.
+    if (!finished) await reader.cancel().catch(() => undefined);
   }
 }
 
@@ -105,22 +114,7 @@ export async function readBody(c: Context, limit: number, fn: string): Promise<B
   const incoming = incomingOf(c);
   try {
     if (incoming) await eachIncomingChunk(incoming, take, false);
-    else {
-      const body = c.req.raw.body;
-      if (body) {
-        const reader = body.getReader();
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          try {
-            take(value);
-          } catch (e) {
-            await reader.cancel().catch(() => undefined);
-            throw e;
-          }
-        }
-      }
-    }
+    else for await (const chunk of webChunks(c)) take(chunk);
   } catch (e) {
     if (over) throw tooLarge(c, fn, limit);
     // The client went away mid-body (or its body timed out): not a gateway fault.

@@ -223,3 +223,18 @@ export class FunctionRegistry {
     return { functions, unavailable };
   }
 }
+
+/** A function as GET /fn and the console describe it. */
+export function describeFunction(fn: ResolvedFunction) {
+  const t = (s: ResolvedFunction['inputs'][number]) => ({ name: s.name, tensor: s.tensor, datatype: s.datatype, shape: s.shape });
+  return {
+    name: fn.name,
+    description: fn.definition.description,
+    target: { model: fn.model, version: fn.version, platform: fn.platform },
+    implicit: fn.implicit,
+    auth: !!fn.definition.auth,
+    limits: fn.definition.limits,
+    inputs: fn.inputs.map(t),
+    outputs: fn.outputs.map(t),
+  };
+}

@@ -50,10 +50,6 @@ export class GatewayTracing {
     };
   }
 
-  flush(): Promise<void> {
-    return this.provider.forceFlush();
-  }
-
   shutdown(): Promise<void> {
     return this.provider.shutdown();
   }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Backend, BackendContext, BackendModel } from '../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../scheduler.ts';
 import type { InferRequest, InferResponse } from '../infer-request.ts';
-import { StatusError, invalidArg, internal, type StatusCode } from '../status.ts';
+import { StatusError, invalidArg, internal, isStatusCode, type StatusCode } from '../status.ts';
 import { fromConfigType, isDatatype, type Datatype } from '../datatypes.ts';
 import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loader.ts';
 
@@ -27,7 +27,6 @@ type JsResult =
   | { outputs: Record<string, { datatype?: string; shape: number[]; data: ArrayBufferView }> }
   | { error: { code?: string; message: string } };
 
-const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
 
 class JsInstance implements ExecutionInstance {
   constructor(
@@ -62,7 +61,7 @@ class JsInstance implements ExecutionInstance {
     const model = this.ctx.modelName;
     if (!res) return internal(`js model '${model}' returned no response for a request`);
     if ('error' in res) {
-      const code = (res.error.code && CODES.has(res.error.code) ? res.error.code : 'INTERNAL') as StatusCode;
+      const code: StatusCode = isStatusCode(res.error.code) ? res.error.code : 'INTERNAL';
       return new StatusError(code, res.error.message);
     }
     const want = r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);

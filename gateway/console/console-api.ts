@@ -7,7 +7,7 @@
 import type { Hono } from 'hono';
 import type { ModelIndex } from '../../client/grpc-client.ts';
 import type { FunctionDeployer } from '../deploy/function-deployer.ts';
-import type { FunctionRegistry, ResolvedFunction } from '../function-registry.ts';
+import { describeFunction, type FunctionRegistry, type ResolvedFunction } from '../function-registry.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { JobRecord } from '../jobs/job-state.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -60,16 +60,12 @@ function memoryBytes(rows: Array<Record<string, unknown>>, name: string, version
 
 /** A function as the overview and the try-it forms show it. */
 export function functionRow(fn: ResolvedFunction) {
-  const t = (s: ResolvedFunction['inputs'][number]) => ({ name: s.name, tensor: s.tensor, datatype: s.datatype, shape: s.shape });
+  const { limits: _limits, ...d } = describeFunction(fn);
   return {
-    name: fn.name,
-    description: fn.definition.description ?? '',
-    target: { model: fn.model, version: fn.version, platform: fn.platform },
-    implicit: fn.implicit,
+    ...d,
+    description: d.description ?? '',
     auth: fn.definition.auth ? { apiKeyEnv: fn.definition.auth.apiKeyEnv ?? [] } : null,
     async: !!fn.definition.async?.enabled,
-    inputs: fn.inputs.map(t),
-    outputs: fn.outputs.map(t),
   };
 }
 

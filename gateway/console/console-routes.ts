@@ -6,9 +6,9 @@
 // admin token, which checks it as for any other client.
 //
 // Ownership: owns the sampler (stopped by stop()) and the loaded assets.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
 import { gatewayError } from '../errors.ts';
+import { sameToken } from '../deploy/admin-routes.ts';
 import { loadAssets } from './console-assets.ts';
 import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';
 import { PAGES, renderPage } from './console-pages.ts';
@@ -23,14 +23,12 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   sampleMs?: number;
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
 
 /** Throws CONSOLE_TOKEN_MISSING / _INVALID unless `given` matches the console (or admin) token; open when none is set. */
 export function checkConsoleToken(expected: string | undefined, admin: string | undefined, given: string | undefined): void {
   if (!expected) return;
   if (!given) throw gatewayError('CONSOLE_TOKEN_MISSING');
-  if (!same(given, expected) && !(admin && same(given, admin))) throw gatewayError('CONSOLE_TOKEN_INVALID');
+  if (!sameToken(given, expected) && !(admin && sameToken(given, admin))) throw gatewayError('CONSOLE_TOKEN_INVALID');
 }
 
 /** Mount the console on `app`; returns stop() for the sampler. */

@@ -12,12 +12,15 @@ import { BundleRefused, type FunctionDeployer } from './function-deployer.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+/** Constant-time token comparison (hashes first, so lengths may differ). */
+export const sameToken = (a: string, b: string): boolean => timingSafeEqual(digest(a), digest(b));
+
 /** Throws ADMIN_DISABLED / ADMIN_TOKEN_MISSING / ADMIN_TOKEN_INVALID unless the bearer token matches. */
 export function checkAdminToken(expected: string | undefined, authorization: string | undefined): void {
   if (!expected) throw gatewayError('ADMIN_DISABLED');
   const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
   if (!m) throw gatewayError('ADMIN_TOKEN_MISSING');
-  if (!timingSafeEqual(digest(m[1]!.trim()), digest(expected))) throw gatewayError('ADMIN_TOKEN_INVALID');
+  if (!sameToken(m[1]!.trim(), expected)) throw gatewayError('ADMIN_TOKEN_INVALID');
 }
 
 export function mountAdminRoutes(app: Hono, deployer: FunctionDeployer, adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN): void {

@@ -119,7 +119,8 @@ export class RedisJobQueue implements JobQueue {
     if (created === 1 && this.groupReady) log.warn(`job queue: stream '${this.stream}' or group '${this.group}' was gone (Redis lost its data?); recreated`);
     this.groupReady ??= Promise.resolve();
     // The console's recent-jobs index (best effort: a lost entry only hides the job from the list).
-    await this.redis.multi().zadd(this.recentKey, rec.createdAt, rec.id).zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1).exec();
+    // The job is already queued: a failure here must not turn its 202 into an error.
+    await this.redis.multi().zadd(this.recentKey, rec.createdAt, rec.id).zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1).exec().catch(() => undefined);
     return rec;
   }
 

@@ -175,6 +175,13 @@ describe('slow clients', () => {
     expect(r.ms).toBeLessThan(5000);
   });
 
+  it('an idle keep-alive connection is closed after the idle timeout (2 s here; Node alone waits 5 s)', async () => {
+    const r = await stall('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(r.reply).toMatch(/^HTTP\/1.1 200/);
+    expect(r.ms).toBeGreaterThanOrEqual(1500);
+    expect(r.ms).toBeLessThan(4500);
+  });
+
   it('a body that never finishes gets 408 with the catalog body', async () => {
     const r = await stall('POST /fn/small_bytes HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc');
     expect(r.reply).toMatch(/^HTTP\/1.1 408/);

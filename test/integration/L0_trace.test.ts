@@ -200,4 +200,19 @@ describe('L0_trace: OpenTelemetry mode, gateway to model', () => {
     expect(computes.map((c) => c.parentSpanId).sort()).toEqual(steps.map((s) => s.spanId).sort());
     expect(new Set(spans.map((s) => s.traceId))).toEqual(new Set([callerTrace]));
   });
+
+  it("the engine's HTTP endpoint honours an incoming traceparent header", async () => {
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const callerSpan = 'b7ad6b7169203331';
+    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', traceparent: `00-${callerTrace}-${callerSpan}-01` },
+      body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [4] }] }),
+    });
+    expect(r.status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    const infer = () => receiver.spans.filter((s) => s.traceId === callerTrace && s.name === 'InferRequest');
+    while (Date.now() < deadline && infer().length < 1) await new Promise((res) => setTimeout(res, 100));
+    expect(infer().map((s) => s.parentSpanId)).toEqual([callerSpan]);
+  });
 });

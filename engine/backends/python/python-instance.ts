@@ -8,7 +8,7 @@ import type { BackendContext } from '../../backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../scheduler.ts';
 import type { InferRequest, InferResponse, ParamValue } from '../../infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
-import { StatusError, internal, toStatusError, unavailable, type StatusCode } from '../../status.ts';
+import { StatusError, internal, toStatusError, unavailable, isStatusCode, type StatusCode } from '../../status.ts';
 import { log, tracer } from '../../trace.ts';
 import { isDecoupled } from '../../decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
@@ -17,7 +17,6 @@ import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-
 import { ReadinessProbe, type ReadinessReply } from './readiness-probe.ts';
 
 const trace = tracer('python');
-const CODES = new Set(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
 const FINAL = 1;
 
 export interface PythonInstanceOptions {
@@ -236,7 +235,7 @@ export class PythonInstance implements ExecutionInstance {
   private toOutcome(req: InferRequest, f: StubFrame | undefined): Outcome {
     if (!f) return internal(`python model '${this.ctx.modelName}' returned no response for a request`);
     if (f.error) {
-      const code = (CODES.has(f.error.code) ? f.error.code : 'INTERNAL') as StatusCode;
+      const code: StatusCode = isStatusCode(f.error.code) ? f.error.code : 'INTERNAL';
       return new StatusError(code, String(f.error.message));
     }
     try {

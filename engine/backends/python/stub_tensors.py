@@ -13,11 +13,8 @@ import triton_python_backend_utils as pb_utils
 INLINE_MAX = 1024
 ALIGN = 64
 
-NP_OF = {
-    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
-    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
-    "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
-}
+# Fixed-width datatypes -> numpy (pb_utils keeps the one table; BYTES is decoded apart).
+NP_OF = {k: v for k, v in pb_utils._NAME_TO_NP.items() if k != "BYTES"}
 
 
 class ShmReader:
@@ -63,15 +60,15 @@ class ShmReader:
                 mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if os.fstat(fd).st_size else None
             finally:
                 os.close(fd)
-            raw = bytearray(mm[off:off + size]) if mm else bytearray()
+            raw = bytearray(memoryview(mm)[off:off + size]) if mm else bytearray()  # one copy, not two
             return decode(raw, dt, shape)
         mm = self.arena(w["key"], off + size)
-        return decode(bytearray(mm[off:off + size]), dt, shape)
+        return decode(bytearray(memoryview(mm)[off:off + size]), dt, shape)  # one copy, not two
 
 
 def decode(raw, dt, shape):
     if dt == "BYTES":
-        return pb_utils.deserialize_bytes_tensor(bytes(raw)).reshape(shape)
+        return pb_utils.deserialize_bytes_tensor(raw).reshape(shape)
     if dt not in NP_OF:
         raise pb_utils.TritonModelException(f"UNSUPPORTED: datatype {dt} has no numpy type")
     return np.frombuffer(raw, dtype=NP_OF[dt]).reshape(shape)
@@ -115,7 +112,7 @@ class Writer:
             if n <= INLINE_MAX:
                 out.append({"name": name, "datatype": dt, "shape": shape, "b64": base64.b64encode(bytes(data)).decode("ascii")})
                 continue
-            mm[off:off + n] = data if isinstance(data, bytes) else data.tobytes()
+            mm[off:off + n] = data  # any buffer: no temporary copy
             out.append({"name": name, "datatype": dt, "shape": shape, "key": key, "offset": off, "size": n})
             off += (n + ALIGN - 1) // ALIGN * ALIGN
         if mm is not None:
