@@ -5,15 +5,14 @@
 import { lstatSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
-import type { InferResponse } from '../infer-request.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/index.ts';
-import { capMessage, grpcStatusOf, invalidArg, toStatusError } from '../status.ts';
+import { capMessage, invalidArg, toStatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
-import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
+import { grpcFailure, modelInferCall } from './model-infer-call.ts';
+import { installDirectInfer } from './grpc-direct-infer.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
 import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
-import { release } from '../receive-pool.ts';
 import { RequestCancel } from '../cancel-signal.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
@@ -23,9 +22,7 @@ type Msg = Record<string, any>;
 type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
 
 function replyError(cb: grpc.sendUnaryData<Msg>, err: unknown): void {
-  const se = toStatusError(err);
-  if (se.code === 'INTERNAL') log.error(se.message, se.detail ?? err);
-  cb({ code: grpcStatusOf(se.code), details: capMessage(se.message) } as grpc.ServiceError, null);
+  cb(grpcFailure(err) as grpc.ServiceError, null);
 }
 
 function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
@@ -125,10 +122,7 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, enc(v)])) };
     }),
     ModelInfer: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
-      // The tensors of the request are views of this buffer: it goes back to
-      // the pool only once the inference has settled and the reply has been
-      // serialized (grpc-js serializes synchronously inside cb), so no view of
-      // it can be read afterwards.
+      // grpc-js serializes synchronously inside cb, as modelInferCall needs.
       const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
       let settled = false;
       // Not an AbortController: a cheaper signal the schedulers accept (cancel-signal.ts).
@@ -136,27 +130,11 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       // grpc-js reports every stream close as 'cancelled', also after the
       // reply; only a close before it is a cancellation.
       call.on('cancelled', () => settled || ac.abort());
-      const finish = (err: unknown, res?: InferResponse) => {
+      modelInferCall(api, call.request, received, traceparentOf(call.metadata), ac, (err, res) => {
         settled = true;
-        try {
-          if (res) cb(null, toInferResponse(res));
-          else replyError(cb, err);
-        } finally {
-          release(received);
-        }
-      };
-      let req;
-      try {
-        req = toInferRequest(call.request);
-        rejectDecoupled(api, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
-      } catch (err) {
-        finish(err);
-        return;
-      }
-      req.arrivalNs = process.hrtime.bigint();
-      req.signal = ac;
-      req.traceparent = traceparentOf(call.metadata);
-      api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
+        if (res) cb(null, res);
+        else replyError(cb, err);
+      });
     },
     ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
       let pending = 0;
@@ -239,6 +217,13 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
     await bind(`unix:${sock}`);
   }
   widenConnectionWindows(server);
+  const infer = inferenceService().ModelInfer!;
+  installDirectInfer(server, api, {
+    maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
+    maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
+    decode: infer.requestDeserialize as (b: Buffer) => Msg,
+    encode: infer.responseSerialize as (m: Msg) => Buffer,
+  });
   return {
     port,
     close: () =>

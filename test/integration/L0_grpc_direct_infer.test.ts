@@ -1,0 +1,219 @@
+// Unary ModelInfer served straight on node:http2 (engine/grpc/grpc-direct-infer.ts)
+// must look, on the wire, exactly like grpc-js serving it: the same cases are
+// sent as raw HTTP/2 to an engine with the direct path and to one without it
+// (ENGINE_GRPC_DIRECT_INFER=0), and the answers (status, headers, trailers,
+// message bytes) are compared. Also: compressed calls still reach grpc-js,
+// a client reset mid-inference leaves the engine serving, and the installer
+// accepts the grpc-js version in the tree.
+import http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
+import type { RunningEngine } from '../../engine/server.ts';
+import { installDirectInfer, MessageReader, MODEL_INFER_PATH } from '../../engine/grpc/grpc-direct-infer.ts';
+import { messageType } from '../../protocol/index.ts';
+import type { ServerApi } from '../../engine/server-api.ts';
+import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
+
+let repo: string;
+let direct: RunningEngine;
+let viaGrpcJs: RunningEngine;
+
+beforeAll(async () => {
+  repo = tempRepo('l0-direct', ['simple', 'js_echo']);
+  direct = await startTestEngine({ modelRepository: repo });
+  process.env.ENGINE_GRPC_DIRECT_INFER = '0';
+  try {
+    viaGrpcJs = await startTestEngine({ modelRepository: repo });
+  } finally {
+    delete process.env.ENGINE_GRPC_DIRECT_INFER;
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await direct?.stop();
+  await viaGrpcJs?.stop();
+  removeDir(repo);
+});
+
+const frame = (msg: Uint8Array, flag = 0) => {
+  const out = Buffer.alloc(5 + msg.byteLength);
+  out[0] = flag;
+  out.writeUInt32BE(msg.byteLength, 1);
+  out.set(msg, 5);
+  return out;
+};
+const encodeReq = (req: ModelInferRequest) => messageType('inference.ModelInferRequest').encode(req as never).finish();
+
+const SIMPLE: ModelInferRequest = {
+  model_name: 'simple',
+  id: 'r1',
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+  ],
+  raw_input_contents: [i32Bytes(Array.from({ length: 16 }, (_, i) => i)), i32Bytes(Array(16).fill(2))],
+};
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, unknown>;
+  trailers: Record<string, unknown>;
+  data: Buffer;
+}
+
+/** One raw HTTP/2 POST of `chunks` (written one by one, `gapMs` apart) to ModelInfer. */
+function rawCall(port: number, chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', reject);
+    const req = session.request({ ':method': 'POST', ':path': MODEL_INFER_PATH, 'content-type': 'application/grpc', te: 'trailers', ...extra });
+    let headers: Record<string, unknown> = {};
+    let trailers: Record<string, unknown> = {};
+    const data: Buffer[] = [];
+    req.on('response', (h) => (headers = { ...h }));
+    req.on('trailers', (t) => (trailers = { ...t }));
+    req.on('data', (d: Buffer) => data.push(d));
+    req.on('error', () => undefined);
+    req.on('close', () => {
+      session.close();
+      resolve({ status: Number(headers[':status']), headers, trailers, data: Buffer.concat(data) });
+    });
+    (async () => {
+      for (const c of chunks) {
+        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+        req.write(c);
+      }
+      req.end();
+    })().catch(reject);
+  });
+}
+
+/** What a client can see of an answer, minus the date header. */
+function visible(a: RawAnswer) {
+  const { date: _d, ...headers } = a.headers;
+  const { date: _t, ...trailers } = a.trailers;
+  return { status: a.status, headers, trailers, data: a.data.toString('hex') };
+}
+
+async function same(chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) {
+  const [a, b] = await Promise.all([rawCall(direct.grpcPort, chunks, extra, gapMs), rawCall(viaGrpcJs.grpcPort, chunks, extra, gapMs)]);
+  expect(visible(a)).toEqual(visible(b));
+  return visible(a);
+}
+
+describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like grpc-js', () => {
+  it('a good call: same headers, message bytes and OK trailers', async () => {
+    const a = await same([frame(encodeReq(SIMPLE))]);
+    expect(a.headers['content-type']).toBe('application/grpc+proto');
+    expect(a.trailers['grpc-status']).toBe('0');
+    const res = messageType('inference.ModelInferResponse').decode(Buffer.from(a.data, 'hex').subarray(5)) as unknown as { id: string; raw_output_contents: Uint8Array[] };
+    expect(res.id).toBe('r1');
+    expect([...toI32(res.raw_output_contents[0]!)]).toEqual(Array.from({ length: 16 }, (_, i) => i + 2));
+  });
+
+  it('a message split over many DATA frames arrives whole', async () => {
+    const f = frame(encodeReq(SIMPLE));
+    const a = await same([f.subarray(0, 3), f.subarray(3, 40), f.subarray(40)], {}, 5);
+    expect(a.trailers['grpc-status']).toBe('0');
+  });
+
+  it('errors: unknown model, bad datatype, missing raw contents: same code and message', async () => {
+    const unknown = await same([frame(encodeReq({ ...SIMPLE, model_name: 'no_such_model' }))]);
+    expect(unknown.headers['grpc-status']).not.toBe('0');
+    expect(decodeURI(String(unknown.headers['grpc-message']))).toContain('no_such_model');
+    await same([frame(encodeReq({ ...SIMPLE, inputs: [{ ...SIMPLE.inputs![0]!, datatype: 'NOPE' }, SIMPLE.inputs![1]!] }))]);
+    await same([frame(encodeReq({ ...SIMPLE, raw_input_contents: [SIMPLE.raw_input_contents![0]!] }))]);
+  });
+
+  it('protocol faults: no message, two messages, compressed flag with identity encoding, undecodable bytes', async () => {
+    const none = await same([]);
+    expect(none.headers['grpc-status']).toBe(String(grpc.status.UNIMPLEMENTED));
+    const f = frame(encodeReq(SIMPLE));
+    const two = await same([Buffer.concat([f, f])]);
+    expect(two.headers['grpc-status']).toBe(String(grpc.status.UNIMPLEMENTED));
+    // grpc-js reads it as uncompressed when the call's encoding is identity.
+    const flagged = await same([frame(encodeReq(SIMPLE), 1)]);
+    expect(flagged.trailers['grpc-status']).toBe('0');
+    const garbage = await same([frame(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]))]);
+    expect(garbage.headers['grpc-status']).toBe(String(grpc.status.INTERNAL));
+  });
+
+  it('grpc-timeout: an invalid value, and a deadline that expires during the inference', async () => {
+    const bad = await same([frame(encodeReq(SIMPLE))], { 'grpc-timeout': 'soon' });
+    expect(bad.headers['grpc-status']).toBe(String(grpc.status.INTERNAL));
+    const slow: ModelInferRequest = {
+      model_name: 'js_echo',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+      raw_input_contents: [Buffer.from(new Float32Array([7]).buffer)],
+      parameters: { delay_ms: { int64_param: 400 } },
+    };
+    const late = await same([frame(encodeReq(slow))], { 'grpc-timeout': '50m' });
+    expect(late.headers['grpc-status']).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+    expect(decodeURI(String(late.headers['grpc-message']))).toBe('Deadline exceeded');
+  });
+
+  it('a gzip-compressed call goes to grpc-js and succeeds', async () => {
+    const c = new TritonGrpcClient(`127.0.0.1:${direct.grpcPort}`, { channelOptions: { 'grpc.default_compression_algorithm': 2 } });
+    try {
+      const res = await c.modelInfer(SIMPLE);
+      expect([...toI32(res.raw_output_contents[0]!)]).toEqual(Array.from({ length: 16 }, (_, i) => i + 2));
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a client that resets its stream mid-inference leaves the engine serving', async () => {
+    const session = http2.connect(`http://127.0.0.1:${direct.grpcPort}`);
+    const slow: ModelInferRequest = {
+      model_name: 'js_echo',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+      raw_input_contents: [Buffer.from(new Float32Array([7]).buffer)],
+      parameters: { delay_ms: { int64_param: 300 } },
+    };
+    const req = session.request({ ':method': 'POST', ':path': MODEL_INFER_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    req.on('error', () => undefined);
+    req.end(frame(encodeReq(slow)));
+    await new Promise((r) => setTimeout(r, 50));
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    await new Promise((r) => setTimeout(r, 400));
+    session.close();
+    const a = await rawCall(direct.grpcPort, [frame(encodeReq(SIMPLE))]);
+    expect(a.trailers['grpc-status']).toBe('0');
+  });
+});
+
+describe('MessageReader', () => {
+  it('enforces the receive limit with grpc-js text, in one chunk or split', () => {
+    const f = frame(Buffer.alloc(100));
+    expect(new MessageReader(99).write(f)).toEqual({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'Received message larger than max (100 vs 99)' });
+    const r = new MessageReader(99);
+    expect(r.write(f.subarray(0, 2))).toBeUndefined();
+    expect(r.write(f.subarray(2))?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+  });
+
+  it('uses a one-chunk message in place and copies a split one', () => {
+    const f = frame(Buffer.from('abc'));
+    const whole = new MessageReader(-1);
+    whole.write(f);
+    expect(whole.message()).toBe(f);
+    const split = new MessageReader(-1);
+    split.write(f.subarray(0, 4));
+    expect(split.message()).toBeUndefined();
+    split.write(f.subarray(4));
+    expect(split.message()!.equals(f)).toBe(true);
+  });
+});
+
+describe('installDirectInfer', () => {
+  it('recognizes the grpc-js in the tree (else the engine silently falls back to grpc-js)', async () => {
+    const server = new grpc.Server();
+    await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    try {
+      const codec = { maxReceiveBytes: -1, maxSendBytes: -1, decode: () => ({}), encode: () => Buffer.alloc(0) };
+      expect(installDirectInfer(server, {} as ServerApi, codec)).toBe(true);
+    } finally {
+      server.forceShutdown();
+    }
+  });
+});
