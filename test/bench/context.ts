@@ -2,7 +2,8 @@
 // the input images, and where every result goes.
 import type { LoadResult } from './load-generator.ts';
 import { cpuSeconds } from './processes.ts';
-import type { CpuRow, MemoryRow, Row } from './report.ts';
+import type { CpuRow } from './report-cpu.ts';
+import type { MemoryRow, Row } from './report.ts';
 
 /** Closed-loop concurrency of the pipeline table (a)-(d) and its ratios. */
 export const PIPELINE_CLIENTS = 16;
@@ -51,6 +52,8 @@ export interface BenchContext {
   memory: MemoryRow[];
   /** Engine CPU per inference by path (phase-cpu.ts). */
   cpu: CpuRow[];
+  /** The same clients and bodies against a Node server that does nothing (cpu-floors.ts). */
+  floors: CpuRow[];
   notes: string[];
   /** Scalar results that are not load rows (e.g. shm vs inline). */
   values: Map<string, number>;

@@ -1,11 +1,13 @@
 // Phase: the engine's CPU per inference by path — tensor bytes inline over
 // gRPC, inline over HTTP (binary extension), inputs in client shm, the tiny
-// recommender over both, and one 10 MiB FP32 input inline — with load from C
+// recommender over both, and one 10 MiB FP32 input inline (gRPC, HTTP) — with load from C
 // clients (h2load, wrk; see c-clients.ts) so no Node client competes for the
 // engine's cores. CPU is the engine process's utime+stime (all threads) over
 // the row, divided by the requests its statistics counted as successful: both
 // robust to other load on the host, unlike throughput. A row whose client
-// binary is missing is skipped with the reason.
+// binary is missing is skipped with the reason. Then the floors
+// (cpu-floors.ts): the same clients and bodies against a Node server that
+// does nothing, the yardstick each engine figure is read against.
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
@@ -13,8 +15,9 @@ import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../clien
 import { bodyDir, grpcFrame, h2loadGrpc, httpBinaryBody, which, wrkPost, type CLoadResult } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
 import type { BenchContext } from './context.ts';
-import { cpuSeconds } from './processes.ts';
-import type { CpuRow } from './report.ts';
+import { floorsPhase, type FloorBodies, type HttpBodyFile, type PathBodies } from './cpu-floors.ts';
+import { cpuRow } from './cpu-row.ts';
+import type { CpuRow } from './report-cpu.ts';
 import { BUNDLED_REPO, startEngineProc, type EngineProc } from './services.ts';
 import { writeSumVector } from './shm-vs-inline.ts';
 
@@ -23,6 +26,8 @@ export const CPU_CLIENTS = 16;
 const ENC = { model: 'clip_encoder_model', input: 'pixel_values', shape: [1, 3, 224, 224] };
 const REC = { model: 'product_recommender_model', input: 'user_features', shape: [1, 64] };
 const BIG_BYTES = 10 * 2 ** 20;
+const BIG = { model: 'sum_vector', input: 'x', shape: [BIG_BYTES / 4] };
+type TensorPath = typeof ENC;
 
 /** The encoder, the recommender (as bundled: dynamic batching) and sum_vector, in a temp repository. */
 function cpuRepository(dir: string): string {
@@ -38,26 +43,14 @@ async function successCount(engine: EngineProc, model: string): Promise<number> 
   return Number(s?.inference_stats?.success?.count ?? 0);
 }
 
-/** Run `load`, and count engine CPU (ms, all threads / main thread) per successful inference of `model`. */
-async function cpuRow(ctx: BenchContext, engine: EngineProc, id: string, label: string, model: string, load: () => Promise<CLoadResult>): Promise<CpuRow> {
-  const pid = engine.child.proc.pid!;
-  try {
-    await load(); // warm-up run (JIT, pools, connections); not counted
-    const n0 = await successCount(engine, model);
-    const c0 = cpuSeconds(pid);
-    const r = await load();
-    const c1 = cpuSeconds(pid);
-    const n = (await successCount(engine, model)) - n0;
-    if (n <= 0) throw new Error(`no inference succeeded (client: ${r.ok} ok, ${r.failed} failed)`);
-    const cpuMs = ((c1.total - c0.total) * 1000) / n;
-    const mainMs = ((c1.main - c0.main) * 1000) / n;
-    ctx.log(`  ${label}: ${cpuMs.toFixed(3)} ms CPU/inference (main ${mainMs.toFixed(3)}), ${(n / r.seconds).toFixed(0)}/s`);
-    return { id, label, inferences: n, throughput: n / r.seconds, cpuMs, mainMs, failed: r.failed };
-  } catch (e) {
-    const why = (e as Error).message.split('\n')[0]!.slice(0, 200);
-    ctx.log(`  ${label}: NOT MEASURED: ${why}`);
-    return { id, label, skipped: why };
-  }
+/** One FP32 input of `bytes` for `m`, inline, written as a framed gRPC body and a binary-extension HTTP body under `dir`. */
+function writeBodies(dir: string, key: string, m: TensorPath, bytes: Buffer): PathBodies {
+  const grpc = path.join(dir, `${key}.grpc`);
+  writeFileSync(grpc, grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] }));
+  const b = httpBinaryBody({ name: m.input, datatype: 'FP32', shape: m.shape }, bytes);
+  const http = path.join(dir, `${key}.http`);
+  writeFileSync(http, b.body);
+  return { grpc, http: { file: http, headerLength: b.headerLength }, urlPath: `/v2/models/${m.model}/infer` };
 }
 
 /** One client calling `call` back to back for `seconds` (a Node client: its CPU is not the engine's). */
@@ -102,22 +95,27 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
       return p;
     };
     const encBytes = fp32Bytes(3 * 224 * 224);
-    const recBytes = fp32Bytes(64);
-    const grpcBody = (m: typeof ENC, bytes: Buffer) =>
-      grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] });
-    const httpBody = (m: typeof ENC, bytes: Buffer) => httpBinaryBody({ name: m.input, datatype: 'FP32', shape: m.shape }, bytes);
+    const bigBytes = fp32Bytes(BIG_BYTES / 4);
+    // The inline bodies, shared with the floors below.
+    const bodies: FloorBodies = {
+      enc: writeBodies(tmp.dir, 'enc', ENC, encBytes),
+      rec: writeBodies(tmp.dir, 'rec', REC, fp32Bytes(64)),
+      big: writeBodies(tmp.dir, 'big', BIG, bigBytes),
+    };
+    const push = (r: CpuRow) => ctx.cpu.push(r);
+    const row = (id: string, label: string, model: string, load: () => Promise<CLoadResult>) => cpuRow(ctx, e.child.proc.pid!, id, label, load, () => successCount(e, model)).then(push);
     const grpcRow = (id: string, label: string, model: string, body: string, clients = CPU_CLIENTS) =>
-      h2 ? cpuRow(ctx, e, id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)).then((r) => ctx.cpu.push(r)) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
-    const httpRow = (id: string, label: string, model: string, b: { body: Buffer; headerLength: number }, name: string) =>
+      h2 ? row(id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
+    const httpRow = (id: string, label: string, model: string, b: HttpBodyFile, clients = CPU_CLIENTS) =>
       wrk
-        ? cpuRow(ctx, e, id, label, model, () =>
-            wrkPost(e.httpPort, `/v2/models/${model}/infer`, file(name, b.body), { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) }, CPU_CLIENTS, secs, tmp.dir),
-          ).then((r) => ctx.cpu.push(r))
+        ? row(id, label, model, () =>
+            wrkPost(e.httpPort, `/v2/models/${model}/infer`, b.file, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) }, clients, secs, tmp.dir),
+          )
         : skip(id, label, 'wrk not installed (Debian wrk)');
 
     // Encoder: 588 KiB FP32 per request, inline (gRPC, HTTP) and in shm.
-    await grpcRow('cpu-enc-grpc', 'clip_encoder_model, 588 KiB FP32 inline over gRPC', ENC.model, file('enc.grpc', grpcBody(ENC, encBytes)));
-    await httpRow('cpu-enc-http', 'clip_encoder_model, 588 KiB FP32 inline over HTTP (binary extension)', ENC.model, httpBody(ENC, encBytes), 'enc.http');
+    await grpcRow('cpu-enc-grpc', 'clip_encoder_model, 588 KiB FP32 inline over gRPC', ENC.model, bodies.enc.grpc);
+    await httpRow('cpu-enc-http', 'clip_encoder_model, 588 KiB FP32 inline over HTTP (binary extension)', ENC.model, bodies.enc.http);
     region = createSharedMemoryRegion(shmName, `/${shmName}`, encBytes.byteLength, { touch: true, exclusive: true });
     region.bytes.set(encBytes);
     await e.client.systemSharedMemoryRegister(shmName, region.key, region.byteSize);
@@ -130,36 +128,38 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     });
     await grpcRow('cpu-enc-shm', 'clip_encoder_model, inputs in client shm over gRPC', ENC.model, file('enc-shm.grpc', shmReq));
     // Tiny model: per-request overhead dominates.
-    await grpcRow('cpu-rec-grpc', 'product_recommender_model (256 B in), dynamic batching, over gRPC', REC.model, file('rec.grpc', grpcBody(REC, recBytes)));
-    await httpRow('cpu-rec-http', 'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)', REC.model, httpBody(REC, recBytes), 'rec.http');
+    await grpcRow('cpu-rec-grpc', 'product_recommender_model (256 B in), dynamic batching, over gRPC', REC.model, bodies.rec.grpc);
+    await httpRow('cpu-rec-http', 'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)', REC.model, bodies.rec.http);
     // One 10 MiB FP32 input inline, 1 client, beside the time to copy 10 MiB once.
-    const bigBytes = fp32Bytes(BIG_BYTES / 4);
-    const big = grpcFrame({ model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] });
-    await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', 'sum_vector', file('big.grpc', big), 1);
+    await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', BIG.model, bodies.big.grpc, 1);
     // The same from a grpc-js client: Node's HTTP/2 sends DATA frames up to the
     // server's SETTINGS_MAX_FRAME_SIZE and follows its windows (h2load keeps
     // 16 KiB frames), so this row shows what the engine's larger frames and
     // windows (engine/grpc/grpc-http2-window.ts) buy a Node client.
-    const bigReq: ModelInferRequest = { model_name: 'sum_vector', inputs: [{ name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4] }], raw_input_contents: [bigBytes] };
+    const bigReq: ModelInferRequest = { model_name: BIG.model, inputs: [{ name: BIG.input, datatype: 'FP32', shape: BIG.shape }], raw_input_contents: [bigBytes] };
     const gc = new TritonGrpcClient(`127.0.0.1:${e.grpcPort}`);
     try {
-      ctx.cpu.push(await cpuRow(ctx, e, 'cpu-big-grpcjs', 'sum_vector, 10 MiB FP32 inline over gRPC from grpc-js (Node client), 1 client', 'sum_vector', () => sequentialCalls(() => gc.modelInfer(bigReq), secs)));
+      await row('cpu-big-grpcjs', 'sum_vector, 10 MiB FP32 inline over gRPC from grpc-js (Node client), 1 client', BIG.model, () => sequentialCalls(() => gc.modelInfer(bigReq), secs));
     } finally {
       gc.close();
     }
+    // And over HTTP/1 (wrk, one connection), beside node:http's floor for the same body.
+    await httpRow('cpu-big-http', 'sum_vector, 10 MiB FP32 inline over HTTP (binary extension), 1 client', BIG.model, bodies.big.http, 1);
     // The same input from shm: what the model itself costs (ReduceSum reads all 10 MiB).
     bigRegion = createSharedMemoryRegion(`${shmName}_big`, `/${shmName}_big`, BIG_BYTES, { touch: true, exclusive: true });
     bigRegion.bytes.set(bigBytes);
     await e.client.systemSharedMemoryRegister(`${shmName}_big`, bigRegion.key, bigRegion.byteSize);
     const bigShm = grpcFrame({
-      model_name: 'sum_vector',
+      model_name: BIG.model,
       inputs: [{
-        name: 'x', datatype: 'FP32', shape: [BIG_BYTES / 4],
+        name: BIG.input, datatype: 'FP32', shape: BIG.shape,
         parameters: { shared_memory_region: { string_param: `${shmName}_big` }, shared_memory_byte_size: { int64_param: BIG_BYTES } },
       }],
     });
-    await grpcRow('cpu-big-shm', 'sum_vector, 10 MiB FP32 in client shm over gRPC, 1 client', 'sum_vector', file('big-shm.grpc', bigShm), 1);
+    await grpcRow('cpu-big-shm', 'sum_vector, 10 MiB FP32 in client shm over gRPC, 1 client', BIG.model, file('big-shm.grpc', bigShm), 1);
     ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
+    // The engine is idle from here; it stops after the floors (the shm regions stay registered till then).
+    await floorsPhase(ctx, bodies, CPU_CLIENTS, secs, tmp.dir);
   } catch (err) {
     ctx.log(`  CPU phase failed: ${(err as Error).message}`);
     ctx.notes.push(`CPU per inference not measured: ${(err as Error).message.split('\n')[0]}`);

@@ -3,7 +3,8 @@
 // measured", never guessed.
 import { SMALL_CLIENTS, type BenchContext } from './context.ts';
 import type { LoadResult } from './load-generator.ts';
-import { f1, f2, type Ratio } from './report.ts';
+import type { Ratio } from './report.ts';
+import { f1, f2 } from './report-table.ts';
 
 const get = (ctx: BenchContext, id: string): LoadResult | undefined => ctx.rows.get(id)?.result;
 const why = (ctx: BenchContext, ids: string[]) =>

@@ -1,9 +1,12 @@
 // The bench report: a Markdown document with every table (machine, the
 // paper's table side by side, open-loop latency, ratios with their targets,
 // every measured row, memory) and a hand-made SVG bar chart of the pipeline
-// throughputs. Pure functions of the collected results.
+// throughputs. Pure functions of the collected results. Section 6 (CPU per
+// inference and its Node floors) is rendered by report-cpu.ts.
 import os from 'node:os';
 import type { LoadResult } from './load-generator.ts';
+import { renderCpu, type CpuRow } from './report-cpu.ts';
+import { f1, f2, f3, table } from './report-table.ts';
 
 /** One measured (or skipped) load row. */
 export interface Row {
@@ -35,20 +38,6 @@ export interface MemoryRow {
   rssMiB: number;
 }
 
-/** Engine CPU per inference on one path (phase-cpu.ts), or why it was not measured. */
-export interface CpuRow {
-  id: string;
-  label: string;
-  inferences?: number;
-  throughput?: number;
-  /** Engine process CPU (all threads) per successful inference, ms. */
-  cpuMs?: number;
-  /** Of which its main thread (gRPC/HTTP, scheduling). */
-  mainMs?: number;
-  failed?: number;
-  skipped?: string;
-}
-
 export interface ReportData {
   quick: boolean;
   startedAt: Date;
@@ -62,6 +51,8 @@ export interface ReportData {
   rows: Row[];
   memory: MemoryRow[];
   cpu: CpuRow[];
+  /** The same clients and bodies against a Node server that does nothing. */
+  floors: CpuRow[];
   /** Median ms to copy 10 MiB once in the bench process (yardstick of the 10 MiB row). */
   copyMs?: number;
   notes: string[];
@@ -74,19 +65,10 @@ export const PAPER: Record<string, { p50: number; p95: number; rps: number; name
   c: { name: 'Triton, dynamic batching 16', p50: 34, p95: 60, rps: 780 },
 };
 
-export const f1 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n >= 100 ? n.toFixed(0) : n.toFixed(1));
-export const f2 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(2));
-export const f3 = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(3));
-
 function rowCells(r: Row): string[] {
   if (!r.result) return [`not measured: ${r.skipped ?? 'unknown'}`, '', '', ''];
   const x = r.result;
   return [f2(x.p50), f2(x.p95), f1(x.throughput), `${x.requests}${x.errors ? ` (${x.errors} errors)` : ''}`];
-}
-
-function table(head: string[], body: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...body.map(line)].join('\n');
 }
 
 export function renderMarkdown(d: ReportData): string {
@@ -153,66 +135,10 @@ export function renderMarkdown(d: ReportData): string {
   out.push('## 5. Resident memory (VmRSS, all models loaded and warmed)', '');
   out.push(table(['process', 'models', 'VmRSS MiB'], d.memory.map((m) => [m.process, m.models, f1(m.rssMiB)])), '');
 
-  out.push(...renderCpu(d), '');
+  out.push(...renderCpu(d.cpu, d.floors, d.copyMs), '');
 
   if (d.notes.length) out.push('## Notes', '', ...d.notes.map((n) => `- ${n}`), '');
   return out.join('\n');
-}
-
-/** The CPU-per-inference targets of issue #14, judged on the rows of this run. */
-export function cpuTargets(rows: CpuRow[], copyMs: number | undefined): Ratio[] {
-  const ms = (id: string) => rows.find((r) => r.id === id)?.cpuMs;
-  const ratio = (name: string, a: string, b: string, max: number): Ratio => {
-    const [x, y] = [ms(a), ms(b)];
-    if (x === undefined || y === undefined) return { name, measured: '', value: undefined, target: `≤ ${max}×`, skipped: `${a} or ${b} not measured` };
-    return { name, measured: `${f3(x)} vs ${f3(y)} ms`, value: x / y, target: `≤ ${max}×`, met: x / y <= max };
-  };
-  const abs = (name: string, id: string, max: number): Ratio => {
-    const x = ms(id);
-    if (x === undefined) return { name, measured: '', value: undefined, target: `≤ ${max} ms`, skipped: `${id} not measured` };
-    return { name, measured: `${f3(x)} ms`, value: x, target: `≤ ${max} ms`, met: x <= max };
-  };
-  const big = ms('cpu-big-grpc');
-  const bigShm = ms('cpu-big-shm');
-  return [
-    ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
-    ratio('encoder: inline HTTP binary vs inputs in shm', 'cpu-enc-http', 'cpu-enc-shm', 1.25),
-    big === undefined || copyMs === undefined
-      ? { name: '10 MiB inline gRPC vs one 10 MiB copy', measured: '', value: undefined, target: '< 3×', skipped: 'not measured' }
-      : {
-          name: '10 MiB inline gRPC vs one 10 MiB copy',
-          measured: `${f3(big)} vs ${f3(copyMs)} ms${bigShm === undefined ? '' : `; the same from shm ${f3(bigShm)} ms, so receiving inline adds ${f3(big - bigShm)} ms = ${f1((big - bigShm) / copyMs)}× the copy`}`,
-          value: big / copyMs,
-          target: '< 3×',
-          met: big / copyMs < 3,
-        },
-    ...(ms('cpu-big-grpcjs') === undefined || copyMs === undefined
-      ? []
-      : [{ name: '10 MiB inline gRPC from grpc-js vs one 10 MiB copy', measured: `${f3(ms('cpu-big-grpcjs')!)} vs ${f3(copyMs)} ms`, value: ms('cpu-big-grpcjs')! / copyMs, target: '< 3×', met: ms('cpu-big-grpcjs')! / copyMs < 3 }]),
-    abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
-    abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
-  ];
-}
-
-function renderCpu(d: ReportData): string[] {
-  const out = ['## 6. Engine CPU per inference (C load generators)', ''];
-  out.push('Engine process utime+stime (all threads) over the row, divided by the inferences its statistics counted as successful; load from `h2load` (gRPC) and `wrk` (HTTP), 16 connections unless said otherwise. Robust to other load on the host, unlike throughput.', '');
-  out.push(
-    table(
-      ['path', 'engine CPU ms / inference', 'of which main thread', 'inferences/s', 'inferences'],
-      d.cpu.map((r) => (r.skipped ? [r.label, `not measured: ${r.skipped}`, '', '', ''] : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`])),
-    ),
-    '',
-  );
-  out.push(
-    table(
-      ['target', 'measured', 'value', 'target', 'met?'],
-      cpuTargets(d.cpu, d.copyMs).map((r) =>
-        r.skipped ? [r.name, `not measured: ${r.skipped}`, '', r.target ?? '', 'not measured'] : [r.name, r.measured, f3(r.value), r.target ?? '', r.met ? '**met**' : '**not met**'],
-      ),
-    ),
-  );
-  return out;
 }
 
 /** Chart labels of the pipeline rows. */

@@ -101,6 +101,17 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
     expect(report).toMatch(/\| encoder: inline gRPC vs inputs in shm \|/);
   });
 
+  it('has a Node floor (a number, or why its C client is missing) for each protocol and body, and floors beside the targets', () => {
+    const rows = sectionRows(report, '6. Engine CPU per inference');
+    const floors = rows.filter(([label]) => /^(grpc-js|node:http2|node:http): /.test(label!));
+    expect(floors.length, rows.map(([l]) => l).join(' / ')).toBe(9);
+    for (const [label, cpu] of floors) {
+      expect(NUM.test(cpu!) || /^not measured: (h2load|wrk) not installed/.test(cpu!), `${label}: ${cpu}`).toBe(true);
+    }
+    const tiny = cellsOf(report, '| tiny model over gRPC');
+    expect(tiny?.[5], 'floor cell of the tiny gRPC target').toMatch(/grpc-js floor|not measured/);
+  });
+
   it('has the memory table with the engine and the per-model processes', () => {
     const rows = sectionRows(report, '5. Resident memory');
     expect(rows.some(([p]) => p!.startsWith('engine'))).toBe(true);

@@ -1,0 +1,144 @@
+// Section 6 of the bench report: the engine's CPU per inference by path, the
+// issue's targets judged on it with the matching Node floor beside each, and
+// the floors themselves (the same clients and bodies against a Node server
+// that does nothing, cpu-floors.ts). Pure functions of the collected rows.
+import type { Ratio } from './report.ts';
+import { f1, f3, table } from './report-table.ts';
+
+/** CPU per request of one server on one path (phase-cpu.ts, cpu-floors.ts), or why it was not measured. */
+export interface CpuRow {
+  id: string;
+  label: string;
+  /** Requests counted: by the engine's statistics (engine rows), by the client (floors). */
+  inferences?: number;
+  throughput?: number;
+  /** Server process CPU (all threads) per counted request, ms. */
+  cpuMs?: number;
+  /** Of which its main thread (gRPC/HTTP, scheduling). */
+  mainMs?: number;
+  failed?: number;
+  skipped?: string;
+}
+
+/** A CPU target, and the Node floors of its engine row, formatted. */
+export interface CpuTarget extends Ratio {
+  floors?: string;
+}
+
+/** Floor-server modes (the last part of a floor's id) as the report names them; grpc-js first, as the engine's gRPC server. */
+export const FLOOR_NAME = { grpcjs: 'grpc-js', h2: 'node:http2', http1: 'node:http' } as const;
+const MODES = Object.keys(FLOOR_NAME) as Array<keyof typeof FLOOR_NAME>;
+/** Order of the floors table: bodies as the engine rows. */
+const BODIES = ['enc', 'rec', 'big'];
+
+/** The engine row a floor is measured beside: floor-<key>-<proto>-<mode> -> cpu-<key>-<proto>. */
+const engineIdOf = (floorId: string) => `cpu-${floorId.split('-').slice(1, 3).join('-')}`;
+
+/** "grpc-js floor 0.100 ms (54%), node:http2 floor 0.062 ms (33%)" for `engineId`'s floors, % of the engine's figure. */
+function floorCell(floors: CpuRow[], engineId: string, engineMs: number | undefined, copyMs?: number): string {
+  const base = engineId === 'cpu-big-grpcjs' ? 'cpu-big-grpc' : engineId; // floors of that body are measured with h2load only
+  const parts = MODES.flatMap((m) => {
+    const f = floors.find((r) => r.id === `floor-${base.slice(4)}-${m}`);
+    if (!f) return [];
+    if (f.cpuMs === undefined) return [`${FLOOR_NAME[m]} floor not measured`];
+    const pct = engineMs ? ` (${((100 * f.cpuMs) / engineMs).toFixed(0)}% of the engine's${copyMs ? `; ${f1(f.cpuMs / copyMs)}× the copy` : ''})` : '';
+    return [`${FLOOR_NAME[m]} floor ${f3(f.cpuMs)} ms${pct}`];
+  });
+  if (!parts.length) return '—';
+  return parts.join(', ') + (base !== engineId ? ' (h2load client)' : '');
+}
+
+/** The CPU-per-inference targets of issue #14, judged on the rows of this run, each with its floors. */
+export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined): CpuTarget[] {
+  const ms = (id: string) => rows.find((r) => r.id === id)?.cpuMs;
+  const withFloors = (r: Ratio, id: string, copy?: number): CpuTarget => ({ ...r, floors: floorCell(floors, id, ms(id), copy) });
+  const ratio = (name: string, a: string, b: string, max: number): CpuTarget => {
+    const [x, y] = [ms(a), ms(b)];
+    if (x === undefined || y === undefined) return { name, measured: '', value: undefined, target: `≤ ${max}×`, skipped: `${a} or ${b} not measured` };
+    return withFloors({ name, measured: `${f3(x)} vs ${f3(y)} ms`, value: x / y, target: `≤ ${max}×`, met: x / y <= max }, a);
+  };
+  const abs = (name: string, id: string, max: number): CpuTarget => {
+    const x = ms(id);
+    if (x === undefined) return { name, measured: '', value: undefined, target: `≤ ${max} ms`, skipped: `${id} not measured` };
+    return withFloors({ name, measured: `${f3(x)} ms`, value: x, target: `≤ ${max} ms`, met: x <= max }, id);
+  };
+  /** Row `id` against one 10 MiB copy; `target` absent for a path the issue sets none for. */
+  const vsCopy = (name: string, id: string, target?: string): CpuTarget[] => {
+    const x = ms(id);
+    if (x === undefined || copyMs === undefined) return [];
+    return [withFloors({ name, measured: `${f3(x)} vs ${f3(copyMs)} ms`, value: x / copyMs, target, met: target ? x / copyMs < 3 : undefined }, id, copyMs)];
+  };
+  const big = ms('cpu-big-grpc');
+  const bigShm = ms('cpu-big-shm');
+  return [
+    ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
+    ratio('encoder: inline HTTP binary vs inputs in shm', 'cpu-enc-http', 'cpu-enc-shm', 1.25),
+    big === undefined || copyMs === undefined
+      ? { name: '10 MiB inline gRPC vs one 10 MiB copy', measured: '', value: undefined, target: '< 3×', skipped: 'not measured' }
+      : withFloors(
+          {
+            name: '10 MiB inline gRPC vs one 10 MiB copy',
+            measured: `${f3(big)} vs ${f3(copyMs)} ms${bigShm === undefined ? '' : `; the same from shm ${f3(bigShm)} ms, so receiving inline adds ${f3(big - bigShm)} ms = ${f1((big - bigShm) / copyMs)}× the copy`}`,
+            value: big / copyMs,
+            target: '< 3×',
+            met: big / copyMs < 3,
+          },
+          'cpu-big-grpc',
+          copyMs,
+        ),
+    ...vsCopy('10 MiB inline gRPC from grpc-js vs one 10 MiB copy', 'cpu-big-grpcjs', '< 3×'),
+    ...vsCopy('10 MiB inline HTTP vs one 10 MiB copy (no target; for comparison)', 'cpu-big-http'),
+    abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
+    abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
+  ];
+}
+
+function floorsTable(rows: CpuRow[], floors: CpuRow[]): string {
+  const rank = (r: CpuRow) => {
+    const [, key, , mode] = r.id.split('-');
+    return BODIES.indexOf(key!) * 10 + MODES.indexOf(mode as keyof typeof FLOOR_NAME);
+  };
+  return table(
+    ['floor: server, body, client', 'CPU ms / request (all threads)', 'of which main thread', 'requests/s', 'requests', 'engine on the same path, ms', 'floor / engine'],
+    [...floors].sort((a, b) => rank(a) - rank(b)).map((r) => {
+      if (r.skipped) return [r.label, `not measured: ${r.skipped}`, '', '', '', '', ''];
+      const e = rows.find((x) => x.id === engineIdOf(r.id))?.cpuMs;
+      const share = e ? `${((100 * r.cpuMs!) / e).toFixed(0)}%` : '—';
+      return [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`, f3(e), share];
+    }),
+  );
+}
+
+/** Section 6: the engine rows, the targets with their floors, then the floors table. */
+export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined): string[] {
+  const out = ['## 6. Engine CPU per inference (C load generators)', ''];
+  out.push('Engine process utime+stime (all threads) over the row, divided by the inferences its statistics counted as successful; load from `h2load` (gRPC) and `wrk` (HTTP), 16 connections unless said otherwise. Robust to other load on the host, unlike throughput.', '');
+  out.push(
+    table(
+      ['path', 'engine CPU ms / inference', 'of which main thread', 'inferences/s', 'inferences'],
+      rows.map((r) => (r.skipped ? [r.label, `not measured: ${r.skipped}`, '', '', ''] : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`])),
+    ),
+    '',
+  );
+  out.push(
+    table(
+      ['target', 'measured', 'value', 'target', 'met?', 'Node floor, same client and body (see below)'],
+      cpuTargets(rows, floors, copyMs).map((r) =>
+        r.skipped
+          ? [r.name, `not measured: ${r.skipped}`, '', r.target ?? '—', 'not measured', '']
+          : [r.name, r.measured, f3(r.value), r.target ?? '—', r.target ? (r.met ? '**met**' : '**not met**') : '—', r.floors ?? '—'],
+      ),
+    ),
+  );
+  if (!floors.length) return out;
+  out.push('', '### Floors: the same clients against a Node server that does nothing', '');
+  out.push(
+    '`test/bench/floor-server.ts` reads each request body, discards it and answers a fixed small reply: `node:http2` alone answering like a unary gRPC call (with the engine\'s HTTP/2 frame and window settings), `@grpc/grpc-js`\'s server with a pass-through handler (no protobuf), `node:http`. ' +
+      'Same bodies, clients, connections and windows as the engine rows, in the same run; its process CPU (all threads) over the window divided by the requests the client counted as succeeded (h2load: HTTP 2xx, each gRPC body first checked once for grpc-status 0; wrk: 2xx). ' +
+      'The part of an engine figure at or below its floor is what Node spends receiving and answering that request on that protocol, before any engine code. ' +
+      'The grpc-js floor is stock grpc-js, which assembles each message into a fresh buffer; the engine copies large messages into pooled buffers instead (engine/grpc/grpc-message-decoder.ts), so on large bodies that floor can lie above the engine: node:http2 is then the floor to read.',
+    '',
+  );
+  out.push(floorsTable(rows, floors));
+  return out;
+}
