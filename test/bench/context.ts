@@ -2,7 +2,7 @@
 // the input images, and where every result goes.
 import type { LoadResult } from './load-generator.ts';
 import { cpuSeconds } from './processes.ts';
-import type { CpuRow } from './report-cpu.ts';
+import type { CpuRow, GatewayCpuRow } from './report-cpu.ts';
 import type { MemoryRow, Row } from './report.ts';
 
 /** Closed-loop concurrency of the pipeline table (a)-(d) and its ratios. */
@@ -54,6 +54,8 @@ export interface BenchContext {
   cpu: CpuRow[];
   /** The same clients and bodies against a Node server that does nothing (cpu-floors.ts). */
   floors: CpuRow[];
+  /** The gateway's small call and two floor gateways from wrk (cpu-gateway.ts). */
+  gatewayCpu: GatewayCpuRow[];
   notes: string[];
   /** Scalar results that are not load rows (e.g. shm vs inline). */
   values: Map<string, number>;

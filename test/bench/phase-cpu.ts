@@ -15,6 +15,7 @@ import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../clien
 import { bodyDir, grpcFrame, h2loadGrpc, httpBinaryBody, which, wrkPost, type CLoadResult } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
 import type { BenchContext } from './context.ts';
+import { gatewayCpuPhase } from './cpu-gateway.ts';
 import { floorsPhase, type FloorBodies, type HttpBodyFile, type PathBodies } from './cpu-floors.ts';
 import { cpuRow } from './cpu-row.ts';
 import type { CpuRow } from './report-cpu.ts';
@@ -87,7 +88,8 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
   let bigRegion: ReturnType<typeof createSharedMemoryRegion> | undefined;
   const skip = (id: string, label: string, why: string) => ctx.cpu.push({ id, label, skipped: why });
   try {
-    engine = await startEngineProc('engine-cpu', cpuRepository(tmp.dir));
+    const repo = cpuRepository(tmp.dir);
+    engine = await startEngineProc('engine-cpu', repo);
     const e = engine;
     const file = (name: string, data: Buffer) => {
       const p = path.join(tmp.dir, name);
@@ -160,6 +162,20 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
     // The engine is idle from here; it stops after the floors (the shm regions stay registered till then).
     await floorsPhase(ctx, bodies, CPU_CLIENTS, secs, tmp.dir);
+    await gatewayCpuPhase(ctx, e, bodies.rec.grpc, CPU_CLIENTS, secs, tmp.dir);
+    await engine.stop(); // its shm regions are destroyed in the finally below
+    engine = undefined;
+    // The direct ModelInfer path's effect in this run: the same gRPC rows with
+    // grpc-js serving every call (ENGINE_GRPC_DIRECT_INFER=0).
+    const off = await startEngineProc('engine-cpu-grpcjs', repo, [], { ENGINE_GRPC_DIRECT_INFER: '0' });
+    try {
+      const offRow = (id: string, label: string, model: string, body: string) =>
+        h2 ? cpuRow(ctx, off.child.proc.pid!, id, label, () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs), () => successCount(off, model)).then(push) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
+      await offRow('cpu-rec-grpc-grpcjs', 'product_recommender_model over gRPC, ModelInfer served by grpc-js (direct path off)', REC.model, bodies.rec.grpc);
+      await offRow('cpu-enc-grpc-grpcjs', 'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js (direct path off)', ENC.model, bodies.enc.grpc);
+    } finally {
+      await off.stop();
+    }
   } catch (err) {
     ctx.log(`  CPU phase failed: ${(err as Error).message}`);
     ctx.notes.push(`CPU per inference not measured: ${(err as Error).message.split('\n')[0]}`);

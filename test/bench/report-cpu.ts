@@ -20,12 +20,26 @@ export interface CpuRow {
   skipped?: string;
 }
 
+/** A call through a front process (the gateway, or a floor gateway) to the engine, from wrk (cpu-gateway.ts). */
+export interface GatewayCpuRow {
+  id: string;
+  label: string;
+  calls?: number;
+  failed?: number;
+  throughput?: number;
+  /** CPU per call of the front process (all threads), ms. */
+  frontMs?: number;
+  /** CPU per call of the engine behind it, ms. */
+  engineMs?: number;
+  skipped?: string;
+}
+
 /** A CPU target, and the Node floors of its engine row, formatted. */
 export interface CpuTarget extends Ratio {
   floors?: string;
 }
 
-/** Floor-server modes (the last part of a floor's id) as the report names them; grpc-js first, as the engine's gRPC server. */
+/** Floor-server modes (the last part of a floor's id) as the report names them. */
 export const FLOOR_NAME = { grpcjs: 'grpc-js', h2: 'node:http2', http1: 'node:http' } as const;
 const MODES = Object.keys(FLOOR_NAME) as Array<keyof typeof FLOOR_NAME>;
 /** Order of the floors table: bodies as the engine rows. */
@@ -89,8 +103,31 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
     ...vsCopy('10 MiB inline gRPC from grpc-js vs one 10 MiB copy', 'cpu-big-grpcjs', '< 3×'),
     ...vsCopy('10 MiB inline HTTP vs one 10 MiB copy (no target; for comparison)', 'cpu-big-http'),
     abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
+    ...(ms('cpu-rec-grpc-grpcjs') === undefined
+      ? []
+      : [{ name: 'tiny model over gRPC with grpc-js serving ModelInfer (direct path off; no target, for comparison)', measured: `${f3(ms('cpu-rec-grpc-grpcjs'))} ms`, value: ms('cpu-rec-grpc-grpcjs') }]),
     abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
   ];
+}
+
+/** The gateway's small call from wrk against the engine's direct HTTP row, with floor gateways beside it. */
+function gatewaySection(rows: CpuRow[], gw: GatewayCpuRow[]): string[] {
+  const direct = rows.find((r) => r.id === 'cpu-rec-http');
+  const vs = (r: GatewayCpuRow) => (r.throughput && direct?.throughput ? `${f3(r.throughput / direct.throughput)}×` : '—');
+  const out = ['', '### Gateway small call from a C client', ''];
+  out.push(
+    'wrk, 16 connections, `POST /fn/product_recommender` (64 floats in as JSON, 100 out); each process\'s CPU (all threads) per call the client counted as 2xx. ' +
+      'The floor gateways (`test/bench/floor-gateway.ts`) do the least a Node gateway can: read the body, make one ModelInfer call with a prebuilt request to the same engine over the same Unix socket, answer the reply bytes. ' +
+      `The direct row is the engine's own HTTP row above (binary extension, wrk, 16 connections): ${direct?.throughput ? `${f1(direct.throughput)} inferences/s at ${f3(direct.cpuMs)} ms of engine CPU` : 'not measured'}.`,
+    '',
+  );
+  out.push(
+    table(
+      ['path', 'front process CPU ms / call', 'engine CPU ms / call', 'calls/s', 'vs the direct engine HTTP row (target ≥ 0.8× for the gateway)'],
+      gw.map((r) => (r.skipped ? [r.label, `not measured: ${r.skipped}`, '', '', ''] : [r.label, f3(r.frontMs), f3(r.engineMs), f1(r.throughput), vs(r)])),
+    ),
+  );
+  return out;
 }
 
 function floorsTable(rows: CpuRow[], floors: CpuRow[]): string {
@@ -110,7 +147,7 @@ function floorsTable(rows: CpuRow[], floors: CpuRow[]): string {
 }
 
 /** Section 6: the engine rows, the targets with their floors, then the floors table. */
-export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined): string[] {
+export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined, gateway: GatewayCpuRow[] = []): string[] {
   const out = ['## 6. Engine CPU per inference (C load generators)', ''];
   out.push('Engine process utime+stime (all threads) over the row, divided by the inferences its statistics counted as successful; load from `h2load` (gRPC) and `wrk` (HTTP), 16 connections unless said otherwise. Robust to other load on the host, unlike throughput.', '');
   out.push(
@@ -130,13 +167,14 @@ export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | und
       ),
     ),
   );
+  if (gateway.length) out.push(...gatewaySection(rows, gateway));
   if (!floors.length) return out;
   out.push('', '### Floors: the same clients against a Node server that does nothing', '');
   out.push(
     '`test/bench/floor-server.ts` reads each request body, discards it and answers a fixed small reply: `node:http2` alone answering like a unary gRPC call (with the engine\'s HTTP/2 frame and window settings), `@grpc/grpc-js`\'s server with a pass-through handler (no protobuf), `node:http`. ' +
       'Same bodies, clients, connections and windows as the engine rows, in the same run; its process CPU (all threads) over the window divided by the requests the client counted as succeeded (h2load: HTTP 2xx, each gRPC body first checked once for grpc-status 0; wrk: 2xx). ' +
       'The part of an engine figure at or below its floor is what Node spends receiving and answering that request on that protocol, before any engine code. ' +
-      'The grpc-js floor is stock grpc-js, which assembles each message into a fresh buffer; the engine copies large messages into pooled buffers instead (engine/grpc/grpc-message-decoder.ts), so on large bodies that floor can lie above the engine: node:http2 is then the floor to read.',
+      'The engine answers unary ModelInfer on node:http2 itself (engine/grpc/grpc-direct-infer.ts), so node:http2 is the floor of its gRPC rows; the grpc-js floor is what the same call costs when grpc-js serves it (stock grpc-js, which also assembles each large message into a fresh buffer, so on large bodies it can lie above the engine).',
     '',
   );
   out.push(floorsTable(rows, floors));

@@ -5,7 +5,7 @@
 // inference and its Node floors) is rendered by report-cpu.ts.
 import os from 'node:os';
 import type { LoadResult } from './load-generator.ts';
-import { renderCpu, type CpuRow } from './report-cpu.ts';
+import { renderCpu, type CpuRow, type GatewayCpuRow } from './report-cpu.ts';
 import { f1, f2, f3, table } from './report-table.ts';
 
 /** One measured (or skipped) load row. */
@@ -53,6 +53,7 @@ export interface ReportData {
   cpu: CpuRow[];
   /** The same clients and bodies against a Node server that does nothing. */
   floors: CpuRow[];
+  gatewayCpu: GatewayCpuRow[];
   /** Median ms to copy 10 MiB once in the bench process (yardstick of the 10 MiB row). */
   copyMs?: number;
   notes: string[];
@@ -135,7 +136,7 @@ export function renderMarkdown(d: ReportData): string {
   out.push('## 5. Resident memory (VmRSS, all models loaded and warmed)', '');
   out.push(table(['process', 'models', 'VmRSS MiB'], d.memory.map((m) => [m.process, m.models, f1(m.rssMiB)])), '');
 
-  out.push(...renderCpu(d.cpu, d.floors, d.copyMs), '');
+  out.push(...renderCpu(d.cpu, d.floors, d.copyMs, d.gatewayCpu), '');
 
   if (d.notes.length) out.push('## Notes', '', ...d.notes.map((n) => `- ${n}`), '');
   return out.join('\n');

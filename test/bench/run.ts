@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     memory: [],
     cpu: [],
     floors: [],
+    gatewayCpu: [],
     notes: [],
     values: new Map(),
     log: (line) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${line}\n`),
@@ -97,6 +98,7 @@ async function main(): Promise<void> {
     memory: ctx.memory,
     cpu: ctx.cpu,
     floors: ctx.floors,
+    gatewayCpu: ctx.gatewayCpu,
     copyMs: ctx.values.get('copy-10mib-ms'),
     notes: [
       ...ctx.notes,

@@ -1,0 +1,88 @@
+// Section 6's gateway rows: the small call (product_recommender, 64 floats
+// in, 100 out) through the gateway's POST /fn, loaded by wrk (a C client, so
+// no Node client shares the cores), with the CPU per call of each server
+// process; beside it two floor gateways (floor-gateway.ts: node:http in,
+// one ModelInfer to the same engine, bytes passed through), one calling with
+// grpc-js, one with node:http2. The engine's direct HTTP row (cpu-rec-http,
+// measured just before on the same engine) is the throughput the issue's
+// "≥ 0.8× the direct engine" is judged against.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { which, wrkPost, type CLoadResult } from './c-clients.ts';
+import type { BenchContext } from './context.ts';
+import { cpuSeconds, freePort, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
+import type { GatewayCpuRow } from './report-cpu.ts';
+import { BENCH_API_KEY, startGatewayProc, type EngineProc } from './services.ts';
+
+/** Run `load` twice; CPU per call of each of `pids` over the second run, calls counted by the client. */
+async function twoProcessRow(ctx: BenchContext, id: string, label: string, front: number, engine: number, load: () => Promise<CLoadResult>): Promise<GatewayCpuRow> {
+  try {
+    await load();
+    const [f0, e0] = [cpuSeconds(front), cpuSeconds(engine)];
+    const r = await load();
+    const [f1, e1] = [cpuSeconds(front), cpuSeconds(engine)];
+    if (r.ok <= 0) throw new Error(`no call succeeded (${r.failed} failed)`);
+    const row: GatewayCpuRow = {
+      id,
+      label,
+      calls: r.ok,
+      failed: r.failed,
+      throughput: r.ok / r.seconds,
+      frontMs: ((f1.total - f0.total) * 1000) / r.ok,
+      engineMs: ((e1.total - e0.total) * 1000) / r.ok,
+    };
+    ctx.log(`  ${label}: ${row.frontMs!.toFixed(3)} ms + engine ${row.engineMs!.toFixed(3)} ms CPU/call, ${row.throughput!.toFixed(0)}/s`);
+    return row;
+  } catch (e) {
+    const why = (e as Error).message.split('\n')[0]!.slice(0, 200);
+    ctx.log(`  ${label}: NOT MEASURED: ${why}`);
+    return { id, label, skipped: why };
+  }
+}
+
+async function startFloorGateway(engine: EngineProc, requestFile: string, client: 'grpcjs' | 'h2'): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = spawnTs(`floor-gateway-${client}`, 'test/bench/floor-gateway.ts', [String(port), engine.grpcSocket, requestFile, client]);
+  await waitUntil(child, async () => child.tail().includes(`listening ${port}`), 30_000).catch(async (e) => {
+    await stopChild(child);
+    throw e;
+  });
+  return { child, port };
+}
+
+/** The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded). */
+export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, recGrpcBody: string, clients: number, secs: number, dir: string): Promise<void> {
+  ctx.log('  gateway small call from wrk, beside floor gateways');
+  const ids = ['gwc-fn', 'gwc-floor-grpcjs', 'gwc-floor-h2'];
+  if (!which('wrk')) {
+    for (const id of ids) ctx.gatewayCpu.push({ id, label: id, skipped: 'wrk not installed (Debian wrk)' });
+    return;
+  }
+  const enginePid = engine.child.proc.pid!;
+  const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
+  const body = path.join(dir, 'fn-rec.json');
+  writeFileSync(body, JSON.stringify({ inputs: { user_features: { data: features, shape: [1, 64] } } }));
+  const gw = await startGatewayProc('gateway-cpu', engine.grpcSocket);
+  try {
+    ctx.gatewayCpu.push(
+      await twoProcessRow(ctx, 'gwc-fn', 'gateway POST /fn/product_recommender (JSON), engine over its Unix socket', gw.child.proc.pid!, enginePid, () =>
+        wrkPost(gw.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', 'x-api-key': BENCH_API_KEY }, clients, secs, dir),
+      ),
+    );
+  } finally {
+    await gw.stop();
+  }
+  for (const client of ['grpcjs', 'h2'] as const) {
+    const f = await startFloorGateway(engine, recGrpcBody, client);
+    try {
+      const how = client === 'h2' ? 'node:http2' : 'grpc-js';
+      ctx.gatewayCpu.push(
+        await twoProcessRow(ctx, `gwc-floor-${client}`, `floor gateway: node:http in, one ModelInfer with ${how} (bytes passed through)`, f.child.proc.pid!, enginePid, () =>
+          wrkPost(f.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json' }, clients, secs, dir),
+        ),
+      );
+    } finally {
+      await stopChild(f.child);
+    }
+  }
+}
