@@ -20,7 +20,7 @@ import type { ServerApi } from '../server-api.ts';
 import { HEADER_LENGTH } from './binary-extension.ts';
 import { errorReply } from './http-util.ts';
 import { discardBody, readNodeBody } from './incoming-body.ts';
-import { handleInfer } from './infer-handler.ts';
+import { handleInfer, type InferReply } from './infer-handler.ts';
 import { nodeRequestSignal } from './request-signal.ts';
 
 // A path segment of the characters node-server's fast URL check accepts
@@ -54,9 +54,10 @@ function decodeSegment(s: string): string | undefined {
 
 async function serveInfer(api: ServerApi, req: IncomingMessage, res: ServerResponse, model: string, version: string | undefined, maxInputBytes: number): Promise<void> {
   const arrivalNs = process.hrtime.bigint();
+  let reply: InferReply;
   try {
     const body = await readNodeBody(req, maxInputBytes);
-    const reply = await handleInfer(api, body, {
+    reply = await handleInfer(api, body, {
       model,
       version,
       headerLength: req.headers['inference-header-content-length'] as string | undefined,
@@ -64,19 +65,16 @@ async function serveInfer(api: ServerApi, req: IncomingMessage, res: ServerRespo
       signal: nodeRequestSignal(req, res),
       arrivalNs,
     });
-    if (reply.headerLength === undefined) {
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': reply.body.length });
-    } else {
-      res.writeHead(200, { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length });
-    }
-    res.end(reply.body);
   } catch (err) {
     const { status, text } = errorReply(err, `POST ${req.url}`);
-    if (res.headersSent) res.destroy(); // cannot happen short of a Node bug; never a second writeHead
-    else {
-      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-      res.end(text);
-    }
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+    return discardBody(req);
   }
-  discardBody(req);
+  if (reply.headerLength === undefined) {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': reply.body.length });
+  } else {
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length });
+  }
+  res.end(reply.body);
 }

@@ -173,6 +173,13 @@ describe('L0_http_infer_direct', () => {
     expect(JSON.parse(meta.body.toString())).toMatchObject({ name: 'simple', versions: ['1'] });
   });
 
+  it('leaves hosts node-server parses or refuses to it, as before', async () => {
+    expect((await send(engine.httpPort, 'POST', '/v2/models/simple/infer', jsonBody, { Host: 'localhost:80' })).status).toBe(200);
+    expect((await send(engine.httpPort, 'POST', '/v2/models/simple/infer', jsonBody, { Host: 'a b' })).status).toBe(400);
+    const noHost = Buffer.concat([Buffer.from(`POST /v2/models/simple/infer HTTP/1.0\r\nContent-Length: ${jsonBody.length}\r\n\r\n`), jsonBody]);
+    expect((await raw(engine.httpPort, noHost)).text).toMatch(/^HTTP\/1\.1 400/);
+  });
+
   it('keeps the connection alive, and closes it on Connection: close', async () => {
     const two = Buffer.concat([
       rawRequest('/v2/models/simple/infer', jsonBody, { 'Content-Length': jsonBody.length }),
