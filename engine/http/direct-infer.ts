@@ -5,7 +5,9 @@
 // connections) Hono and @hono/node-server's per-request work (web Request
 // and Response objects, header conversion, router search, Context) was a
 // visible share of the engine's 0.12 ms CPU per inference, for a route that
-// needs none of it. The other endpoints are rare and stay on Hono.
+// needs none of it (measured there: main thread from ~0.08 to ~0.06 ms per
+// inference, on a noisy shared 2-core host). The other endpoints are rare
+// and stay on Hono.
 //
 // Which requests: only those that node-server would hand to Hono unchanged
 // and Hono would route to the infer route: method POST, an origin-form target
