@@ -262,23 +262,26 @@ export class DynamicBatchScheduler implements Scheduler {
 
   /** Answer a request, in accept order when preserve_ordering asks for it. */
   private settle(p: Pending, outcome: InferResponse | StatusError, ordered: boolean): void {
-    const deliver = () => {
-      answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
-      this.inflight--;
-      if (this.inflight === 0 && this.drained.length > 0) {
-        for (const d of this.drained.splice(0)) d();
-      }
-    };
-    if (!this.preserveOrdering) return deliver();
-    if (ordered) this.settled.set(p.seq, deliver);
+    if (!this.preserveOrdering) return this.deliver(p, outcome);
+    if (ordered) this.settled.set(p.seq, () => this.deliver(p, outcome));
     else {
-      deliver(); // a cancelled request answers at once and gives up its turn
+      this.deliver(p, outcome); // a cancelled request answers at once and gives up its turn
       this.settled.set(p.seq, () => {});
     }
     while (this.settled.has(this.nextToDeliver)) {
       const fn = this.settled.get(this.nextToDeliver)!;
       this.settled.delete(this.nextToDeliver++);
       fn();
+    }
+  }
+
+  // A method rather than a named closure made per request: tsx (esbuild
+  // keepNames) wraps each of those in an __name() call, ~0.6 µs a request.
+  private deliver(p: Pending, outcome: InferResponse | StatusError): void {
+    answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
+    this.inflight--;
+    if (this.inflight === 0 && this.drained.length > 0) {
+      for (const d of this.drained.splice(0)) d();
     }
   }
 }

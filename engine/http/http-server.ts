@@ -1,12 +1,17 @@
 // The engine's KServe v2 HTTP/REST frontend (Triton's HTTP API, default port
-// 8000). Owns the Hono app and its node:http server; it translates wire <->
-// ServerApi calls only and never runs a model (the event-loop thread stays free).
+// 8000). Owns the Hono app and its node:http server, whose listener answers
+// POST .../infer itself (direct-infer.ts) and hands Hono the rest; it
+// translates wire <-> ServerApi calls only and never runs a model (the
+// event-loop thread stays free).
 import type { AddressInfo } from 'node:net';
 import { Hono } from 'hono';
-import { createAdaptorServer, type ServerType } from '@hono/node-server';
+import { createServer } from 'node:http';
+import { getRequestListener, type ServerType } from '@hono/node-server';
 import type { ServerApi } from '../server-api.ts';
-import { DEFAULT_MAX_INPUT_BYTES, replyError, replyJson, type HttpEnv } from './http-util.ts';
+import { replyError, replyJson, type HttpEnv } from './http-util.ts';
+import { DEFAULT_MAX_INPUT_BYTES } from './incoming-body.ts';
 import { registerHealthRoutes } from './routes-health.ts';
+import { directInferListener } from './direct-infer.ts';
 import { registerInferRoutes } from './routes-infer.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerRepositoryRoutes } from './routes-repository.ts';
@@ -67,6 +72,7 @@ export function startHttpServer(
   opts: { port: number; host?: string } & HttpAppOptions,
 ): Promise<RunningServer> {
   const app = createHttpApp(api, opts);
-  const server = createAdaptorServer({ fetch: app.fetch });
+  // What createAdaptorServer builds, with the infer route answered ahead of Hono (direct-infer.ts).
+  const server = createServer(directInferListener(api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, getRequestListener(app.fetch)));
   return listen(server, opts.port, opts.host);
 }

@@ -1,87 +1,32 @@
-// Shared pieces of the HTTP frontend: the Hono env type, reading request
-// bodies straight from node:http, JSON bodies, and the one error reply.
-import type { IncomingMessage } from 'node:http';
+// Shared pieces of the HTTP frontend's Hono routes: the env type, request
+// bodies (read from node:http by incoming-body.ts), JSON replies, and the
+// one error reply (also written by the direct infer path).
 import type { Context } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
 import { httpStatusOf, invalidArg, StatusError } from '../status.ts';
 import { log } from '../trace.ts';
 import { parseJson } from './infer-json.ts';
-import { release, take } from '../receive-pool.ts';
+import { DEFAULT_MAX_INPUT_BYTES, readNodeBody, tooLarge } from './incoming-body.ts';
 
 /** Bindings are absent when the app is driven through `app.request()` in tests. */
 export type HttpEnv = { Bindings: Partial<HttpBindings> };
 export type Ctx = Context<HttpEnv>;
 
-/** Triton's --http-max-input-size default. */
-export const DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024;
-
 /**
  * The whole request body as one Buffer. Under @hono/node-server it is read
- * from the node:http stream into a buffer sized by Content-Length (one copy
- * per chunk, no concat, no web-stream wrapper). The Buffer owns its
- * ArrayBuffer (never Node's shared pool), so tensors viewing it may be
- * transferred to a worker; all binary inputs of a request share it. A
- * large one comes from the receive pool: a caller that knows when nothing
- * reads it any more may give it back with receive-pool's release().
+ * from the node:http stream (readNodeBody); without Node bindings (tests'
+ * app.request()) from the web Request.
  */
 export async function readBody(c: Ctx, maxBytes = DEFAULT_MAX_INPUT_BYTES): Promise<Buffer> {
   const incoming = c.env?.incoming;
-  const declared = Number(c.req.header('content-length') ?? NaN);
-  if (declared > maxBytes) throw tooLarge(declared, maxBytes);
   if (!incoming || incoming.readableDidRead || incoming.readableEnded) {
+    const declared = Number(c.req.header('content-length') ?? NaN);
+    if (declared > maxBytes) throw tooLarge(declared, maxBytes);
     const body = Buffer.from(await c.req.arrayBuffer());
     if (body.length > maxBytes) throw tooLarge(body.length, maxBytes);
     return body;
   }
-  return readIncoming(incoming, Number.isSafeInteger(declared) ? declared : -1, maxBytes);
-}
-
-function tooLarge(n: number, max: number): StatusError {
-  return invalidArg(`request body of ${n} bytes exceeds the HTTP input size limit of ${max} bytes`);
-}
-
-function readIncoming(incoming: IncomingMessage, declared: number, maxBytes: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    // From the receive pool: a large body is reused instead of allocated per request (see receive-pool.ts).
-    let buf: Buffer | undefined = declared >= 0 ? take(declared) : undefined;
-    const chunks: Buffer[] = [];
-    let n = 0;
-    const done = (err?: Error) => {
-      incoming.off('data', onData);
-      incoming.off('end', onEnd);
-      incoming.off('error', onError);
-      incoming.off('close', onClose);
-      if (err) return reject(err);
-      if (buf) return resolve(n === buf.length ? buf : buf.subarray(0, n));
-      const all = Buffer.allocUnsafeSlow(n);
-      let o = 0;
-      for (const ch of chunks) o += ch.copy(all, o);
-      resolve(all);
-    };
-    const onData = (chunk: Buffer) => {
-      if (n + chunk.length > maxBytes) {
-        incoming.pause();
-        return done(tooLarge(n + chunk.length, maxBytes));
-      }
-      if (buf && n + chunk.length > buf.length) {
-        chunks.push(Buffer.from(buf.subarray(0, n))); // more than declared: fall back to chunks
-        release(buf);
-        buf = undefined;
-      }
-      if (buf) chunk.copy(buf, n);
-      else chunks.push(chunk);
-      n += chunk.length;
-    };
-    const onEnd = () => done();
-    const onError = (e: Error) => done(e);
-    const onClose = () => {
-      if (!incoming.readableEnded) done(new StatusError('CANCELLED', 'client closed the connection before sending the whole body'));
-    };
-    incoming.on('data', onData);
-    incoming.on('end', onEnd);
-    incoming.on('error', onError);
-    incoming.on('close', onClose);
-  });
+  return readNodeBody(incoming, maxBytes);
 }
 
 /** A JSON body; an empty body reads as `{}` (optional bodies in Triton's API). */
@@ -106,12 +51,19 @@ export function emptyReply(c: Ctx, status: number): Response {
 
 /** The one error exit: StatusError -> Triton's status + {"error": msg}; others -> generic 500, logged. */
 export function replyError(c: Ctx, err: unknown): Response {
+  const { status, text } = errorReply(err, `${c.req.method} ${c.req.path}`);
+  return replyJson(c, text, status);
+}
+
+/** Status and JSON text of the error reply to `what` (method and path, for the log), for either transport. */
+export function errorReply(err: unknown, what: string): { status: number; text: string } {
   if (err instanceof StatusError) {
-    if (httpStatusOf(err.code) >= 500) log.error(`HTTP ${c.req.method} ${c.req.path}: ${err.message}`, err.detail);
-    return replyJson(c, { error: err.message }, httpStatusOf(err.code));
+    const status = httpStatusOf(err.code);
+    if (status >= 500) log.error(`HTTP ${what}: ${err.message}`, err.detail);
+    return { status, text: JSON.stringify({ error: err.message }) };
   }
-  log.error(`HTTP ${c.req.method} ${c.req.path} failed`, err);
-  return replyJson(c, { error: 'internal error' }, 500);
+  log.error(`HTTP ${what} failed`, err);
+  return { status: 500, text: JSON.stringify({ error: 'internal error' }) };
 }
 
 /** The optional version path segment: undefined when absent. */

@@ -8,12 +8,18 @@
 // before the reply was written, the condition node-server itself uses.
 // Without Node bindings (the app driven by app.request() in tests) the
 // request's own AbortSignal is used.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestCancel, type CancelSignal } from '../cancel-signal.ts';
 import type { Ctx } from './http-util.ts';
 
 export function requestSignal(c: Ctx): CancelSignal {
   const { incoming, outgoing } = c.env ?? {};
   if (!incoming || !outgoing) return c.req.raw.signal;
+  return nodeRequestSignal(incoming, outgoing);
+}
+
+/** Aborts when `outgoing` closes before its reply was written (or the request errored). */
+export function nodeRequestSignal(incoming: IncomingMessage, outgoing: ServerResponse): CancelSignal {
   const cancel = new RequestCancel();
   outgoing.once('close', () => {
     if (incoming.errored || !outgoing.writableFinished) cancel.abort();
