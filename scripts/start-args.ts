@@ -5,6 +5,8 @@
 // model. START_ENGINE_ARGS / START_GATEWAY_ARGS are appended after these
 // defaults and win over them (README: "Opening npm start up").
 
+import { ENGINE_NODE_FLAGS } from '../engine/node-flags.ts';
+
 const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
 
 /** The value of `--name=value` in args (the last one wins, as the parsers do). */
@@ -15,7 +17,8 @@ function flag(args: string[], name: string): string | undefined {
 }
 
 /**
- * The engine's and the gateway's argv (after `node --import tsx`). With
+ * The engine's and the gateway's argv (after `node --import tsx`; the
+ * engine's begins with its Node flags, engine/node-flags.ts). With
  * `grpcSocket`, the colocated gateway reaches the engine over that Unix
  * socket (no loopback TCP per call; the engine keeps its TCP ports for
  * everyone else).
@@ -27,6 +30,7 @@ export function startArgs(env: NodeJS.ProcessEnv, grpcSocket?: string): { engine
   const prefix = flag(gatewayExtra, 'prefix') ?? 'tgw';
   return {
     engine: [
+      ...ENGINE_NODE_FLAGS,
       'engine/main.ts', '--model-repository=model_repository',
       '--http-address=127.0.0.1', '--allow-client-shm=true', `--shm-key-prefix=/${prefix}_`,
       ...(grpcSocket ? [`--grpc-unix-socket=${grpcSocket}`] : []),

@@ -35,8 +35,8 @@ export function removeTempDir(dir: string): void {
 export { freePort };
 
 /** `node --import tsx <script> ...args` from the repository root; the pid is node's own. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.resolve(ROOT, script), ...args], {
+export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...nodeFlags, path.resolve(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ENGINE_QUIET: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,6 +6,7 @@ import http from 'node:http';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { freePort, removeTempDir, ROOT, spawnTs, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 
@@ -41,7 +42,7 @@ export async function startEngineProc(name: string, repo: string, extraArgs: str
     '--http-address=127.0.0.1',
     '--allow-client-shm=true',
     ...extraArgs,
-  ], env);
+  ], env, ENGINE_NODE_FLAGS);
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
   try {
     await waitUntil(child, async () => (await client.serverReady({ timeoutMs: 1000 })).ready, 60_000);

@@ -7,7 +7,9 @@ import { parseEngineArgs } from '../../engine/cli-options.ts';
 import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
 import { startArgs } from '../../scripts/start-args.ts';
 
-const engineOpts = (env: NodeJS.ProcessEnv) => parseEngineArgs(startArgs(env).engine.slice(1));
+/** The engine's own arguments: what follows its script (Node flags come before it). */
+const afterScript = (engine: string[]) => engine.slice(engine.indexOf('engine/main.ts') + 1);
+const engineOpts = (env: NodeJS.ProcessEnv) => parseEngineArgs(afterScript(startArgs(env).engine));
 
 describe('npm start defaults', () => {
   it('engine on loopback, client shm only under the gateway prefix', () => {
@@ -22,13 +24,13 @@ describe('npm start defaults', () => {
 
   it("follows the gateway's --prefix and the engine's --grpc-port", () => {
     const a = startArgs({ START_GATEWAY_ARGS: '--prefix=blue --port=9', START_ENGINE_ARGS: '--grpc-port=7001' });
-    expect(parseEngineArgs(a.engine.slice(1)).shmKeyPrefix).toBe('/blue_');
+    expect(parseEngineArgs(afterScript(a.engine)).shmKeyPrefix).toBe('/blue_');
     expect(a.gateway).toContain('--engine=127.0.0.1:7001');
   });
 
   it('with a socket path, the gateway reaches the engine over that Unix socket', () => {
     const a = startArgs({}, '/tmp/e.sock');
-    expect(parseEngineArgs(a.engine.slice(1)).grpcUnixSocket).toBe('/tmp/e.sock');
+    expect(parseEngineArgs(afterScript(a.engine)).grpcUnixSocket).toBe('/tmp/e.sock');
     expect(a.gateway).toContain('--engine=unix:/tmp/e.sock');
   });
 
