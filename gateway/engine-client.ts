@@ -71,8 +71,9 @@ export class EngineClient extends EventEmitter implements EngineApi {
         'grpc.max_reconnect_backoff_ms': 1000,
         'grpc.keepalive_time_ms': 10_000,
       },
-      // ModelInfer on node:http2 directly: half the client CPU of a grpc-js call (client/grpc-direct-unary.ts).
-      directInfer: true,
+      // ModelInfer on node:http2 directly: half the client CPU of a grpc-js call
+      // (client/grpc-direct-unary.ts); GATEWAY_GRPC_DIRECT_INFER=0 goes back to grpc-js.
+      directInfer: process.env.GATEWAY_GRPC_DIRECT_INFER !== '0',
     });
   }
 
