@@ -8,6 +8,7 @@
 // (h2load: HTTP 2xx; wrk: 2xx); a gRPC floor is first probed once with the
 // row's body to check it answers grpc-status 0, which h2load does not read.
 import { readFileSync } from 'node:fs';
+import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import * as grpc from '@grpc/grpc-js';
 import { h2loadGrpc, which, wrkPost } from './c-clients.ts';
 import type { BenchContext } from './context.ts';
@@ -47,7 +48,8 @@ const METHOD = '/inference.GRPCInferenceService/ModelInfer';
 /** Start floor-server.ts in `mode` on a free port; resolves once it prints "listening". */
 async function startFloor(mode: Mode): Promise<{ child: Child; port: number }> {
   const port = await freePort();
-  const child = spawnTs(`floor-${mode}`, 'test/bench/floor-server.ts', [mode, String(port)]);
+  // With the engine's Node flags: the floor stands in for the engine process.
+  const child = spawnTs(`floor-${mode}`, 'test/bench/floor-server.ts', [mode, String(port)], {}, ENGINE_NODE_FLAGS);
   await waitUntil(child, async () => child.tail().includes(`listening ${port}`), 30_000).catch(async (e) => {
     await stopChild(child);
     throw e;
