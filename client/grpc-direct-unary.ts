@@ -17,7 +17,9 @@
 // or unix:/path.
 //
 // Ownership: one instance owns its session; close() ends it. A session that
-// fails or is closed by the server is replaced on the next call. Event loop
+// fails or is closed by the server is replaced on the next call. Calls beyond
+// the server's SETTINGS_MAX_CONCURRENT_STREAMS wait for a free stream; one
+// the server refuses unprocessed (REFUSED_STREAM) is sent again. Event loop
 // only.
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -41,9 +43,26 @@ export function grpcError(code: grpc.status, details: string): grpc.ServiceError
   return e;
 }
 
+/** Streams a session may open before the server's SETTINGS say otherwise (RFC 9113 recommends servers allow at least 100). */
+const DEFAULT_STREAMS = 100;
+/** Attempts of a call the server refused before processing it (REFUSED_STREAM: safe to send again). */
+const MAX_ATTEMPTS = 5;
+
+/** A session and the streams open on it. */
+interface Conn {
+  s: http2.ClientHttp2Session;
+  active: number;
+  /** The server's SETTINGS_MAX_CONCURRENT_STREAMS once known. */
+  limit: number;
+}
+
+type Outcome = { ok: Buffer } | { code: grpc.status; details: string; refused?: boolean };
+
 export class DirectUnaryChannel {
-  private session: http2.ClientHttp2Session | undefined;
+  private conn: Conn | undefined;
   private closed = false;
+  /** Calls waiting for a stream slot, oldest first. */
+  private readonly waiting: UnaryCall[] = [];
 
   constructor(private readonly target: string) {}
 
@@ -52,33 +71,65 @@ export class DirectUnaryChannel {
     return /^unix:\//.test(target) || /^[\w.-]+:\d+$/.test(target) || /^\[[0-9a-fA-F:.]+\]:\d+$/.test(target);
   }
 
-  /** Send `message` (serialized, without the 5-byte prefix) to `path`; resolve with the answer's message bytes. */
+  /**
+   * Send `message` (serialized, without the 5-byte prefix) to `path`;
+   * resolve with the answer's message bytes. Calls beyond the server's
+   * concurrent-stream limit wait for a slot (within their deadline).
+   */
   call(path: string, message: Uint8Array, opts: DirectCallOptions = {}): Promise<Buffer> {
     if (this.closed) return Promise.reject(grpcError(grpc.status.CANCELLED, 'Channel has been shut down'));
     const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' };
-    if (opts.timeoutMs) headers['grpc-timeout'] = `${Math.max(1, Math.ceil(opts.timeoutMs))}m`;
     if (opts.metadata) for (const k in opts.metadata) headers[k] = opts.metadata[k];
     const framed = Buffer.allocUnsafe(5 + message.byteLength);
     framed[0] = 0;
     framed.writeUInt32BE(message.byteLength, 1);
     framed.set(message, 5);
-    return new Promise((resolve, reject) => new DirectCall(this.sessionNow(), headers, framed, opts.timeoutMs, resolve, reject));
+    return new Promise((resolve, reject) => {
+      this.waiting.push(new UnaryCall(this, headers, framed, opts.timeoutMs, resolve, reject));
+      this.pump();
+    });
   }
 
   close(): void {
     this.closed = true;
-    this.session?.close();
-    this.session = undefined;
+    for (const c of this.waiting.splice(0)) c.finish({ code: grpc.status.CANCELLED, details: 'Channel has been shut down' });
+    this.conn?.s.close();
+    this.conn = undefined;
   }
 
-  private sessionNow(): http2.ClientHttp2Session {
-    const live = this.session;
-    if (live && !live.closed && !live.destroyed) return live;
+  /** A call whose deadline passed while it waited for a slot leaves the queue. */
+  forget(call: UnaryCall): void {
+    const i = this.waiting.indexOf(call);
+    if (i >= 0) this.waiting.splice(i, 1);
+  }
+
+  /** Start waiting calls while the session has free stream slots. */
+  private pump(): void {
+    while (this.waiting.length) {
+      const conn = this.connNow();
+      if (conn.active >= conn.limit) return;
+      const call = this.waiting.shift()!;
+      if (call.settled) continue;
+      conn.active++;
+      call.send(conn.s, (outcome) => {
+        conn.active--;
+        if ('refused' in outcome && outcome.refused && call.attempts < MAX_ATTEMPTS && !this.closed && !call.settled) {
+          this.waiting.unshift(call); // never processed by the server: send it again
+        } else call.finish(outcome);
+        this.pump();
+      });
+    }
+  }
+
+  private connNow(): Conn {
+    const live = this.conn;
+    if (live && !live.s.closed && !live.s.destroyed) return live;
     const t = this.target;
     const opts: http2.ClientSessionOptions = { settings: { initialWindowSize: STREAM_WINDOW } };
     const s = t.startsWith('unix:')
       ? http2.connect('http://localhost', { ...opts, createConnection: () => net.connect(t.slice(5)) })
       : http2.connect(`http://${t}`, opts);
+    const conn: Conn = { s, active: 0, limit: DEFAULT_STREAMS };
     s.once('connect', () => {
       try {
         s.setLocalWindowSize(CONNECTION_WINDOW);
@@ -86,53 +137,107 @@ export class DirectUnaryChannel {
         // a session closed meanwhile: its streams fail on their own
       }
     });
+    s.on('remoteSettings', (settings) => {
+      conn.limit = Math.max(1, settings.maxConcurrentStreams ?? DEFAULT_STREAMS);
+      this.pump();
+    });
     const drop = () => {
-      if (this.session === s) this.session = undefined;
+      if (this.conn === conn) this.conn = undefined;
     };
     s.on('error', drop); // each stream on it reports the failure itself
     s.on('goaway', drop);
     s.on('close', drop);
     s.unref(); // an idle session does not keep the process alive
-    this.session = s;
-    return s;
+    this.conn = conn;
+    return conn;
   }
 }
 
-/** One call on the session: collects the answer and settles once. */
-class DirectCall {
+/** One call: its deadline spans waiting for a slot and every attempt; it settles once. */
+class UnaryCall {
+  attempts = 0;
+  settled = false;
+  private readonly deadlineAt: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private attempt: Attempt | undefined;
+
+  constructor(
+    private readonly channel: DirectUnaryChannel,
+    private readonly headers: http2.OutgoingHttpHeaders,
+    private readonly framed: Buffer,
+    timeoutMs: number | undefined,
+    private readonly resolve: (b: Buffer) => void,
+    private readonly reject: (e: grpc.ServiceError) => void,
+  ) {
+    if (timeoutMs) {
+      this.deadlineAt = Date.now() + timeoutMs;
+      this.timer = setTimeout(() => this.expire(), timeoutMs);
+    }
+  }
+
+  send(session: http2.ClientHttp2Session, done: (o: Outcome) => void): void {
+    this.attempts++;
+    if (this.deadlineAt !== undefined) this.headers['grpc-timeout'] = `${Math.max(1, this.deadlineAt - Date.now())}m`;
+    this.attempt = new Attempt(session, this.headers, this.framed, (o) => {
+      this.attempt = undefined;
+      done(o);
+    });
+  }
+
+  finish(o: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.timer) clearTimeout(this.timer);
+    if ('ok' in o) this.resolve(o.ok);
+    else this.reject(grpcError(o.code, o.details));
+  }
+
+  private expire(): void {
+    this.channel.forget(this);
+    this.finish({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded' });
+    this.attempt?.cancel(); // after finish: its outcome only frees the stream slot
+  }
+}
+
+/** One stream on the session: collects the answer and reports it once. */
+class Attempt {
   private readonly parts: Buffer[] = [];
   private status: string | undefined;
   private message: string | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private settled = false;
+  private responded = false;
+  private ended = false;
   private readonly stream: http2.ClientHttp2Stream | undefined;
 
   constructor(
     session: http2.ClientHttp2Session,
     headers: http2.OutgoingHttpHeaders,
     framed: Buffer,
-    timeoutMs: number | undefined,
-    private readonly resolve: (b: Buffer) => void,
-    private readonly reject: (e: grpc.ServiceError) => void,
+    private readonly done: (o: Outcome) => void,
   ) {
     let s: http2.ClientHttp2Stream;
     try {
       s = session.request(headers);
     } catch (e) {
-      this.fail(grpc.status.UNAVAILABLE, `No connection established: ${(e as Error).message}`);
+      this.end({ code: grpc.status.UNAVAILABLE, details: `No connection established: ${(e as Error).message}` });
       return;
     }
     this.stream = s;
-    if (timeoutMs) this.timer = setTimeout(() => this.onDeadline(), timeoutMs);
-    s.on('response', (h) => this.onHeaders(h));
-    s.on('trailers', (h) => this.onHeaders(h));
+    s.on('response', (h) => this.onHeaders(h, true));
+    s.on('trailers', (h) => this.onHeaders(h, false));
     s.on('data', (d: Buffer) => this.parts.push(d));
-    s.on('error', (e: Error) => this.onError(e));
+    s.on('error', (e: Error) => this.end(this.broken(e.message)));
     s.on('close', () => this.onClose());
     s.end(framed);
   }
 
-  private onHeaders(h: http2.IncomingHttpHeaders): void {
+  /** The caller gave up (deadline): reset the stream and report it, which frees its slot. */
+  cancel(): void {
+    this.stream?.close(http2.constants.NGHTTP2_CANCEL);
+    this.end({ code: grpc.status.CANCELLED, details: 'Cancelled on client' });
+  }
+
+  private onHeaders(h: http2.IncomingHttpHeaders, response: boolean): void {
+    if (response) this.responded = true;
     if (h['grpc-status'] !== undefined) this.status = String(h['grpc-status']);
     if (h['grpc-message'] !== undefined) this.message = String(h['grpc-message']);
     else if (h[':status'] !== undefined && Number(h[':status']) !== 200 && this.status === undefined) {
@@ -140,44 +245,33 @@ class DirectCall {
     }
   }
 
-  private onDeadline(): void {
-    this.stream?.close(http2.constants.NGHTTP2_CANCEL);
-    this.fail(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded');
-  }
-
-  private onError(e: Error): void {
-    this.fail(this.brokenCode(), e.message);
-  }
-
   private onClose(): void {
-    if (this.settled) return;
-    if (this.status === undefined) return this.fail(this.brokenCode(), this.message ?? 'Connection dropped before the call ended');
+    if (this.ended) return;
+    if (this.status === undefined) return this.end(this.broken(this.message ?? 'Connection dropped before the call ended'));
     const code = Number(this.status);
-    if (code !== grpc.status.OK) return this.fail(code, this.message === undefined ? '' : decodeMessage(this.message));
+    if (code !== grpc.status.OK) return this.end({ code, details: this.message === undefined ? '' : decodeMessage(this.message) });
     const body = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
     if (body.length < 5 || body.readUInt32BE(1) !== body.length - 5 || body[0] !== 0) {
-      return this.fail(grpc.status.INTERNAL, 'Expected one uncompressed response message');
+      return this.end({ code: grpc.status.INTERNAL, details: 'Expected one uncompressed response message' });
     }
-    this.settled = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.resolve(body.subarray(5));
+    this.end({ ok: body.subarray(5) });
   }
 
-  /** A call that ended without a status, classified as grpc-js does: the connection's loss is UNAVAILABLE. */
-  private brokenCode(): grpc.status {
+  /** A stream that ended without a status, classified as grpc-js does; a refusal before any answer may be sent again. */
+  private broken(details: string): Outcome {
     const s = this.stream;
-    if (!s || s.session === undefined || s.session.destroyed || s.session.closed) return grpc.status.UNAVAILABLE;
-    if (s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return grpc.status.UNAVAILABLE;
-    if (s.rstCode === http2.constants.NGHTTP2_CANCEL) return grpc.status.CANCELLED;
-    if (s.rstCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM) return grpc.status.RESOURCE_EXHAUSTED;
-    return s.rstCode ? grpc.status.INTERNAL : grpc.status.UNAVAILABLE;
+    if (s && !this.responded && s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: grpc.status.UNAVAILABLE, details, refused: true };
+    if (!s || s.session === undefined || s.session.destroyed || s.session.closed) return { code: grpc.status.UNAVAILABLE, details };
+    if (s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: grpc.status.UNAVAILABLE, details };
+    if (s.rstCode === http2.constants.NGHTTP2_CANCEL) return { code: grpc.status.CANCELLED, details };
+    if (s.rstCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM) return { code: grpc.status.RESOURCE_EXHAUSTED, details };
+    return { code: s.rstCode ? grpc.status.INTERNAL : grpc.status.UNAVAILABLE, details };
   }
 
-  private fail(code: grpc.status, details: string): void {
-    if (this.settled) return;
-    this.settled = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.reject(grpcError(code, details));
+  private end(o: Outcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.done(o);
   }
 }
 

@@ -14,8 +14,8 @@ import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
 const SOCK = path.join(os.tmpdir(), `direct-unary-${process.pid}.sock`);
 let seenTraceparent: string | undefined;
 
-function startServer(address: string): Promise<{ server: grpc.Server; port: number }> {
-  const server = new grpc.Server(GRPC_OPTIONS);
+function startServer(address: string, options: grpc.ServerOptions = {}): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server({ ...GRPC_OPTIONS, ...options });
   const impl: Record<string, unknown> = {};
   for (const k of Object.keys(inferenceService())) impl[k] = (_c: unknown, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'no' });
   impl.ModelInfer = (c: grpc.ServerUnaryCall<Record<string, any>, object>, cb: grpc.sendUnaryData<object>) => {
@@ -128,6 +128,23 @@ describe('direct ModelInfer client', () => {
     const c = new TritonGrpcClient(`unix:${SOCK}`, { directInfer: true });
     try {
       expect(await outcome(c.modelInfer(REQ))).toEqual(await outcome(viaGrpcJs.modelInfer(REQ)));
+    } finally {
+      c.close();
+      s.server.forceShutdown();
+    }
+  });
+
+  it('keeps to the server\'s concurrent-stream limit: more calls than it allows all succeed', async () => {
+    const s = await startServer('127.0.0.1:0', { 'grpc.max_concurrent_streams': 10 });
+    const c = new TritonGrpcClient(`127.0.0.1:${s.port}`, { directInfer: true });
+    try {
+      const all = await Promise.all(Array.from({ length: 60 }, (_, i) => outcome(c.modelInfer({ ...REQ, model_name: i % 2 ? 'slow' : 'm', id: String(i) }, { timeoutMs: 10_000 }))));
+      expect(all.filter((o) => 'ok' in (o as object))).toHaveLength(60);
+      // A call still waiting for a slot when its deadline passes fails with DEADLINE_EXCEEDED; the slots stay usable.
+      const late = await Promise.all(Array.from({ length: 30 }, () => outcome(c.modelInfer({ ...REQ, model_name: 'slow' }, { timeoutMs: 400 }))));
+      expect(late.filter((o) => 'ok' in (o as object)).length).toBeGreaterThanOrEqual(10);
+      expect(late.filter((o) => (o as { code?: number }).code === GrpcStatus.DEADLINE_EXCEEDED).length).toBeGreaterThan(0);
+      expect(await outcome(c.modelInfer(REQ))).toHaveProperty('ok');
     } finally {
       c.close();
       s.server.forceShutdown();
