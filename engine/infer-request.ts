@@ -89,6 +89,12 @@ export interface InferRequest {
    */
   onResponse?: (response: InferResponse | StatusError) => void;
   /**
+   * Set by a unary frontend (ModelInfer, HTTP /infer): the UNSUPPORTED
+   * message to answer when the model turns out to be decoupled (its responses
+   * need a stream). Checked where the model is looked up for the request.
+   */
+  unaryOnly?: string;
+  /**
    * Told each execution's compute times once this request has run (an
    * ensemble sums its steps' into its own statistics, as Triton does).
    */

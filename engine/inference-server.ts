@@ -14,6 +14,7 @@ import { validateRequest, fullShape } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { fromConfigType } from './datatypes.ts';
 import { failedLoad, invalidArg, notFound, unavailable, unsupported } from './status.ts';
+import { isDecoupled } from './decoupled.ts';
 import { setLogVerbose, logVerbose } from './trace.ts';
 import { registerBuiltinBackends } from './backends/index.ts';
 import { TraceManager, type TraceSettings } from './trace-manager.ts';
@@ -278,6 +279,7 @@ export class InferenceServer implements ServerApi {
   }
 
   private async inferOn(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
+    if (req.unaryOnly !== undefined && isDecoupled(mv.config)) throw unsupported(req.unaryOnly);
     try {
       validateRequest(mv.config, req);
     } catch (err) {

@@ -35,7 +35,7 @@ export class SequenceSlots<T> {
   private readonly idleReleased = new Map<string, bigint>();
 
   /** `slots[i]` = slot count of instance i (direct), or one entry with the candidate count and pinned=false (oldest). */
-  constructor(slotsPerInstance: number[], private readonly pinned: boolean) {
+  constructor(slotsPerInstance: number[], pinned: boolean) {
     slotsPerInstance.forEach((n, instance) => {
       for (let index = 0; index < n; index++) this.free.push({ instance: pinned ? instance : -1, index });
     });

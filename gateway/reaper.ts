@@ -14,7 +14,7 @@
 // Ownership: owns its timer only. Event loop only; tick and sweep never overlap.
 import type { EngineApi } from './engine-client.ts';
 import type { Lease, LeaseStore } from './lease-store.ts';
-import { ownerPid, processAlive, regionOwner } from './region-lease.ts';
+import { ownerPid, regionOwner } from './region-lease.ts';
 import { log, tracer } from './trace.ts';
 
 const trace = tracer('leases');

@@ -185,14 +185,10 @@ class DirectInferCall {
     if (this.opts.maxSendBytes !== -1 && body.length > this.opts.maxSendBytes) {
       return this.answer(RESOURCE_EXHAUSTED, `Sent message larger than max (${body.length + 5} vs. ${this.opts.maxSendBytes})`);
     }
-    const framed = Buffer.allocUnsafe(body.length + 5);
-    framed[0] = 0;
-    framed.writeUInt32BE(body.length, 1);
-    body.copy(framed, 5);
-    this.answer(OK, 'OK', framed);
+    this.answer(OK, 'OK', body);
   }
 
-  /** The one exit: `message` then OK trailers, or a trailers-only answer carrying `code` (grpc-js's shapes). */
+  /** The one exit: `message` (serialized, unprefixed) then OK trailers, or a trailers-only answer carrying `code` (grpc-js's shapes). */
   private answer(code: number, details: string, message?: Buffer): void {
     if (this.answered) return;
     this.answered = true;
@@ -206,6 +202,12 @@ class DirectInferCall {
     }
     stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
     stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+    // The 5-byte prefix and the message go out as one write (corked), without copying the message behind the prefix.
+    const prefix = Buffer.allocUnsafe(5);
+    prefix[0] = 0;
+    prefix.writeUInt32BE(message.length, 1);
+    stream.cork();
+    stream.write(prefix);
     stream.end(message);
   }
 }

@@ -7,7 +7,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../server-api.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../protocol/index.ts';
 import { capMessage, invalidArg, toStatusError } from '../status.ts';
-import { log } from '../trace.ts';
 import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import { installDirectInfer } from './grpc-direct-infer.ts';

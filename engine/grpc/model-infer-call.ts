@@ -5,7 +5,7 @@
 // answer has been serialized.
 import type { ServerApi } from '../server-api.ts';
 import type { InferResponse } from '../infer-request.ts';
-import { DECOUPLED_GRPC_MESSAGE, rejectDecoupled } from '../decoupled.ts';
+import { DECOUPLED_GRPC_MESSAGE } from '../decoupled.ts';
 import { release } from '../receive-pool.ts';
 import type { RequestCancel } from '../cancel-signal.ts';
 import { capMessage, grpcStatusOf, toStatusError } from '../status.ts';
@@ -39,12 +39,12 @@ export function modelInferCall(
   let req;
   try {
     req = toInferRequest(msg);
-    rejectDecoupled(api, req.modelName, req.modelVersion, DECOUPLED_GRPC_MESSAGE);
   } catch (err) {
     finish(err);
     return;
   }
   req.arrivalNs = process.hrtime.bigint();
+  req.unaryOnly = DECOUPLED_GRPC_MESSAGE;
   req.signal = signal;
   req.traceparent = traceparent;
   api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));

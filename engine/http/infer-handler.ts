@@ -3,7 +3,7 @@
 // (direct-infer.ts) differ only in how they read the body and write the
 // reply, so the two cannot drift.
 import type { CancelSignal } from '../cancel-signal.ts';
-import { DECOUPLED_HTTP_MESSAGE, rejectDecoupled } from '../decoupled.ts';
+import { DECOUPLED_HTTP_MESSAGE } from '../decoupled.ts';
 import { release } from '../receive-pool.ts';
 import type { ServerApi } from '../server-api.ts';
 import { encodeInferResponse, parseInferRequest } from './infer-json.ts';
@@ -34,7 +34,7 @@ export async function handleInfer(api: ServerApi, body: Buffer, call: InferCall)
     const { request, binaryOutputDefault } = parseInferRequest(body, call.headerLength, call.model, call.version);
     request.arrivalNs = call.arrivalNs;
     request.signal = call.signal;
-    rejectDecoupled(api, request.modelName, request.modelVersion, DECOUPLED_HTTP_MESSAGE);
+    request.unaryOnly = DECOUPLED_HTTP_MESSAGE;
     request.traceparent = call.traceparent;
     const response = await api.infer(request);
     return encodeInferResponse(response, request.outputs, binaryOutputDefault);

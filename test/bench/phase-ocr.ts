@@ -5,7 +5,7 @@
 // OCR_CLIENTS clients, the gateway's /fn/ocr; and the engine's memory with
 // the OCR models loaded, next to the engine phase's (without them).
 import { renderText } from '../fixtures/text-images.ts';
-import { measure, measureWithCpu, skipRows, type BenchContext } from './context.ts';
+import { measureWithCpu, skipRows, type BenchContext } from './context.ts';
 import { closedLoop, type CallFn } from './load-generator.ts';
 import { rssMiB } from './processes.ts';
 import { rawOcr } from './raw-ocr.ts';

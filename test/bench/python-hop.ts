@@ -16,6 +16,7 @@ import { startEngine } from '../../engine/server.ts';
 import { setQuiet } from '../../engine/trace.ts';
 import { f32Bytes, protoLoaderClient, ROOT } from '../integration/helpers.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
+import { PY_PIPELINE_CONFIG } from '../fixtures/test-models.ts';
 
 const JS_MODEL = `export function execute(requests) {
   return requests.map((r) => {
@@ -27,16 +28,6 @@ const JS_MODEL = `export function execute(requests) {
     } };
   });
 }
-`;
-
-const PIPELINE = `name: "py_pipeline"
-platform: "ensemble"
-input [ { name: "RGB", data_type: TYPE_UINT8, dims: [ -1 ] } ]
-output [ { name: "EMB", data_type: TYPE_FP32, dims: [ 512 ] } ]
-ensemble_scheduling { step [
-  { model_name: "image_preprocess_model" model_version: -1 input_map { key: "image_bytes" value: "RGB" } output_map { key: "preprocessed_tensor" value: "PIX" } },
-  { model_name: "clip_encoder_model" model_version: -1 input_map { key: "pixel_values" value: "PIX" } output_map { key: "image_embeds" value: "EMB" } }
-] }
 `;
 
 function cpuTicks(pid: number): number {
@@ -61,7 +52,7 @@ async function main(): Promise<void> {
   writeFileSync(pre, readFileSync(pre, 'utf8').replace('string_value: "encoded"', 'string_value: "raw_rgb"'));
   cpSync(path.join(ROOT, 'model_repository/clip_encoder_model'), path.join(repo, 'clip_encoder_model'), { recursive: true });
   mkdirSync(path.join(repo, 'py_pipeline', '1'), { recursive: true });
-  writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PIPELINE);
+  writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PY_PIPELINE_CONFIG);
   const eng = await startEngine({ modelRepository: repo, grpcPort: 0, httpPort: -1, metricsPort: -1, host: '127.0.0.1' });
   const client = protoLoaderClient(eng.grpcPort);
   const stubPid = (eng.engine.repository.readyVersion('add_sub')!.backend.instances[0] as unknown as PythonInstance).pid!;

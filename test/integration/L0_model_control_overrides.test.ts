@@ -7,21 +7,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server.ts';
-import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
+import { ENS_ECHO_CONFIG, JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
 
 const GRPC_INVALID_ARG = 3;
-
-const ENS_ECHO = `name: "ens_echo"
-platform: "ensemble"
-max_batch_size: 0
-input [ { name: "X", data_type: TYPE_FP32, dims: [ -1 ] } ]
-output [ { name: "Y", data_type: TYPE_FP32, dims: [ -1 ] } ]
-ensemble_scheduling { step [
-  { model_name: "js_echo" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "T" } },
-  { model_name: "js_echo" model_version: -1 input_map { key: "INPUT0" value: "T" } output_map { key: "OUTPUT0" value: "Y" } }
-] }
-`;
 
 describe('L0_model_control_overrides', () => {
   let engine: RunningEngine;
@@ -33,7 +22,7 @@ describe('L0_model_control_overrides', () => {
   beforeAll(async () => {
     repo = tempRepo('l0-mc-overrides', ['simple_fp32_batch', 'js_echo']);
     mkdirSync(path.join(repo, 'ens_echo', '1'), { recursive: true });
-    writeFileSync(path.join(repo, 'ens_echo', 'config.pbtxt'), ENS_ECHO);
+    writeFileSync(path.join(repo, 'ens_echo', 'config.pbtxt'), ENS_ECHO_CONFIG);
     engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit' });
     client = protoLoaderClient(engine.grpcPort);
   });

@@ -14,6 +14,7 @@ import type { PythonInstance } from '../../engine/backends/python/python-instanc
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { shmClose, shmMap, shmOpen, shmTruncate, shmUnlinkIfExists } from '../../native/index.ts';
+import { PY_PIPELINE_CONFIG } from '../fixtures/test-models.ts';
 
 const BATCH_PROBE = {
   config: `name: "batch_probe"
@@ -163,16 +164,6 @@ class TritonPythonModel:
         return out
 `,
 };
-
-const PY_PIPELINE = `name: "py_pipeline"
-platform: "ensemble"
-input [ { name: "RGB", data_type: TYPE_UINT8, dims: [ -1 ] } ]
-output [ { name: "EMB", data_type: TYPE_FP32, dims: [ 512 ] } ]
-ensemble_scheduling { step [
-  { model_name: "image_preprocess_model" model_version: -1 input_map { key: "image_bytes" value: "RGB" } output_map { key: "preprocessed_tensor" value: "PIX" } },
-  { model_name: "clip_encoder_model" model_version: -1 input_map { key: "pixel_values" value: "PIX" } output_map { key: "image_embeds" value: "EMB" } }
-] }
-`;
 
 let repo: string;
 let eng: RunningEngine;
@@ -420,7 +411,7 @@ describe('L0_python_backend', () => {
 
     // The python preprocessing as an ensemble step in front of the ONNX encoder.
     mkdirSync(path.join(repo, 'py_pipeline', '1'), { recursive: true });
-    writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PY_PIPELINE);
+    writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PY_PIPELINE_CONFIG);
     await client.call('RepositoryModelLoad', { model_name: 'py_pipeline' });
     const viaEnsemble = await client.call('ModelInfer', {
       model_name: 'py_pipeline', inputs: [{ name: 'RGB', datatype: 'UINT8', shape: [rgb.length] }], raw_input_contents: [rgb],

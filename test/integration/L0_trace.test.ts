@@ -13,23 +13,14 @@ import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../gateway/trace.ts';
 import { traceSettingsFromFlags } from '../../engine/trace-manager.ts';
 import { f32Bytes, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, type ProtoClient } from './helpers.ts';
+import { ENS_ECHO_CONFIG } from '../fixtures/test-models.ts';
 
-const ENS = `name: "ens_echo"
-platform: "ensemble"
-max_batch_size: 0
-input [ { name: "X", data_type: TYPE_FP32, dims: [ -1 ] } ]
-output [ { name: "Y", data_type: TYPE_FP32, dims: [ -1 ] } ]
-ensemble_scheduling { step [
-  { model_name: "js_echo" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "T" } },
-  { model_name: "js_echo" model_version: -1 input_map { key: "INPUT0" value: "T" } output_map { key: "OUTPUT0" value: "Y" } }
-] }
-`;
 const ORDER = ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'];
 
 function writeRepo(): string {
   const repo = tempRepo('l0-trace', ['js_echo']);
   fs.mkdirSync(path.join(repo, 'ens_echo', '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, 'ens_echo', 'config.pbtxt'), ENS);
+  fs.writeFileSync(path.join(repo, 'ens_echo', 'config.pbtxt'), ENS_ECHO_CONFIG);
   return repo;
 }
 const echoReq = (model: string, v: number) => ({

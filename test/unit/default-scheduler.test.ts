@@ -1,48 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DefaultScheduler, type Clock } from '../../engine/default-scheduler.ts';
+import { DefaultScheduler } from '../../engine/default-scheduler.ts';
 import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
 import { InstancePool } from '../../engine/instance-pool.ts';
-import type { ExecuteResult, ExecutionInstance, StatsSink } from '../../engine/scheduler.ts';
+import type { StatsSink } from '../../engine/scheduler.ts';
 import { StatusError } from '../../engine/status.ts';
-
-const flush = () => new Promise<void>((r) => setImmediate(r));
-
-class FakeClock implements Clock {
-  now = 5_000n;
-  nowNs(): bigint {
-    return this.now;
-  }
-  setTimer(): { cancel(): void } {
-    throw new Error('the default scheduler sets no timers');
-  }
-}
-
-/** Records what it runs; each execution finishes when the test says so. */
-class FakeInstance implements ExecutionInstance {
-  batches: string[][] = [];
-  private running: Array<{ requests: InferRequest[]; resolve: (r: ExecuteResult) => void; reject: (e: unknown) => void }> = [];
-  constructor(
-    readonly name: string,
-    private readonly throwSync = false,
-  ) {}
-  execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    this.batches.push(requests.map((r) => r.id!));
-    if (this.throwSync) throw new Error('sync failure');
-    return new Promise((resolve, reject) => this.running.push({ requests, resolve, reject }));
-  }
-  async complete(): Promise<void> {
-    const run = this.running.shift()!;
-    run.resolve({
-      responses: run.requests.map((r): InferResponse => ({ modelName: 'm', modelVersion: '1', id: r.id, outputs: [] })),
-      timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 },
-    });
-    await flush();
-  }
-  async fail(err: unknown): Promise<void> {
-    this.running.shift()!.reject(err);
-    await flush();
-  }
-}
+import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 class Stats implements StatsSink {
   queuedNs: number[] = [];

@@ -1,67 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { DynamicBatchScheduler, type Clock } from '../../engine/dynamic-batch-scheduler.ts';
+import { DynamicBatchScheduler } from '../../engine/dynamic-batch-scheduler.ts';
 import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
 import { InstancePool } from '../../engine/instance-pool.ts';
 import type { DynamicBatching, ModelConfig } from '../../engine/model-config.ts';
-import type { ExecuteResult, ExecutionInstance, ExecutionTiming, StatsSink } from '../../engine/scheduler.ts';
+import type { StatsSink } from '../../engine/scheduler.ts';
 import { StatusError, unsupported } from '../../engine/status.ts';
+import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const US = 1000n;
-const TIMING: ExecutionTiming = { computeInputNs: 1, computeInferNs: 2, computeOutputNs: 3 };
-const flush = () => new Promise<void>((r) => setImmediate(r));
-
-/** Time that only moves when the test says so; timers fire in time order. */
-class FakeClock implements Clock {
-  now = 1_000_000n;
-  private timers: Array<{ at: bigint; fn: () => void; live: boolean }> = [];
-  nowNs(): bigint {
-    return this.now;
-  }
-  setTimer(fn: () => void, delayNs: bigint) {
-    const t = { at: this.now + delayNs, fn, live: true };
-    this.timers.push(t);
-    return { cancel: () => void (t.live = false) };
-  }
-  async advance(ns: bigint): Promise<void> {
-    const target = this.now + ns;
-    for (;;) {
-      const due = this.timers.filter((t) => t.live && t.at <= target).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
-      if (!due) break;
-      due.live = false;
-      this.now = due.at;
-      due.fn();
-      await flush();
-    }
-    this.now = target;
-    await flush();
-  }
-}
-
-/** Records the batches it is given; each finishes when the test calls complete() or fail(). */
-class FakeInstance implements ExecutionInstance {
-  batches: string[][] = [];
-  private running: Array<{ requests: InferRequest[]; resolve: (r: ExecuteResult) => void; reject: (e: unknown) => void }> = [];
-  constructor(readonly name: string) {}
-  execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    this.batches.push(requests.map((r) => r.id!));
-    return new Promise((resolve, reject) => this.running.push({ requests, resolve, reject }));
-  }
-  busy(): boolean {
-    return this.running.length > 0;
-  }
-  async complete(): Promise<void> {
-    const run = this.running.shift()!;
-    run.resolve({
-      responses: run.requests.map((r): InferResponse => ({ modelName: r.modelName, modelVersion: '1', id: r.id, outputs: [] })),
-      timing: TIMING,
-    });
-    await flush();
-  }
-  async fail(err: unknown): Promise<void> {
-    this.running.shift()!.reject(err);
-    await flush();
-  }
-}
 
 class Stats implements StatsSink {
   queuedNs: number[] = [];

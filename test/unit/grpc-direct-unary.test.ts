@@ -6,10 +6,11 @@
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GrpcStatus, TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { DirectUnaryChannel } from '../../client/grpc-direct-unary.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
+import { EngineClient } from '../../gateway/engine-client.ts';
 
 const SOCK = path.join(os.tmpdir(), `direct-unary-${process.pid}.sock`);
 let seenTraceparent: string | undefined;
@@ -154,5 +155,30 @@ describe('direct ModelInfer client', () => {
   it('takes host:port, [v6]:port and unix: targets, and leaves other schemes to grpc-js', () => {
     expect(['127.0.0.1:8001', 'engine.svc:8001', '[::1]:8001', 'unix:/tmp/e.sock'].every(DirectUnaryChannel.accepts)).toBe(true);
     expect(['dns:///engine:8001', 'unix-abstract:x', 'engine'].some(DirectUnaryChannel.accepts)).toBe(false);
+  });
+});
+
+describe('the gateway\'s engine client', () => {
+  it('calls ModelInfer directly, and through grpc-js with GATEWAY_GRPC_DIRECT_INFER=0', async () => {
+    const spy = vi.spyOn(DirectUnaryChannel.prototype, 'call');
+    const run = async () => {
+      const e = new EngineClient(`127.0.0.1:${port}`);
+      try {
+        const res = await e.infer(REQ, 'fn', 5000);
+        expect([...res.raw_output_contents![0]!]).toEqual([3, 2, 1]);
+      } finally {
+        e.close();
+      }
+    };
+    try {
+      await run();
+      expect(spy).toHaveBeenCalledTimes(1);
+      process.env.GATEWAY_GRPC_DIRECT_INFER = '0';
+      await run();
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      delete process.env.GATEWAY_GRPC_DIRECT_INFER;
+      spy.mockRestore();
+    }
   });
 });

@@ -3,57 +3,10 @@
 // delay, idle release by the clock, all without sleeping.
 import { describe, expect, it } from 'vitest';
 import { SequenceBatchScheduler } from '../../engine/sequence-batch-scheduler.ts';
-import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
+import type { InferRequest } from '../../engine/infer-request.ts';
 import type { ModelConfig } from '../../engine/model-config.ts';
-import type { Clock } from '../../engine/scheduler-queue.ts';
-import type { ExecuteResult, ExecutionInstance, StatsSink } from '../../engine/scheduler.ts';
-
-const flush = () => new Promise<void>((r) => setImmediate(r));
-
-class FakeClock implements Clock {
-  now = 1_000_000n;
-  private timers: Array<{ at: bigint; fn: () => void; live: boolean }> = [];
-  nowNs(): bigint {
-    return this.now;
-  }
-  setTimer(fn: () => void, delayNs: bigint) {
-    const t = { at: this.now + delayNs, fn, live: true };
-    this.timers.push(t);
-    return { cancel: () => void (t.live = false) };
-  }
-  async advance(ns: bigint): Promise<void> {
-    const target = this.now + ns;
-    for (;;) {
-      const due = this.timers.filter((t) => t.live && t.at <= target).sort((a, b) => (a.at < b.at ? -1 : 1))[0];
-      if (!due) break;
-      due.live = false;
-      this.now = due.at;
-      due.fn();
-      await flush();
-    }
-    this.now = target;
-    await flush();
-  }
-}
-
-/** Records batches as "id" lists; finishes each when the test says. */
-class FakeInstance implements ExecutionInstance {
-  batches: string[][] = [];
-  private running: Array<{ requests: InferRequest[]; resolve: (r: ExecuteResult) => void }> = [];
-  constructor(readonly name: string) {}
-  execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    this.batches.push(requests.map((r) => r.id!));
-    return new Promise((resolve) => this.running.push({ requests, resolve }));
-  }
-  async complete(): Promise<void> {
-    const run = this.running.shift()!;
-    run.resolve({
-      responses: run.requests.map((r): InferResponse => ({ modelName: 'm', modelVersion: '1', id: r.id, outputs: [] })),
-      timing: { computeInputNs: 1, computeInferNs: 1, computeOutputNs: 1 },
-    });
-    await flush();
-  }
-}
+import type { StatsSink } from '../../engine/scheduler.ts';
+import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const stats: StatsSink = { queued() {}, executed() {}, succeeded() {}, failed() {} };
 const config = (sb: Record<string, unknown>): ModelConfig =>
