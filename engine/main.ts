@@ -1,8 +1,8 @@
 // `npm run engine -- --model-repository=DIR ...`: the engine process.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests, unload, exit 0.
-import { parseEngineArgs } from './cli-options.ts';
-import { startEngine } from './server.ts';
-import { log, setLogVerbose } from './trace.ts';
+import { parseEngineArgs } from './server/cli-options.ts';
+import { startEngine } from './server/server.ts';
+import { log, setLogVerbose } from '../common/logger.ts';
 
 async function main(): Promise<void> {
   let opts;

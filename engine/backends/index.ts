@@ -1,8 +1,8 @@
 // The built-in backends, registered by name.
-import { registerBackend } from '../backend.ts';
-import { onnxruntimeBackend } from './onnxruntime-backend.ts';
-import { jsBackend } from './js-backend.ts';
-import { ensembleBackend } from './ensemble-backend.ts';
+import { registerBackend } from '../api/backend.ts';
+import { onnxruntimeBackend } from './onnxruntime/onnxruntime-backend.ts';
+import { jsBackend } from './js/js-backend.ts';
+import { ensembleBackend } from './ensemble/ensemble-backend.ts';
 import { pythonBackend } from './python/python-backend.ts';
 
 let done = false;

@@ -4,7 +4,7 @@
 // callback URL goes on to delivering (attempts to POST the result) and ends
 // delivered, or dead when the attempts ran out. A job whose runner died, or
 // whose run met a retryable error (engine unavailable), goes back to queued.
-import { checkTransition, type TransitionTable } from '../../protocol/lifecycle.ts';
+import { checkTransition, type TransitionTable } from '../../common/lifecycle.ts';
 
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'delivering', 'delivered', 'dead'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -12,7 +12,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW, widenConnectionWindows, widenSettings } from '../../engine/grpc/grpc-http2-window.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW, widenConnectionWindows, widenSettings } from '../../engine/frontends/grpc/grpc-http2-window.ts';
 
 const [mode, portArg] = process.argv.slice(2);
 const port = Number(portArg);
@@ -22,7 +22,7 @@ const reply = Buffer.alloc(48, 7);
 const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, reply.byteLength]), reply]);
 
 function h2(): void {
-  // The engine's HTTP/2 settings (engine/grpc/grpc-http2-window.ts), so only the server code differs.
+  // The engine's HTTP/2 settings (engine/frontends/grpc/grpc-http2-window.ts), so only the server code differs.
   const server = http2.createServer({ settings: { maxFrameSize: MAX_FRAME_SIZE, initialWindowSize: STREAM_WINDOW } });
   server.on('session', (session) => session.setLocalWindowSize(CONNECTION_WINDOW));
   server.on('stream', (stream) => {

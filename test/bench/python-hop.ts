@@ -12,8 +12,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startEngine } from '../../engine/server.ts';
-import { setQuiet } from '../../engine/trace.ts';
+import { startEngine } from '../../engine/server/server.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { f32Bytes, protoLoaderClient, ROOT } from '../integration/helpers.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { PY_PIPELINE_CONFIG } from '../fixtures/test-models.ts';

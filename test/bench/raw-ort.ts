@@ -3,10 +3,10 @@
 // engine's own layout: one session per instance, intra-op 1, spinning off),
 // and the latency of session.run on this thread for the per-request overhead.
 import * as ort from 'onnxruntime-node';
-import { spawnWorker } from '../../engine/backends/spawn-worker.ts';
+import { spawnWorker } from '../../engine/backends/onnxruntime/spawn-worker.ts';
 import { newHistogram, recordMs, summarize, type LoadResult } from './load-generator.ts';
 
-/** The engine's session options for intra/inter-op 1 and no spinning (engine/backends/onnxruntime-backend.ts). */
+/** The engine's session options for intra/inter-op 1 and no spinning (engine/backends/onnxruntime/onnxruntime-backend.ts). */
 export const SESSION_OPTIONS = {
   intraOpNumThreads: 1,
   interOpNumThreads: 1,

@@ -174,7 +174,7 @@ export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | und
     '`test/bench/floor-server.ts` reads each request body, discards it and answers a fixed small reply: `node:http2` alone answering like a unary gRPC call (with the engine\'s HTTP/2 frame and window settings), `@grpc/grpc-js`\'s server with a pass-through handler (no protobuf), `node:http`. ' +
       'Same bodies, clients, connections and windows as the engine rows, in the same run; its process CPU (all threads) over the window divided by the requests the client counted as succeeded (h2load: HTTP 2xx, each gRPC body first checked once for grpc-status 0; wrk: 2xx). ' +
       'The part of an engine figure at or below its floor is what Node spends receiving and answering that request on that protocol, before any engine code. ' +
-      'The engine answers unary ModelInfer on node:http2 itself (engine/grpc/grpc-direct-infer.ts), so node:http2 is the floor of its gRPC rows; the grpc-js floor is what the same call costs when grpc-js serves it (stock grpc-js, which also assembles each large message into a fresh buffer, so on large bodies it can lie above the engine).',
+      'The engine answers unary ModelInfer on node:http2 itself (engine/frontends/grpc/grpc-direct-infer.ts), so node:http2 is the floor of its gRPC rows; the grpc-js floor is what the same call costs when grpc-js serves it (stock grpc-js, which also assembles each large message into a fresh buffer, so on large bodies it can lie above the engine).',
     '',
   );
   out.push(floorsTable(rows, floors));

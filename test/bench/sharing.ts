@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startEngine, type RunningEngine } from '../../engine/server.ts';
+import { startEngine, type RunningEngine } from '../../engine/server/server.ts';
 import { buildSlowModel } from '../fixtures/test-models.ts';
 
 const { values } = parseArgs({ options: { 'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' }, reps: { type: 'string', default: '3' } } });

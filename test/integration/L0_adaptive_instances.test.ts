@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { buildSlowModel } from '../fixtures/test-models.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 

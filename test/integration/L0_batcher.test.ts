@@ -6,8 +6,8 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferResponse, type Parameters } from '../../client/grpc-client.ts';
-import type { RunningEngine } from '../../engine/server.ts';
-import type { ModelStatistics } from '../../engine/server-api.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import type { ModelStatistics } from '../../engine/api/server-api.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { f32Bytes, grpcError, maxAbsDiff, removeDir, seededFloats, startTestEngine, tempRepo, toF32 } from './helpers.ts';
 

@@ -3,7 +3,7 @@
 // status lists none, unregister of an unknown name (or all) succeeds.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, type ProtoClient } from './helpers.ts';
 
 const CUDA = '/v2/cudasharedmemory';

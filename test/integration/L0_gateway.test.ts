@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
-import { startEngine } from '../../engine/server.ts';
+import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../gateway/trace.ts';
 import { makeJpeg, makeLargeJpeg } from '../fixtures/images.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../../native/index.ts';
-import { startEngine } from '../../engine/server.ts';
+import { startEngine } from '../../engine/server/server.ts';
 import { RedisLeaseStore } from '../../gateway/redis-lease-store.ts';
 import { setQuiet } from '../../gateway/trace.ts';
 import { makeLargeJpeg } from '../fixtures/images.ts';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { messageType } from '../../protocol/index.ts';
 import {
   decodeBytesTensor,

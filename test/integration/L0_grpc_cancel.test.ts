@@ -1,12 +1,12 @@
 // A gRPC client that goes away mid-request aborts the engine request's
-// signal (the frontend's RequestCancel, engine/cancel-signal.ts), so a queued
+// signal (the frontend's RequestCancel, engine/api/cancel-signal.ts), so a queued
 // request is dropped; one answered normally is never marked aborted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGrpcServer } from '../../engine/grpc/grpc-server.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
-import type { ServerApi } from '../../engine/server-api.ts';
-import type { RunningEngine } from '../../engine/server.ts';
-import { cancelled } from '../../engine/status.ts';
+import { startGrpcServer } from '../../engine/frontends/grpc/grpc-server.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
+import type { ServerApi } from '../../engine/api/server-api.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { cancelled } from '../../engine/api/status.ts';
 import { i32Bytes, protoLoaderClient, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 let repo: string;

@@ -1,4 +1,4 @@
-// Unary ModelInfer served straight on node:http2 (engine/grpc/grpc-direct-infer.ts)
+// Unary ModelInfer served straight on node:http2 (engine/frontends/grpc/grpc-direct-infer.ts)
 // must look, on the wire, exactly like grpc-js serving it: the same cases are
 // sent as raw HTTP/2 to an engine with the direct path and to one without it
 // (ENGINE_GRPC_DIRECT_INFER=0), and the answers (status, headers, trailers,
@@ -9,10 +9,10 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
-import type { RunningEngine } from '../../engine/server.ts';
-import { installDirectInfer, MessageReader, MODEL_INFER_PATH } from '../../engine/grpc/grpc-direct-infer.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { installDirectInfer, MessageReader, MODEL_INFER_PATH } from '../../engine/frontends/grpc/grpc-direct-infer.ts';
 import { messageType } from '../../protocol/index.ts';
-import type { ServerApi } from '../../engine/server-api.ts';
+import type { ServerApi } from '../../engine/api/server-api.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
 
 let repo: string;

@@ -1,13 +1,13 @@
 // The engine's gRPC listener advertises large HTTP/2 frames and windows
-// (engine/grpc/grpc-http2-window.ts), so a client can send a big tensor
+// (engine/frontends/grpc/grpc-http2-window.ts), so a client can send a big tensor
 // inline without a WINDOW_UPDATE stall every 64 KiB. Checked from a raw
 // node:http2 session: the SETTINGS the server sent and the connection window
 // it opened. (That large inline tensors still arrive intact over these
 // windows is L0_inline_receive's job.)
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../engine/grpc/grpc-http2-window.ts';
-import type { RunningEngine } from '../../engine/server.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../engine/frontends/grpc/grpc-http2-window.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 let repo: string;

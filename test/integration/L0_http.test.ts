@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEngine } from '../../engine/server.ts';
-import { startHttpServer } from '../../engine/http/http-server.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
-import type { ServerApi } from '../../engine/server-api.ts';
-import { cancelled } from '../../engine/status.ts';
+import { startEngine } from '../../engine/server/server.ts';
+import { startHttpServer } from '../../engine/frontends/http/http-server.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
+import type { ServerApi } from '../../engine/api/server-api.ts';
+import { cancelled } from '../../engine/api/status.ts';
 import { writeTestRepository } from '../fixtures/test-models.ts';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;

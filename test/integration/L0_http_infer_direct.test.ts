@@ -1,13 +1,13 @@
 // The direct node:http path for POST /v2/models/{m}[/versions/{v}]/infer
-// (engine/http/direct-infer.ts) against the Hono route it stands in for:
+// (engine/frontends/http/direct-infer.ts) against the Hono route it stands in for:
 // each request target answered over real HTTP the way the Hono app answers
 // it, the request targets it leaves to Hono, body limits, bad binary
 // headers, and clients that go away mid-body.
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApp, startHttpServer, type RunningServer } from '../../engine/http/http-server.ts';
-import type { RunningEngine } from '../../engine/server.ts';
+import { createHttpApp, startHttpServer, type RunningServer } from '../../engine/frontends/http/http-server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
 
 let repo: string;

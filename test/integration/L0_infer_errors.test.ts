@@ -3,7 +3,7 @@
 // with messages naming the tensor or model at fault; the engine stays up.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import {
   encodeBytesTensor,
   f32Bytes,

@@ -1,4 +1,4 @@
-// Large inline tensors through the receive pool (engine/receive-pool.ts):
+// Large inline tensors through the receive pool (engine/frontends/grpc/receive-pool.ts):
 // many concurrent clip_encoder_model requests with distinct inputs, over gRPC
 // (pooled grpc-js decoder) and HTTP (binary extension), in two rounds so the
 // second runs on reused buffers. Every answer must equal a direct
@@ -7,8 +7,8 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
-import { freeCount } from '../../engine/receive-pool.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { freeCount } from '../../engine/frontends/grpc/receive-pool.ts';
 import { f32Bytes, maxAbsDiff, protoLoaderClient, removeDir, seededFloats, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
 
 const CLIP = 'clip_encoder_model';

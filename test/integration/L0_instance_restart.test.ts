@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Worker } from 'node:worker_threads';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
-import type { RunningEngine } from '../../engine/server.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
 
 let dir: string;
 let eng: RunningEngine;

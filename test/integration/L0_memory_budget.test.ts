@@ -7,7 +7,7 @@
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
 import { httpJson, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferResponse, type Parameters } from '../../client/grpc-client.ts';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { f32Bytes, grpcError, httpJson, removeDir, startTestEngine, tempRepo, toF32 } from './helpers.ts';
 

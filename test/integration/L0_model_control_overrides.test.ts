@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { ENS_ECHO_CONFIG, JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
 

@@ -7,8 +7,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
-import { usableGpuCount } from '../../engine/gpu-info.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { usableGpuCount } from '../../engine/config/gpu-info.ts';
 import {
   BROKEN_MODEL_ERROR,
   SIMPLE_CONFIG,

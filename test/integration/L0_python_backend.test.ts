@@ -9,7 +9,7 @@ import {
   encodeBytesTensor, decodeBytesTensor, type ProtoClient,
 } from './helpers.ts';
 import { pythonRepo, pythonShmEntries, processAlive } from './python-support.ts';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { removeDir, startTestEngine } from './helpers.ts';
 import { pythonRepo } from './python-support.ts';
-import type { RunningEngine } from '../../engine/server.ts';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 let venv: string;
 let repo: string;

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { makeJpeg } from '../fixtures/images.ts';
 import { BUNDLED_REPO, protoLoaderClient, removeDir, startTestEngine, toF32, type ProtoClient } from './helpers.ts';

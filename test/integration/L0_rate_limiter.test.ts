@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EngineOptions, RunningEngine } from '../../engine/server.ts';
+import type { EngineOptions, RunningEngine } from '../../engine/server/server.ts';
 import { f32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 const LOG = `__rateLimiterLog_${process.pid}`;

@@ -7,8 +7,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
 import { JS_ECHO_CONFIG } from '../fixtures/test-models.ts';
 import { Redis } from 'ioredis';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';

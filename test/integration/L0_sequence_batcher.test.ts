@@ -5,7 +5,7 @@
 // stream, backlog when every slot is taken, restart, idle release and the
 // missing-ID error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { writeAccumulator } from '../fixtures/test-models.ts';
 import { decodeBytesTensor, f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, toI32, type ProtoClient } from './helpers.ts';
 

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
 import { liveMappings, shmOpen, shmClose, shmTruncate } from '../../native/index.ts';
 import {

@@ -5,7 +5,7 @@
 // --allow-client-shm=false refusing registration (HTTP and gRPC).
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningEngine } from '../../engine/server.ts';
+import type { RunningEngine } from '../../engine/server/server.ts';
 import { liveMappings } from '../../native/index.ts';
 import {
   createSharedMemoryRegion,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { startEngine, type EngineOptions, type RunningEngine } from '../../engine/server.ts';
+import { startEngine, type EngineOptions, type RunningEngine } from '../../engine/server/server.ts';
 import { writeTestRepository } from '../fixtures/test-models.ts';
 import { freePort } from '../fixtures/net.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequestCancel, type CancelSignal } from '../../engine/cancel-signal.ts';
+import { RequestCancel, type CancelSignal } from '../../engine/api/cancel-signal.ts';
 
 describe('RequestCancel', () => {
   it('runs each listener once on abort, in order, and none added later', () => {

@@ -1,7 +1,7 @@
 // Triton's flags: both `--flag=value` and `--flag value`, defaults, and errors
 // that name the flag.
 import { describe, expect, it } from 'vitest';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 describe('parseEngineArgs', () => {
   it("uses Triton's defaults", () => {

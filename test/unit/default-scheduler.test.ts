@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DefaultScheduler } from '../../engine/default-scheduler.ts';
-import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
-import { InstancePool } from '../../engine/instance-pool.ts';
-import type { StatsSink } from '../../engine/scheduler.ts';
-import { StatusError } from '../../engine/status.ts';
+import { DefaultScheduler } from '../../engine/scheduling/default-scheduler.ts';
+import type { InferRequest, InferResponse } from '../../engine/api/infer-request.ts';
+import { InstancePool } from '../../engine/scheduling/instance-pool.ts';
+import type { StatsSink } from '../../engine/api/scheduler.ts';
+import { StatusError } from '../../engine/api/status.ts';
 import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 class Stats implements StatsSink {

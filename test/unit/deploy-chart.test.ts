@@ -13,7 +13,7 @@ import { renderChart, type RenderedObject } from '../../deploy/tools/render-char
 import { validateK8sObject } from '../../deploy/tools/k8s-validate.ts';
 import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 const require = createRequire(import.meta.url);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -141,7 +141,7 @@ describe('chart modes', () => {
     const rule = (parse(fs.readFileSync(path.join(ROOT, 'deploy/prometheus-adapter/rules.yaml'), 'utf8')) as Obj).rules.custom[0];
     expect(m.pods.metric.name).toBe(rule.name.as);
     expect(rule.metricsQuery).toMatch(/rate\(nv_inference_queue_duration_us\{.*\/.*rate\(nv_inference_request_success\{/s);
-    const metricsSrc = fs.readFileSync(path.join(ROOT, 'engine/metrics.ts'), 'utf8');
+    const metricsSrc = fs.readFileSync(path.join(ROOT, 'engine/frontends/metrics/metrics.ts'), 'utf8');
     for (const name of ['nv_inference_queue_duration_us', 'nv_inference_request_success']) expect(metricsSrc).toContain(`'${name}'`);
     expect(d.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu']).toBe('1');
   });

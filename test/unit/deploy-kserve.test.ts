@@ -8,7 +8,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../deploy/tools/k8s-validate.ts';
 import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from '../../deploy/tools/kserve-schema.ts';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 type Obj = Record<string, any>;

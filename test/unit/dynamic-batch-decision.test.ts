@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from '../../engine/dynamic-batch-decision.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
+import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from '../../engine/scheduling/dynamic-batch-decision.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
 
 const US = 1000n;
 /** n requests of batch size 1, key 'a', enqueued at t (ns) each. */

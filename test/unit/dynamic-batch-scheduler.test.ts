@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DynamicBatchScheduler } from '../../engine/dynamic-batch-scheduler.ts';
-import type { InferRequest, InferResponse } from '../../engine/infer-request.ts';
-import { InstancePool } from '../../engine/instance-pool.ts';
-import type { DynamicBatching, ModelConfig } from '../../engine/model-config.ts';
-import type { StatsSink } from '../../engine/scheduler.ts';
-import { StatusError, unsupported } from '../../engine/status.ts';
+import { DynamicBatchScheduler } from '../../engine/scheduling/dynamic-batch-scheduler.ts';
+import type { InferRequest, InferResponse } from '../../engine/api/infer-request.ts';
+import { InstancePool } from '../../engine/scheduling/instance-pool.ts';
+import type { DynamicBatching, ModelConfig } from '../../engine/api/model-config.ts';
+import type { StatsSink } from '../../engine/api/scheduler.ts';
+import { StatusError, unsupported } from '../../engine/api/status.ts';
 import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const US = 1000n;

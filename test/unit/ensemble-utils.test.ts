@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseModelConfigText } from '../../engine/model-config-parser.ts';
-import { normalizeModelConfig } from '../../engine/model-config-utils.ts';
-import { buildEnsemblePlan, nextReadySteps, ENSEMBLE_INPUT, type EnsemblePlan } from '../../engine/ensemble-utils.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import { parseModelConfigText } from '../../engine/config/model-config-parser.ts';
+import { normalizeModelConfig } from '../../engine/config/model-config-utils.ts';
+import { buildEnsemblePlan, nextReadySteps, ENSEMBLE_INPUT, type EnsemblePlan } from '../../engine/config/ensemble-utils.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 function model(name: string, text: string): ModelConfig {
   const file = `${name}/config.pbtxt`;

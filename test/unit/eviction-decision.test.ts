@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chooseEvictions, parseBudget, type EvictionCandidate } from '../../engine/eviction-decision.ts';
-import { MemoryBudget } from '../../engine/model-memory-budget.ts';
+import { chooseEvictions, parseBudget, type EvictionCandidate } from '../../engine/sharing/eviction-decision.ts';
+import { MemoryBudget } from '../../engine/sharing/model-memory-budget.ts';
 
 const c = (name: string, bytes: number, lastUsedMs: number, extra: Partial<EvictionCandidate> = {}): EvictionCandidate => ({
   name, bytes, lastUsedMs, busy: false, pinned: false, ...extra,

@@ -7,11 +7,11 @@
 // default 20000 there) runs them longer.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseModelConfigText } from '../../engine/model-config-parser.ts';
-import { parseInferRequest } from '../../engine/http/infer-json.ts';
-import { jsonToTensorBytes } from '../../engine/http/tensor-json.ts';
-import { parseShmParams } from '../../engine/request-parameters.ts';
-import { StatusError } from '../../engine/status.ts';
+import { parseModelConfigText } from '../../engine/config/model-config-parser.ts';
+import { parseInferRequest } from '../../engine/frontends/http/infer-json.ts';
+import { jsonToTensorBytes } from '../../engine/frontends/http/tensor-json.ts';
+import { parseShmParams } from '../../engine/api/request-parameters.ts';
+import { StatusError } from '../../engine/api/status.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
 import { bytesInput, jsonBodyInputs, multipartBodyInputs } from '../../gateway/payload-codec.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IllegalTransition } from '../../protocol/lifecycle.ts';
+import { IllegalTransition } from '../../common/lifecycle.ts';
 import { Redis } from 'ioredis';
 import type { JobQueue } from '../../gateway/jobs/job-queue.ts';
 import { JobCallError, JobRunner } from '../../gateway/jobs/job-runner.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { assembleBody, BinaryInputReader, splitBody } from '../../engine/http/binary-extension.ts';
-import { encodeInferResponse, parseInferRequest } from '../../engine/http/infer-json.ts';
-import type { InferResponse } from '../../engine/infer-request.ts';
+import { assembleBody, BinaryInputReader, splitBody } from '../../engine/frontends/http/binary-extension.ts';
+import { encodeInferResponse, parseInferRequest } from '../../engine/frontends/http/infer-json.ts';
+import type { InferResponse } from '../../engine/api/infer-request.ts';
 
 const i32 = (...v: number[]) => new Uint8Array(new Int32Array(v).buffer);
 /** Copy first: Buffer#slice is a view over a pooled ArrayBuffer. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { flattenData, jsonToTensorBytes, tensorBytesToJson } from '../../engine/http/tensor-json.ts';
-import { deserializeBytes, fp16ToNumber, serializeBytes } from '../../engine/datatypes.ts';
-import { StatusError } from '../../engine/status.ts';
+import { flattenData, jsonToTensorBytes, tensorBytesToJson } from '../../engine/frontends/http/tensor-json.ts';
+import { deserializeBytes, fp16ToNumber, serializeBytes } from '../../engine/api/datatypes.ts';
+import { StatusError } from '../../engine/api/status.ts';
 
 const errOf = (f: () => unknown): StatusError => {
   try {

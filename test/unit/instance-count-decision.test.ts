@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstanceWindow, type Streak } from '../../engine/instance-count-decision.ts';
+import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstanceWindow, type Streak } from '../../engine/sharing/instance-count-decision.ts';
 
 const policy = { ...DEFAULT_INSTANCE_POLICY, cores: 4, freeBytes: Infinity, idleCores: 4 };
 const hot = (name: string, extra: Partial<InstanceWindow> = {}): InstanceWindow => ({

@@ -1,12 +1,12 @@
-// The one lifecycle helper (protocol/lifecycle.ts) and its users: model
+// The one lifecycle helper (common/lifecycle.ts) and its users: model
 // versions, region leases and async jobs move only along their tables and
 // fail with one kind of error naming "from X to Y".
 import { describe, expect, it } from 'vitest';
-import { MODEL_TRANSITIONS, ModelVersion } from '../../engine/model-lifecycle.ts';
-import { toStatusError } from '../../engine/status.ts';
+import { MODEL_TRANSITIONS, ModelVersion } from '../../engine/repository/model-lifecycle.ts';
+import { toStatusError } from '../../engine/api/status.ts';
 import { transition as jobTransition } from '../../gateway/jobs/job-state.ts';
 import { leaseTransition } from '../../gateway/region-lease.ts';
-import { checkTransition, IllegalTransition, Lifecycle } from '../../protocol/lifecycle.ts';
+import { checkTransition, IllegalTransition, Lifecycle } from '../../common/lifecycle.ts';
 
 type S = 'a' | 'b' | 'c';
 const TABLE = { a: ['b'], b: ['c', 'a'], c: [] } as const satisfies Record<S, readonly S[]>;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMetricsRegistry, startMetricsServer } from '../../engine/metrics.ts';
-import type { ModelStatistics, ServerApi } from '../../engine/server-api.ts';
+import { createMetricsRegistry, startMetricsServer } from '../../engine/frontends/metrics/metrics.ts';
+import type { ModelStatistics, ServerApi } from '../../engine/api/server-api.ts';
 
 const d = (count: number, ns: number) => ({ count, ns });
 function stats(name: string, version: string, n: number): ModelStatistics {

@@ -4,8 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { effectiveBackendName, inferBackendFromFiles, loadModelConfig, readRawConfig } from '../../engine/model-config-loader.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import { effectiveBackendName, inferBackendFromFiles, loadModelConfig, readRawConfig } from '../../engine/config/model-config-loader.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 import { buildSimpleFp32Batch } from '../fixtures/test-models.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), `cfg-loader-${process.pid}-`));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseModelConfigText, parsePbtxt } from '../../engine/model-config-parser.ts';
+import { parseModelConfigText, parsePbtxt } from '../../engine/config/model-config-parser.ts';
 import { messageType, TO_OBJECT } from '../../protocol/index.ts';
-import { StatusError } from '../../engine/status.ts';
+import { StatusError } from '../../engine/api/status.ts';
 
 const SEED = `name: "search_pipeline_ensemble"
 platform: "ensemble"

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseModelConfigText } from '../../engine/model-config-parser.ts';
+import { parseModelConfigText } from '../../engine/config/model-config-parser.ts';
 import {
   normalizeModelConfig, modelTensorShape, type IOInfo, type NormalizeOptions,
-} from '../../engine/model-config-utils.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+} from '../../engine/config/model-config-utils.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const FILE = 'simple/config.pbtxt';
 const opts = (o: Partial<NormalizeOptions> = {}): NormalizeOptions => ({ modelName: 'simple', file: FILE, strict: true, ...o });

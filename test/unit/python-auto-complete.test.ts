@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mergeAutoComplete } from '../../engine/backends/python/auto-complete.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const base = (): ModelConfig =>
   ({ name: 'm', backend: 'python', max_batch_size: 0, input: [{ name: 'A', data_type: 'TYPE_INT32', dims: [2] }], output: [] }) as ModelConfig;

@@ -3,8 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveInterpreter } from '../../engine/backends/python/interpreter.ts';
-import { parseBackendConfig } from '../../engine/cli-options.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import { parseBackendConfig } from '../../engine/server/cli-options.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const cfg = (envPath?: string): ModelConfig =>
   ({ name: 'm', max_batch_size: 0, input: [], output: [], parameters: envPath ? { EXECUTION_ENV_PATH: { string_value: envPath } } : {} }) as ModelConfig;

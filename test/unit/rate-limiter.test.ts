@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseResourceFlag, pickNext, resourceCapacities, type Waiting } from '../../engine/rate-limiter-decision.ts';
-import { RateLimiter } from '../../engine/rate-limiter.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
-import type { ExecuteResult, ExecutionInstance } from '../../engine/scheduler.ts';
+import { parseResourceFlag, pickNext, resourceCapacities, type Waiting } from '../../engine/sharing/rate-limiter-decision.ts';
+import { RateLimiter } from '../../engine/sharing/rate-limiter.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
+import type { ExecuteResult, ExecutionInstance } from '../../engine/api/scheduler.ts';
 
 const need = (name: string, count: number, global = false) => ({ name, count, global });
 

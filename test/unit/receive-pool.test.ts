@@ -1,12 +1,12 @@
-// The receive pool (engine/receive-pool.ts) and the pooled gRPC message
-// decoder (engine/grpc/grpc-message-decoder.ts): buffers are reused only
+// The receive pool (engine/frontends/grpc/receive-pool.ts) and the pooled gRPC message
+// decoder (engine/frontends/grpc/grpc-message-decoder.ts): buffers are reused only
 // after release, and messages split at any byte boundary decode exactly as
 // grpc-js's own decoder assembles them.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freeCount, POOLED_MAX_BYTES, POOLED_MIN_BYTES, release, take } from '../../engine/receive-pool.ts';
-import { installPooledDecoder } from '../../engine/grpc/grpc-message-decoder.ts';
+import { freeCount, POOLED_MAX_BYTES, POOLED_MIN_BYTES, release, take } from '../../engine/frontends/grpc/receive-pool.ts';
+import { installPooledDecoder } from '../../engine/frontends/grpc/grpc-message-decoder.ts';
 
 const require = createRequire(import.meta.url);
 const { StreamDecoder } = require(path.join(path.dirname(require.resolve('@grpc/grpc-js')), 'stream-decoder.js')) as {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { LocalResponseCache, parseCacheConfig } from '../../engine/response-cache.ts';
-import { cacheKey, decodeTensors, encodeTensors } from '../../engine/response-cache-codec.ts';
-import { modelCacheable, requestCacheable } from '../../engine/cache-manager.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import { LocalResponseCache, parseCacheConfig } from '../../engine/sharing/response-cache.ts';
+import { cacheKey, decodeTensors, encodeTensors } from '../../engine/sharing/response-cache-codec.ts';
+import { modelCacheable, requestCacheable } from '../../engine/sharing/cache-manager.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
 const req = (data: number[]): InferRequest => ({

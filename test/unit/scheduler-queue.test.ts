@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SchedulerQueue } from '../../engine/scheduler-queue.ts';
-import { StatusError } from '../../engine/status.ts';
+import { SchedulerQueue } from '../../engine/scheduling/scheduler-queue.ts';
+import { StatusError } from '../../engine/api/status.ts';
 
 const US = 1000n;
 const names = (q: SchedulerQueue<string>) => q.ordered().map((e) => e.item);

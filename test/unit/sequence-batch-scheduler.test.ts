@@ -2,10 +2,10 @@
 // execution per sequence, direct pinning, oldest batching after the queue
 // delay, idle release by the clock, all without sleeping.
 import { describe, expect, it } from 'vitest';
-import { SequenceBatchScheduler } from '../../engine/sequence-batch-scheduler.ts';
-import type { InferRequest } from '../../engine/infer-request.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
-import type { StatsSink } from '../../engine/scheduler.ts';
+import { SequenceBatchScheduler } from '../../engine/scheduling/sequence-batch-scheduler.ts';
+import type { InferRequest } from '../../engine/api/infer-request.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
+import type { StatsSink } from '../../engine/api/scheduler.ts';
 import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const stats: StatsSink = { queued() {}, executed() {}, succeeded() {}, failed() {} };

@@ -1,8 +1,8 @@
 // The sequence batcher's config and request reading: strategy settings,
 // control values, correlation IDs and the tensors given to the model.
 import { describe, expect, it } from 'vitest';
-import { controlTensors, sequenceFlagsOf, sequenceSpecOf, withSequenceInputs } from '../../engine/sequence-config.ts';
-import type { ModelConfig } from '../../engine/model-config.ts';
+import { controlTensors, sequenceFlagsOf, sequenceSpecOf, withSequenceInputs } from '../../engine/config/sequence-config.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const config = (sb: Record<string, unknown>, maxBatch = 4): ModelConfig =>
   ({ name: 'm', max_batch_size: maxBatch, input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }], sequence_batching: sb }) as ModelConfig;

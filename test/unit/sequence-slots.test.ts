@@ -1,9 +1,9 @@
 // Slot bookkeeping of the sequence batcher: pinning, backlog, restart, END,
 // idle release, with times passed in (no sleeping).
 import { describe, expect, it } from 'vitest';
-import { SequenceSlots } from '../../engine/sequence-slots.ts';
-import { sequenceKey } from '../../engine/sequence-config.ts';
-import { StatusError } from '../../engine/status.ts';
+import { SequenceSlots } from '../../engine/scheduling/sequence-slots.ts';
+import { sequenceKey } from '../../engine/config/sequence-config.ts';
+import { StatusError } from '../../engine/api/status.ts';
 
 const mk = (pinned = true, perInstance = [2, 1]) => new SequenceSlots<{ n: number }>(perInstance, pinned);
 const admit = (t: SequenceSlots<{ n: number }>, id: number | string, start: boolean, end = false, now = 0n) =>

@@ -5,13 +5,13 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { liveMappings, shmClose, shmMap, shmOpen, shmTruncate, shmUnlinkIfExists, type ShmFd, type ShmMapping } from '../../native/index.ts';
-import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
-import { StatusError } from '../../engine/status.ts';
-import { log } from '../../engine/trace.ts';
+import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
+import { StatusError } from '../../engine/api/status.ts';
+import { log } from '../../common/logger.ts';
 
 const PREFIX = `tritonish-test-${process.pid}-mgr-`;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MANAGER_URL = new URL('../../engine/shared-memory-manager.ts', import.meta.url).href;
+const MANAGER_URL = new URL('../../engine/shm/shared-memory-manager.ts', import.meta.url).href;
 const INDEX_URL = new URL('../../native/index.ts', import.meta.url).href;
 let seq = 0;
 const newKey = () => `/${PREFIX}${seq++}`;

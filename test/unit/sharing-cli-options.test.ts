@@ -1,7 +1,7 @@
 // The flags for sharing the machine: response cache, rate limiter, memory
 // budget, on-demand mode.
 import { describe, expect, it } from 'vitest';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 describe('sharing flags', () => {
   it("reads --cache-config in Triton's form", () => {

@@ -12,7 +12,7 @@ import {
   setSharedMemoryRegion,
   type ShmRegionHandle,
 } from '../../client/shared-memory.ts';
-import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
+import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
 import { liveMappings, shmUnlinkIfExists } from '../../native/index.ts';
 
 const PREFIX = `tritonish-test-${process.pid}-client-`;

@@ -3,8 +3,8 @@
 // only; START_ENGINE_ARGS opens it up. Checked through the engine's own
 // flag parser and shm manager.
 import { describe, expect, it } from 'vitest';
-import { parseEngineArgs } from '../../engine/cli-options.ts';
-import { SharedMemoryManager } from '../../engine/shared-memory-manager.ts';
+import { parseEngineArgs } from '../../engine/server/cli-options.ts';
+import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
 import { startArgs } from '../../scripts/start-args.ts';
 
 /** The engine's own arguments: what follows its script (Node flags come before it). */
@@ -43,7 +43,7 @@ describe('npm start defaults', () => {
 
 describe('memory release after very large requests', () => {
   it('runs full GCs after a large request, none after small ones', async () => {
-    const { MemoryRelease } = await import('../../engine/memory-release.ts');
+    const { MemoryRelease } = await import('../../engine/sharing/memory-release.ts');
     const m = new MemoryRelease(10, 1000);
     m.note(999);
     await new Promise((r) => setTimeout(r, 50));

@@ -1,7 +1,7 @@
 // The one status module: Triton's HttpCodeFromError mapping and the wording
 // of a failed explicit load.
 import { describe, expect, it } from 'vitest';
-import { StatusError, failedLoad, httpStatusOf, invalidArg, type StatusCode } from '../../engine/status.ts';
+import { StatusError, failedLoad, httpStatusOf, invalidArg, type StatusCode } from '../../engine/api/status.ts';
 
 describe('httpStatusOf', () => {
   it("maps every code as Triton's HttpCodeFromError does", () => {

@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TraceManager, traceSettingsFromFlags } from '../../engine/trace-manager.ts';
-import { RequestTrace } from '../../engine/request-trace.ts';
-import { traceToJson } from '../../engine/trace-file-writer.ts';
+import { TraceManager, traceSettingsFromFlags } from '../../engine/tracing/trace-manager.ts';
+import { RequestTrace } from '../../engine/api/request-trace.ts';
+import { traceToJson } from '../../engine/tracing/trace-file-writer.ts';
 
 describe('traceSettingsFromFlags', () => {
   it("reads Triton's --trace-config forms", () => {

@@ -3,7 +3,7 @@
 // max_batch_size when the config left it 0, dynamic_batching and the
 // transaction policy when the config has none. What the config states wins,
 // as in Triton. Pure.
-import type { ModelConfig, ModelTensorConfig } from '../../model-config.ts';
+import type { ModelConfig, ModelTensorConfig } from '../../api/model-config.ts';
 
 /** Merge `completed` (the dict the stub sent back) into `config` in place; returns the field names it filled. */
 export function mergeAutoComplete(config: ModelConfig, completed: Record<string, unknown>): string[] {

@@ -2,9 +2,9 @@
 // run through BackendContext.infer (any model: ONNX, js, ensemble, python),
 // and its answer goes back as a `bls_reply` frame. Large outputs travel in a
 // new shm object the stub unlinks after reading.
-import type { BackendContext } from '../../backend.ts';
-import type { InferRequest, ParamValue } from '../../infer-request.ts';
-import { toStatusError } from '../../status.ts';
+import type { BackendContext } from '../../api/backend.ts';
+import type { InferRequest, ParamValue } from '../../api/infer-request.ts';
+import { toStatusError } from '../../api/status.ts';
 import type { StubFrame } from './stub-process.ts';
 import { decodeFromStub, encodeOwned, type WireTensor } from './tensor-transfer.ts';
 

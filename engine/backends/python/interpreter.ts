@@ -5,8 +5,8 @@
 // Triton's conda-pack archives (.tar.gz) are not unpacked here.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ModelConfig } from '../../model-config.ts';
-import { unavailable } from '../../status.ts';
+import type { ModelConfig } from '../../api/model-config.ts';
+import { unavailable } from '../../api/status.ts';
 
 /** The interpreter to spawn; throws UNAVAILABLE naming the setting when it points nowhere. */
 export function resolveInterpreter(config: ModelConfig, modelDir: string, backendConfig: Record<string, string> = {}): string {

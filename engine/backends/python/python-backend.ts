@@ -4,12 +4,12 @@
 // stub.py / triton_python_backend_utils.py for the Python side.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Backend, BackendContext, BackendModel } from '../../backend.ts';
-import { invalidArg } from '../../status.ts';
+import type { Backend, BackendContext, BackendModel } from '../../api/backend.ts';
+import { invalidArg } from '../../api/status.ts';
 import { PythonInstance } from './python-instance.ts';
 import { resolveInterpreter } from './interpreter.ts';
 import { sweepStaleShm } from './tensor-transfer.ts';
-import { log } from '../../trace.ts';
+import { log } from '../../../common/logger.ts';
 
 let instanceCounter = 0;
 let swept = false;

@@ -4,13 +4,13 @@
 // the engine; collects a decoupled model's streamed responses. A stub that
 // dies fails only the requests it held and is started again (initialize
 // included) on the next execute. execute() never runs twice at once (the pool).
-import type { BackendContext } from '../../backend.ts';
-import type { ExecuteResult, ExecutionInstance } from '../../scheduler.ts';
-import type { InferRequest, InferResponse, ParamValue } from '../../infer-request.ts';
+import type { BackendContext } from '../../api/backend.ts';
+import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
+import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
-import { StatusError, internal, toStatusError, unavailable, isStatusCode, type StatusCode } from '../../status.ts';
-import { log, tracer } from '../../trace.ts';
-import { isDecoupled } from '../../decoupled.ts';
+import { StatusError, internal, toStatusError, unavailable, isStatusCode, type StatusCode } from '../../api/status.ts';
+import { log, tracer } from '../../../common/logger.ts';
+import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
 import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';

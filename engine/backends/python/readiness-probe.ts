@@ -5,7 +5,7 @@
 // rules: an answer later than 5 s counts as not ready; a check made while an
 // earlier one is still unanswered waits on that same one instead of asking
 // the model again; an exception or a non-bool answer counts as not ready.
-import { log } from '../../trace.ts';
+import { log } from '../../../common/logger.ts';
 
 export const READINESS_TIMEOUT_MS = 5000;
 

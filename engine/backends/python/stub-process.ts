@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable, Duplex } from 'node:stream';
 import { FrameDecoder, encodeFrame } from './frame-codec.ts';
-import { log } from '../../trace.ts';
+import { log } from '../../../common/logger.ts';
 
 /** stub.py, shipped next to this file together with triton_python_backend_utils.py. */
 export const STUB_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), 'stub.py');

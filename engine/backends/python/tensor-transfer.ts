@@ -6,10 +6,10 @@
 // unlinked here. Every object name starts with the instance's prefix, so a
 // sweep removes whatever a killed stub left.
 import fs from 'node:fs';
-import type { Tensor } from '../../infer-request.ts';
-import type { InferInput } from '../../infer-request.ts';
-import { isDatatype } from '../../datatypes.ts';
-import { internal } from '../../status.ts';
+import type { Tensor } from '../../api/infer-request.ts';
+import type { InferInput } from '../../api/infer-request.ts';
+import { isDatatype } from '../../api/datatypes.ts';
+import { internal } from '../../api/status.ts';
 import { shmClose, shmMap, shmOpen, shmSize, shmTruncate, shmUnlinkIfExists, type ShmFd, type ShmMapping } from '../../../native/index.ts';
 
 /** Tensors up to this many bytes travel inline in the frame. */

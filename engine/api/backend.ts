@@ -1,0 +1,79 @@
+// Backends behind one lifecycle, registered by name (Triton's tritonbackend.h):
+// a backend turns a loaded model version into execution instances (or, for
+// ensembles, its own scheduler); finalize releases everything.
+import type { ModelConfig } from './model-config.ts';
+import type { Datatype } from './datatypes.ts';
+import type { ExecutionInstance, Scheduler, StatsSink } from './scheduler.ts';
+import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
+import type { InferRequest, InferResponse } from './infer-request.ts';
+import { unsupported } from './status.ts';
+
+/** Input/output metadata a backend reads from the model file itself. */
+export interface IOInfo {
+  name: string;
+  datatype: Datatype;
+  shape: number[];
+}
+
+export interface BackendContext {
+  modelName: string;
+  version: number;
+  /** <repo>/<model> */
+  modelDir: string;
+  /** <repo>/<model>/<version> */
+  versionDir: string;
+  config: ModelConfig;
+  shm: SharedMemoryManager;
+  /** Run a request on another model of this engine through its own scheduler (ensembles). */
+  infer: (request: InferRequest) => Promise<InferResponse>;
+  /** Normalized configs of the engine's other loaded models (ensembles). */
+  lookupConfig: (name: string, version: number) => ModelConfig | undefined;
+  /** Engine-wide backend settings by backend name (Triton's --backend-config=<backend>,<key>=<value>). */
+  backendConfig?: Record<string, Record<string, string>>;
+}
+
+export interface BackendModel {
+  /** Execution instances, for the instance pool / dynamic batcher. */
+  readonly instances: readonly ExecutionInstance[];
+  /** A backend that schedules its own requests (ensembles) returns its scheduler here. */
+  createScheduler?(stats: StatsSink): Scheduler;
+  /** The model file's own input/output metadata, for config auto-complete and checks. */
+  readonly io?: { inputs: IOInfo[]; outputs: IOInfo[] };
+  /** Approximate resident bytes (statistics memory_usage). */
+  memoryBytes?(): number;
+  /** Start one more execution instance (adaptive instance counts); backends that cannot omit it. */
+  addInstance?(): Promise<ExecutionInstance>;
+  /** Stop an instance addInstance (or load) made; it is idle and out of the pool. */
+  removeInstance?(instance: ExecutionInstance): Promise<void>;
+  /** A region was unregistered: drop any mapping of its key (worker-side caches). */
+  forgetShm?(key: string): void;
+  /** The model's own readiness check (a python model's is_ready()), asked on each ModelReady. */
+  isReady?(): Promise<boolean>;
+  finalize(): Promise<void>;
+}
+
+export interface Backend {
+  readonly name: string;
+  /** The model file name when the config gives none. */
+  readonly defaultModelFilename: string | string[];
+  load(ctx: BackendContext): Promise<BackendModel>;
+}
+
+const registry = new Map<string, Backend>();
+
+/** Register a backend under its name (the config's `backend`). */
+export function registerBackend(b: Backend): void {
+  registry.set(b.name, b);
+}
+
+/** The backend serving a normalized config. */
+export function backendFor(config: ModelConfig): Backend {
+  const key = config.platform === 'ensemble' ? 'ensemble' : (config.backend ?? '');
+  const b = registry.get(key);
+  if (!b) {
+    throw unsupported(
+      `model '${config.name}': unknown backend '${key || config.platform}' (available: ${[...registry.keys()].join(', ')})`,
+    );
+  }
+  return b;
+}

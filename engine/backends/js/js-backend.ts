@@ -1,0 +1,154 @@
+// The js backend: this project's answer to Triton's Python backend. A model is
+// `<version>/model.js` or `model.ts` exporting initialize / execute(requests)
+// / finalize over raw little-endian tensor bytes. It runs in the engine's
+// process and thread (no IPC per hop): execute must stay asynchronous (sharp,
+// I/O) or cheap, since it shares the event loop with the frontends. Loading
+// (bundling, where imports resolve, per-instance scope) is js-module-loader.ts;
+// initialize's ctx.infer lets a model call other models (like Triton's BLS).
+import path from 'node:path';
+import type { Backend, BackendContext, BackendModel } from '../../api/backend.ts';
+import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
+import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
+import { StatusError, invalidArg, internal, isStatusCode, type StatusCode } from '../../api/status.ts';
+import { fromConfigType, isDatatype, type Datatype } from '../../api/datatypes.ts';
+import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loader.ts';
+
+interface JsTensor {
+  datatype: string;
+  shape: number[];
+  data: Uint8Array;
+}
+interface JsModule {
+  initialize?(ctx: unknown): Promise<void> | void;
+  execute(requests: Array<{ inputs: Record<string, JsTensor>; requestedOutputs: string[]; parameters: Record<string, unknown> }>): Promise<JsResult[]>;
+  finalize?(): Promise<void> | void;
+}
+type JsResult =
+  | { outputs: Record<string, { datatype?: string; shape: number[]; data: ArrayBufferView }> }
+  | { error: { code?: string; message: string } };
+
+
+class JsInstance implements ExecutionInstance {
+  constructor(
+    readonly name: string,
+    private readonly mod: JsModule,
+    private readonly ctx: BackendContext,
+  ) {}
+
+  async execute(requests: InferRequest[]): Promise<ExecuteResult> {
+    const t0 = process.hrtime.bigint();
+    const { config } = this.ctx;
+    const jsReqs = requests.map((r) => ({
+      inputs: Object.fromEntries(r.inputs.map((t) => [t.name, { datatype: t.datatype, shape: t.shape, data: t.data }])),
+      requestedOutputs: r.outputs.length ? r.outputs.map((o) => o.name) : config.output.map((o) => o.name),
+      parameters: r.parameters as Record<string, unknown>,
+    }));
+    const t1 = process.hrtime.bigint();
+    let results: JsResult[];
+    try {
+      results = await this.mod.execute(jsReqs);
+    } catch (err) {
+      const e = internal(`js model '${this.ctx.modelName}' failed: ${(err as Error).message}`, err);
+      return { responses: requests.map(() => e), timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 } };
+    }
+    const t2 = process.hrtime.bigint();
+    const responses = requests.map((r, i) => this.toResponse(r, results?.[i]));
+    const t3 = process.hrtime.bigint();
+    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) } };
+  }
+
+  private toResponse(r: InferRequest, res: JsResult | undefined): InferResponse | StatusError {
+    const model = this.ctx.modelName;
+    if (!res) return internal(`js model '${model}' returned no response for a request`);
+    if ('error' in res) {
+      const code: StatusCode = isStatusCode(res.error.code) ? res.error.code : 'INTERNAL';
+      return new StatusError(code, res.error.message);
+    }
+    const want = r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
+    const outputs = [];
+    for (const name of want) {
+      const o = res.outputs[name];
+      if (!o) return internal(`js model '${model}' did not produce output '${name}'`);
+      const decl = this.ctx.config.output.find((x) => x.name === name);
+      const datatype: Datatype = o.datatype && isDatatype(o.datatype) ? o.datatype : fromConfigType(decl?.data_type ?? 'TYPE_UINT8');
+      const d = o.data;
+      outputs.push({ name, datatype, shape: o.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) });
+    }
+    return { modelName: model, modelVersion: String(this.ctx.version), id: r.id, outputs };
+  }
+}
+
+function modelFile(ctx: BackendContext): string {
+  const names = ctx.config.default_model_filename ? [ctx.config.default_model_filename] : ['model.js', 'model.ts', 'model.mjs'];
+  const file = findModelFile(ctx.versionDir, names);
+  if (!file) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${names.join(' or ')} in ${ctx.versionDir}`);
+  return file;
+}
+
+/** A call a JS model makes on another model of the engine (like Triton's BLS). */
+export interface JsInferCall {
+  model: string;
+  version?: string;
+  inputs: Array<{ name: string; datatype: string; shape: number[]; data: ArrayBufferView }>;
+  /** Empty or absent: every output. */
+  outputs?: string[];
+}
+
+/** ctx.infer for JS models: plain tensors in and out; a failure rejects with a StatusError (its `code` says which). */
+function jsInfer(ctx: BackendContext): (call: JsInferCall) => Promise<{ outputs: Record<string, JsTensor> }> {
+  return async (call) => {
+    const res = await ctx.infer({
+      modelName: call.model,
+      modelVersion: call.version ?? '',
+      inputs: call.inputs.map((t) => {
+        if (!isDatatype(t.datatype)) throw invalidArg(`model '${ctx.modelName}': infer on '${call.model}': unknown datatype ${t.datatype}`);
+        const d = t.data;
+        return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) };
+      }),
+      outputs: (call.outputs ?? []).map((name) => ({ name })),
+      parameters: {},
+    });
+    return { outputs: Object.fromEntries(res.outputs.map((o) => [o.name, { datatype: o.datatype, shape: o.shape, data: o.data }])) };
+  };
+}
+
+export const jsBackend: Backend = {
+  name: 'js',
+  defaultModelFilename: ['model.js', 'model.ts'],
+  async load(ctx: BackendContext): Promise<BackendModel> {
+    const file = modelFile(ctx);
+    const instances: JsInstance[] = [];
+    const mods: JsModule[] = [];
+    const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU', count: 1 }];
+    // Bundled once per load (a reload reads the file anew), evaluated once per instance so module
+    // state is per instance; see js-module-loader.ts for where bare imports resolve from.
+    let source;
+    try {
+      source = await bundleModelFile(file);
+    } catch (err) {
+      throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
+    }
+    const infer = jsInfer(ctx);
+    for (const g of groups) {
+      for (let i = 0; i < g.count; i++) {
+        const name = `${g.name}_${i}`;
+        let mod: JsModule;
+        try {
+          mod = evaluateModel(source) as unknown as JsModule;
+        } catch (err) {
+          throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
+        }
+        if (typeof mod.execute !== 'function') throw invalidArg(`model '${ctx.modelName}': ${path.basename(file)} exports no execute()`);
+        await mod.initialize?.({ config: ctx.config, modelName: ctx.modelName, version: String(ctx.version), modelDir: ctx.modelDir, instanceName: name, infer });
+        mods.push(mod);
+        instances.push(new JsInstance(name, mod, ctx));
+      }
+    }
+    return {
+      instances,
+      finalize: async () => {
+        for (const m of mods) await m.finalize?.();
+      },
+    };
+  },
+};

@@ -1,0 +1,124 @@
+// Validation half of model_config_utils: checks a normalized config (and,
+// for onnxruntime, that it agrees with the model file), once at load. Errors
+// are INVALID_ARG naming the config file and the field path. Pure; no I/O.
+import { invalidArg } from '../api/status.ts';
+import { toConfigType } from '../api/datatypes.ts';
+import type { ModelConfig, ModelTensorConfig } from '../api/model-config.ts';
+import { ENSEMBLE_PLATFORM, dimsCompatible, findInput, isEnsemble, type IOInfo } from './model-config-utils.ts';
+
+/** Builds the INVALID_ARG for a field path. */
+export type Fail = (path: string, what: string) => Error;
+
+/** Check a normalized config; throws INVALID_ARG naming file and field path. */
+export function validateModelConfig(c: ModelConfig, file: string): void {
+  const fail: Fail = (path, what) => invalidArg(`${file}: ${path ? `${path}: ` : ''}${what}`);
+  if (!Number.isInteger(c.max_batch_size) || c.max_batch_size < 0) {
+    throw fail('max_batch_size', `must be 0 or more, got ${c.max_batch_size}`);
+  }
+  validateTensors(c.input, 'input', fail);
+  validateTensors(c.output, 'output', fail);
+
+  const d = c.dynamic_batching;
+  if (d) {
+    if (c.max_batch_size === 0) throw fail('dynamic_batching', 'requires max_batch_size > 0');
+    d.preferred_batch_size?.forEach((s, i) => {
+      if (s < 1 || s > c.max_batch_size) {
+        throw fail(`dynamic_batching.preferred_batch_size[${i}]`, `${s} is not within 1..max_batch_size (${c.max_batch_size})`);
+      }
+    });
+    const levels = d.priority_levels ?? 0;
+    if (levels > 0) {
+      const def = d.default_priority_level ?? 0;
+      if (def < 1 || def > levels) {
+        throw fail('dynamic_batching.default_priority_level', `${def} is not within 1..priority_levels (${levels})`);
+      }
+    }
+    for (const k of Object.keys(d.priority_queue_policy ?? {})) {
+      if (Number(k) < 1 || Number(k) > levels) {
+        throw fail(`dynamic_batching.priority_queue_policy[${k}]`, `priority level ${k} is not within 1..priority_levels (${levels})`);
+      }
+    }
+  }
+
+  if (isEnsemble(c)) {
+    const steps = c.ensemble_scheduling?.step ?? [];
+    if (steps.length === 0) throw fail('ensemble_scheduling', "an ensemble needs 'ensemble_scheduling' with at least one step");
+    if ((c.instance_group ?? []).length) throw fail('instance_group', 'must not be set for an ensemble');
+    if ((c.model_warmup ?? []).length) throw fail('model_warmup', 'must not be set for an ensemble');
+    steps.forEach((s, i) => {
+      if (!s.model_name) throw fail(`ensemble_scheduling.step[${i}].model_name`, 'must name the model to run');
+    });
+  } else if (c.ensemble_scheduling) {
+    throw fail('ensemble_scheduling', `only valid with platform '${ENSEMBLE_PLATFORM}'`);
+  }
+
+  (c.model_warmup ?? []).forEach((w, i) => {
+    const path = `model_warmup[${i}]`;
+    const limit = Math.max(1, c.max_batch_size);
+    if (w.batch_size < 1 || w.batch_size > limit) throw fail(`${path}.batch_size`, `${w.batch_size} is not within 1..${limit}`);
+    for (const k of Object.keys(w.inputs ?? {})) {
+      if (!findInput(c, k)) throw fail(`${path}.inputs[${k}]`, `'${k}' is not an input of the model`);
+    }
+  });
+}
+
+function validateTensors(list: ModelTensorConfig[], kind: 'input' | 'output', fail: Fail): void {
+  const seen = new Set<string>();
+  list.forEach((t, i) => {
+    const path = `${kind}[${i}]`;
+    if (!t.name) throw fail(`${path}.name`, `every ${kind} needs a name`);
+    if (seen.has(t.name)) throw fail(`${path}.name`, `duplicate ${kind} name '${t.name}'`);
+    seen.add(t.name);
+    if (!t.data_type || t.data_type === 'TYPE_INVALID') throw fail(`${path}.data_type`, `'${t.name}' needs a data_type`);
+    if (t.dims.length === 0 && !t.reshape) throw fail(`${path}.dims`, `'${t.name}' needs dims (use dims: [1] with reshape: { shape: [] } for a scalar)`);
+    t.dims.forEach((d, j) => {
+      if (!Number.isInteger(d) || d < -1 || d === 0) throw fail(`${path}.dims[${j}]`, `must be -1 or at least 1, got ${d}`);
+    });
+    if (t.reshape) {
+      const shape = t.reshape.shape ?? [];
+      shape.forEach((d, j) => {
+        if (d < -1 || d === 0) throw fail(`${path}.reshape.shape[${j}]`, `must be -1 or at least 1, got ${d}`);
+      });
+      const count = (s: number[]) => s.reduce((n, d) => n * d, 1);
+      if (!t.dims.includes(-1) && !shape.includes(-1) && count(t.dims) !== count(shape)) {
+        throw fail(`${path}.reshape`, `[${shape}] has ${count(shape)} elements but dims [${t.dims}] has ${count(t.dims)}`);
+      }
+    }
+    const format = (t as { format?: string }).format;
+    if (format && format !== 'FORMAT_NONE' && t.dims.length !== 3) {
+      throw fail(`${path}.format`, `${format} needs 3 dims (without the batch dim), got [${t.dims}]`);
+    }
+  });
+}
+
+/** Compare the config's inputs/outputs with what the ONNX model declares. */
+export function validateAgainstModel(c: ModelConfig, io: { inputs: IOInfo[]; outputs: IOInfo[] }, fail: Fail): void {
+  const check = (list: ModelTensorConfig[], infos: IOInfo[], kind: 'input' | 'output') => {
+    list.forEach((t, i) => {
+      const path = `${kind}[${i}]`;
+      const info = infos.find((x) => x.name === t.name);
+      if (!info) {
+        const names = infos.map((x) => x.name).join(', ');
+        throw fail(`${path}.name`, `'${t.name}' is not an ${kind} of the model file (it has: ${names})`);
+      }
+      const dt = toConfigType(info.datatype);
+      if (t.data_type !== dt) throw fail(`${path}.data_type`, `'${t.name}' is ${dt} in the model file, config says ${t.data_type}`);
+      let shape = info.shape;
+      if (c.max_batch_size > 0) {
+        if (shape[0] !== -1) {
+          throw fail('max_batch_size', `${c.max_batch_size} but ${kind} '${t.name}' has no dynamic batch dim in the model file (shape [${shape}])`);
+        }
+        shape = shape.slice(1);
+      }
+      const dims = t.reshape ? (t.reshape.shape ?? []) : t.dims;
+      if (!dimsCompatible(shape, dims)) {
+        throw fail(`${path}.${t.reshape ? 'reshape.shape' : 'dims'}`, `[${dims}] does not match [${shape}] of '${t.name}' in the model file`);
+      }
+    });
+  };
+  check(c.input, io.inputs, 'input');
+  check(c.output, io.outputs, 'output');
+  for (const info of io.inputs) {
+    if (!findInput(c, info.name)) throw fail('input', `the model file's input '${info.name}' is missing from the config`);
+  }
+}

@@ -1,0 +1,249 @@
+// The KServe v2 / Triton gRPC frontend: inference.GRPCInferenceService (all
+// 20 RPCs) and grpc.health.v1.Health over the engine's ServerApi. Handlers
+// check, translate, call the engine and reply; every failure leaves through
+// replyError.
+import { lstatSync, unlinkSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import type { ServerApi } from '../../api/server-api.ts';
+import { GRPC_OPTIONS, healthService, inferenceService } from '../../../protocol/index.ts';
+import { capMessage, invalidArg, toStatusError } from '../../api/status.ts';
+import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
+import { grpcFailure, modelInferCall } from './model-infer-call.ts';
+import { installDirectInfer } from './grpc-direct-infer.ts';
+import { installPooledDecoder } from './grpc-message-decoder.ts';
+import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
+import { RequestCancel } from '../../api/cancel-signal.ts';
+
+/** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
+const RECEIVED = Symbol('received message buffer');
+
+type Msg = Record<string, any>;
+type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
+
+function replyError(cb: grpc.sendUnaryData<Msg>, err: unknown): void {
+  cb(grpcFailure(err) as grpc.ServiceError, null);
+}
+
+function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
+  return (call, cb) => {
+    Promise.resolve()
+      .then(() => fn(call.request, call))
+      .then((res) => cb(null, res), (err) => replyError(cb, err));
+  };
+}
+
+/** The caller's W3C traceparent, when its metadata carries one. */
+const traceparentOf = (md: grpc.Metadata): string | undefined => {
+  const v = md.get('traceparent')[0];
+  return v === undefined ? undefined : String(v);
+};
+
+/** The peer of a call, for logs of who asked for what. */
+const peer = (call: { getPeer(): string }) => {
+  try {
+    return call.getPeer();
+  } catch {
+    return 'unknown';
+  }
+};
+
+function repositoryParams(p: Msg | undefined): { config?: string; files: Record<string, Uint8Array>; unloadDependents: boolean } {
+  const files: Record<string, Uint8Array> = {};
+  let config: string | undefined;
+  let unloadDependents = false;
+  for (const [k, v] of Object.entries(p ?? {})) {
+    const m = v as Msg;
+    const choice = m.parameter_choice;
+    if (k === 'config') config = String(m.string_param ?? '');
+    else if (k.startsWith('file:')) {
+      if (choice !== 'bytes_param') throw invalidArg(`load parameter '${k}' must be bytes`);
+      files[k.slice(5)] = m.bytes_param;
+    } else if (k === 'unload_dependents') unloadDependents = !!m.bool_param;
+    else throw invalidArg(`unknown repository parameter '${k}'`);
+  }
+  return { config, files, unloadDependents };
+}
+
+function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
+  return {
+    ServerLive: unary(() => ({ live: api.isLive() })),
+    ServerReady: unary(() => ({ ready: api.isReady() })),
+    ModelReady: unary(async (r) => ({ ready: await api.probeModelReady(r.name, r.version || undefined) })),
+    ServerMetadata: unary(() => ({ name: api.name, version: api.version, extensions: api.extensions })),
+    ModelMetadata: unary((r) => api.modelMetadata(r.name, r.version || undefined)),
+    ModelConfig: unary((r) => ({ config: api.modelConfig(r.name, r.version || undefined) })),
+    ModelStatistics: unary((r) => ({ model_stats: api.modelStatistics(r.name || undefined, r.version || undefined) })),
+    RepositoryIndex: unary((r) => ({ models: api.repositoryIndex(!!r.ready) })),
+    RepositoryModelLoad: unary(async (r) => {
+      const p = repositoryParams(r.parameters);
+      await api.loadModel(r.model_name, { config: p.config, files: p.files });
+      return {};
+    }),
+    RepositoryModelUnload: unary(async (r) => {
+      const p = repositoryParams(r.parameters);
+      await api.unloadModel(r.model_name, { unloadDependents: p.unloadDependents });
+      return {};
+    }),
+    SystemSharedMemoryStatus: unary((r) => ({
+      regions: Object.fromEntries(api.shmStatus(r.name || undefined).map((s) => [s.name, s])),
+    })),
+    SystemSharedMemoryRegister: unary((r) => {
+      api.shmRegister(r.name, r.key, Number(r.offset), Number(r.byte_size));
+      return {};
+    }),
+    SystemSharedMemoryUnregister: unary((r, call) => {
+      api.shmUnregister(r.name, `gRPC ${peer(call)}`);
+      return {};
+    }),
+    CudaSharedMemoryStatus: unary((r) => ({
+      regions: Object.fromEntries(api.cudaShmStatus(r.name || undefined).map((s) => [s.name, s])),
+    })),
+    CudaSharedMemoryRegister: unary((r) => {
+      api.cudaShmRegister(r.name, r.raw_handle, Number(r.device_id), Number(r.byte_size));
+      return {};
+    }),
+    CudaSharedMemoryUnregister: unary((r) => {
+      api.cudaShmUnregister(r.name);
+      return {};
+    }),
+    TraceSetting: unary((r) => {
+      const update: Record<string, string[]> = {};
+      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = [...((v as Msg).value ?? [])];
+      const s = api.traceSettings(r.model_name || undefined, Object.keys(update).length ? update : undefined);
+      return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, { value: v }])) };
+    }),
+    LogSettings: unary((r) => {
+      const update: Record<string, boolean | number | string> = {};
+      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = paramValue(v as Msg) as boolean | number | string;
+      const s = api.logSettings(Object.keys(update).length ? update : undefined);
+      const enc = (v: unknown) =>
+        typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: String(v) };
+      return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, enc(v)])) };
+    }),
+    ModelInfer: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
+      // grpc-js serializes synchronously inside cb, as modelInferCall needs.
+      const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
+      let settled = false;
+      // Not an AbortController: a cheaper signal the schedulers accept (cancel-signal.ts).
+      const ac = new RequestCancel();
+      // grpc-js reports every stream close as 'cancelled', also after the
+      // reply; only a close before it is a cancellation.
+      call.on('cancelled', () => settled || ac.abort());
+      modelInferCall(api, call.request, received, traceparentOf(call.metadata), ac, (err, res) => {
+        settled = true;
+        if (res) cb(null, res);
+        else replyError(cb, err);
+      });
+    },
+    ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
+      let pending = 0;
+      let ended = false;
+      const maybeEnd = () => ended && pending === 0 && call.end();
+      call.on('data', (m: Msg) => {
+        pending++;
+        Promise.resolve()
+          .then(() => {
+            const req = toInferRequest(m);
+            req.arrivalNs = process.hrtime.bigint();
+            // A decoupled model's responses are written as they come (decoupled.ts).
+            req.onResponse = (r) =>
+              r instanceof Error
+                ? call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } })
+                : call.write({ error_message: '', infer_response: toInferResponse(r) });
+            req.traceparent = traceparentOf(call.metadata);
+            return api.infer(req);
+          })
+          .then(
+            (res) => {
+              // Triton's opt-in: an empty response marked final closes each decoupled request's stream.
+              if (res.streamEnd && !m.parameters?.triton_enable_empty_final_response?.bool_param) return;
+              if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
+              call.write({ error_message: '', infer_response: toInferResponse(res) });
+            },
+            (err) => call.write({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } }),
+          )
+          .finally(() => {
+            pending--;
+            maybeEnd();
+          });
+      });
+      call.on('end', () => {
+        ended = true;
+        maybeEnd();
+      });
+    },
+  };
+}
+
+/** The service with ModelInfer's deserializer noting the message buffer on the decoded request (see ModelInfer). */
+function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const m = svc.ModelInfer!;
+  const deserialize = m.requestDeserialize;
+  return {
+    ...svc,
+    ModelInfer: {
+      ...m,
+      requestDeserialize: (b: Buffer) => {
+        const msg = deserialize(b) as Msg;
+        (msg as Record<symbol, unknown>)[RECEIVED] = b;
+        return msg;
+      },
+    },
+  };
+}
+
+/**
+ * Start the gRPC server; port 0 picks a free one. `unixSocket`: also listen
+ * on that path (replacing a stale socket file left by a crashed engine), for
+ * a colocated gateway: a call over a Unix socket skips the loopback TCP stack.
+ */
+export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
+  installPooledDecoder();
+  const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
+  widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
+  server.addService(withReceivedBuffer(inferenceService()), handlers(api));
+  server.addService(healthService(), {
+    Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
+  });
+  const bind = (address: string) =>
+    new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+  const port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
+  const sock = opts.unixSocket;
+  if (sock) {
+    removeStaleSocket(sock);
+    await bind(`unix:${sock}`);
+  }
+  widenConnectionWindows(server);
+  const infer = inferenceService().ModelInfer!;
+  installDirectInfer(server, api, {
+    maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
+    maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
+    decode: infer.requestDeserialize as (b: Buffer) => Msg,
+    encode: infer.responseSerialize as (m: Msg) => Buffer,
+  });
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 5000);
+        server.tryShutdown(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      }).finally(() => sock && removeStaleSocket(sock)),
+  };
+}
+
+/** Unlink a socket file at `p` (only a socket: never some other file given by mistake). */
+function removeStaleSocket(p: string): void {
+  try {
+    if (lstatSync(p).isSocket()) unlinkSync(p);
+  } catch {
+    // absent: nothing to remove
+  }
+}

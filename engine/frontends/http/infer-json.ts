@@ -1,0 +1,181 @@
+// KServe v2 REST inference request/response <-> the engine's InferRequest /
+// InferResponse, including the binary tensor data and shared-memory
+// parameters. Pure functions; handlers in routes-infer.ts do the I/O.
+import { byteSizeOf, isDatatype } from '../../api/datatypes.ts';
+import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutput } from '../../api/infer-request.ts';
+import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
+import { invalidArg } from '../../api/status.ts';
+import { assembleBody, BinaryInputReader, splitBody } from './binary-extension.ts';
+import { jsonToTensorBytes, tensorBytesToJson } from './tensor-json.ts';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Parse JSON text, turning syntax errors into INVALID_ARG naming the problem. */
+export function parseJson(text: Buffer | string, what = 'request body'): unknown {
+  try {
+    return JSON.parse(typeof text === 'string' ? text : text.toString('utf8'));
+  } catch (e) {
+    throw invalidArg(`failed to parse the ${what} as JSON: ${(e as Error).message}`);
+  }
+}
+
+/** A `parameters` object: string, number or boolean values only. */
+export function parseParameters(v: unknown, where: string): Record<string, ParamValue> {
+  if (v === undefined || v === null) return {};
+  if (!isObject(v)) throw invalidArg(`'parameters' of ${where} must be a JSON object`);
+  const out: Record<string, ParamValue> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
+      throw invalidArg(`parameter '${k}' of ${where} must be a string, number or boolean`);
+    }
+    out[k] = x;
+  }
+  return out;
+}
+
+/** What the HTTP layer needs besides the engine request. */
+export interface ParsedInfer {
+  request: InferRequest;
+  /** Request-level `binary_data_output`: default for outputs without `binary_data`. */
+  binaryOutputDefault: boolean;
+}
+
+function parseShape(v: unknown, tensor: string): number[] {
+  if (!Array.isArray(v) || !v.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
+    throw invalidArg(`'shape' of input '${tensor}' must be an array of non-negative integers`);
+  }
+  return v as number[];
+}
+
+function parseInput(v: unknown, index: number, reader: BinaryInputReader): InferInput {
+  if (!isObject(v)) throw invalidArg(`input ${index} of the request must be a JSON object`);
+  const name = v.name;
+  if (typeof name !== 'string' || name === '') throw invalidArg(`input ${index} of the request has no 'name'`);
+  const datatype = v.datatype;
+  if (typeof datatype !== 'string' || !isDatatype(datatype)) {
+    throw invalidArg(`input '${name}' has unknown datatype '${String(datatype)}'`);
+  }
+  const shape = parseShape(v.shape, name);
+  const params = parseParameters(v.parameters, `input '${name}'`);
+  const shm = parseShmParams(params, name, 'input');
+  const binarySize = params.binary_data_size;
+  delete params.binary_data_size;
+  if (shm) {
+    if (binarySize !== undefined || v.data !== undefined) {
+      throw invalidArg(`input '${name}' has shared memory parameters and also carries data`);
+    }
+    return { name, datatype, shape, data: new Uint8Array(0), shm };
+  }
+  if (binarySize !== undefined) {
+    if (v.data !== undefined) throw invalidArg(`input '${name}' has both 'binary_data_size' and 'data'`);
+    const data = reader.take(name, Number(binarySize));
+    const expected = byteSizeOf(datatype, shape);
+    if (expected >= 0 && expected !== data.byteLength) {
+      throw invalidArg(
+        `input '${name}' has binary_data_size ${data.byteLength} but shape [${shape.join(',')}] of ${datatype} needs ${expected} bytes`,
+      );
+    }
+    return { name, datatype, shape, data };
+  }
+  if (v.data === undefined) throw invalidArg(`input '${name}' has no 'data', 'binary_data_size' or shared memory parameters`);
+  return { name, datatype, shape, data: jsonToTensorBytes(name, datatype, shape, v.data) };
+}
+
+function parseOutput(v: unknown, index: number): RequestedOutput {
+  if (!isObject(v)) throw invalidArg(`output ${index} of the request must be a JSON object`);
+  const name = v.name;
+  if (typeof name !== 'string' || name === '') throw invalidArg(`output ${index} of the request has no 'name'`);
+  const params = parseParameters(v.parameters, `output '${name}'`);
+  const out: RequestedOutput = { name };
+  const shm = parseShmParams(params, name, 'output');
+  if (shm) out.shm = shm;
+  if (params.binary_data !== undefined) {
+    if (typeof params.binary_data !== 'boolean') throw invalidArg(`'binary_data' of output '${name}' must be a boolean`);
+    out.binary = params.binary_data;
+  }
+  if (params.classification !== undefined) {
+    const n = Number(params.classification);
+    if (!Number.isSafeInteger(n) || n < 1) throw invalidArg(`'classification' of output '${name}' must be a positive integer`);
+    out.classification = n;
+  }
+  return out;
+}
+
+/**
+ * Build the engine request from a body (JSON, or JSON header + binary tail
+ * when `headerLength` is given).
+ */
+export function parseInferRequest(
+  body: Buffer,
+  headerLength: string | undefined,
+  modelName: string,
+  modelVersion: string | undefined,
+): ParsedInfer {
+  const { json, binary } = splitBody(body, headerLength);
+  const doc = parseJson(json, 'inference request header');
+  if (!isObject(doc)) throw invalidArg('the inference request must be a JSON object');
+  if (doc.id !== undefined && typeof doc.id !== 'string') throw invalidArg(`request 'id' must be a string`);
+  if (!Array.isArray(doc.inputs)) throw invalidArg(`the inference request needs an 'inputs' array`);
+  if (doc.outputs !== undefined && !Array.isArray(doc.outputs)) throw invalidArg(`'outputs' must be an array`);
+  const parameters = parseParameters(doc.parameters, 'the request');
+  const binaryOutput = parameters.binary_data_output;
+  if (binaryOutput !== undefined && typeof binaryOutput !== 'boolean') {
+    throw invalidArg(`request parameter 'binary_data_output' must be a boolean`);
+  }
+  delete parameters.binary_data_output;
+  const { priority, timeoutUs } = parseSchedulingParams(parameters);
+  delete parameters.priority;
+  delete parameters.timeout;
+
+  const reader = new BinaryInputReader(binary);
+  const inputs = doc.inputs.map((x, i) => parseInput(x, i, reader));
+  reader.finish();
+  const outputs = (doc.outputs ?? []).map((x: unknown, i: number) => parseOutput(x, i));
+  const request: InferRequest = { modelName, inputs, outputs, parameters };
+  if (modelVersion !== undefined && modelVersion !== '') request.modelVersion = modelVersion;
+  if (doc.id !== undefined) request.id = doc.id as string;
+  if (priority !== undefined) request.priority = priority;
+  if (timeoutUs !== undefined) request.timeoutUs = timeoutUs;
+  return { request, binaryOutputDefault: binaryOutput === true };
+}
+
+const str = (s: string) => JSON.stringify(s);
+
+/**
+ * Encode the engine's response: JSON `data` for JSON outputs, binary outputs
+ * appended after the header, shm outputs described by their parameters only.
+ */
+export function encodeInferResponse(
+  resp: InferResponse,
+  requested: readonly RequestedOutput[],
+  binaryOutputDefault: boolean,
+): { body: Buffer; headerLength?: number } {
+  const byName = new Map(requested.map((r) => [r.name, r]));
+  const binaries: Uint8Array[] = [];
+  const outs = resp.outputs.map((o) => {
+    const req = byName.get(o.name);
+    const params: Record<string, ParamValue> = {};
+    let data = '';
+    if (o.shm) {
+      params.shared_memory_region = o.shm.region;
+      params.shared_memory_byte_size = o.shm.byteSize;
+      if (o.shm.offset) params.shared_memory_offset = o.shm.offset;
+    } else if (req?.binary ?? binaryOutputDefault) {
+      params.binary_data_size = o.data.byteLength;
+      binaries.push(o.data);
+    } else {
+      data = `,"data":${tensorBytesToJson(o.name, o.datatype, o.data)}`;
+    }
+    const p = Object.keys(params).length ? `,"parameters":${JSON.stringify(params)}` : '';
+    return `{"name":${str(o.name)},"datatype":${str(o.datatype)},"shape":[${o.shape.join(',')}]${p}${data}}`;
+  });
+  const id = resp.id !== undefined && resp.id !== '' ? `,"id":${str(resp.id)}` : '';
+  const rp = resp.parameters && Object.keys(resp.parameters).length ? `,"parameters":${stringifyParams(resp.parameters)}` : '';
+  const json =
+    `{"model_name":${str(resp.modelName)},"model_version":${str(resp.modelVersion)}${id}${rp},"outputs":[${outs.join(',')}]}`;
+  return assembleBody(json, binaries);
+}
+
+function stringifyParams(p: Record<string, ParamValue>): string {
+  return JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v));
+}

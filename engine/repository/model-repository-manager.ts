@@ -1,0 +1,366 @@
+// The model repository manager (Triton's model_repository_manager): scans the
+// repository, loads/unloads/reloads models under the control mode, and owns
+// every loaded ModelVersion. Loads of one model are serialized; a reload
+// builds the new versions fully before swapping, so requests in flight finish
+// on the old ones and a failed reload keeps the old version serving.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { InferRequest, InferResponse } from '../api/infer-request.ts';
+import type { ModelIndexEntry, ModelState, LoadParameters } from '../api/server-api.ts';
+import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
+import type { ModelVersion } from './model-lifecycle.ts';
+import { loadModelVersion } from './model-version-loader.ts';
+import { RepositoryPoller } from './repository-poller.ts';
+import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from '../config/model-config-loader.ts';
+import { StatusError, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
+import { log } from '../../common/logger.ts';
+import type { RateLimiter } from '../sharing/rate-limiter.ts';
+import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
+import { budgetedLoad } from '../sharing/budgeted-load.ts';
+import { evictionCandidates, loadOnDemand } from '../sharing/on-demand-loading.ts';
+import { checkModelName, echo } from './model-name.ts';
+
+/** Triton's modes, and ours: 'on-demand' loads a model when a request for it arrives. */
+export type ControlMode = 'none' | 'poll' | 'explicit' | 'on-demand';
+
+export interface RepositoryOptions {
+  repository: string;
+  controlMode: ControlMode;
+  /** --load-model (explicit mode); '*' = all. */
+  startupModels: string[];
+  strict: boolean;
+  pollSecs: number;
+  shm: SharedMemoryManager;
+  /** Route a request through the target model's own scheduler (ensemble steps). */
+  infer: (request: InferRequest) => Promise<InferResponse>;
+  /** Per-backend settings handed to backends (--backend-config). */
+  backendConfig?: Record<string, Record<string, string>>;
+  /** --rate-limit=execution_count. */
+  rateLimiter?: RateLimiter;
+  /** --model-memory-budget: loads are charged against it (and evict idle models in on-demand mode). */
+  budget?: MemoryBudget;
+  /** On-demand mode: how long a request waits for its model to load. */
+  onDemandTimeoutMs?: number;
+}
+
+interface ModelEntry {
+  name: string;
+  versions: Map<number, ModelVersion>;
+  /** State and reason reported for the model when no version is loaded. */
+  state: ModelState;
+  reason: string;
+  fingerprint?: string;
+  /** Serializes load/unload of this model. */
+  lock: Promise<unknown>;
+  /** Temp dir of a load with file overrides. */
+  tmpDir?: string;
+  /** Unloaded on request (not failed): readiness does not wait for it. */
+  unloaded?: boolean;
+}
+
+export class ModelRepositoryManager {
+  private readonly models = new Map<string, ModelEntry>();
+  private readonly poller: RepositoryPoller;
+  /** Models with a load under way (never evicted), and the shared load of each on-demand model. */
+  readonly loading = new Set<string>();
+  readonly pendingLoads = new Map<string, Promise<void>>();
+
+  constructor(private readonly opts: RepositoryOptions) {
+    this.poller = new RepositoryPoller({
+      repository: opts.repository,
+      modelDirs: () => this.modelDirs(),
+      entries: () => this.models,
+      entry: (n) => this.entry(n),
+      unload: (n) => this.unload(n),
+      loadMany: (ns) => this.loadMany(ns),
+    });
+  }
+
+  /** Load what the control mode says to load at startup. */
+  async start(): Promise<void> {
+    const { controlMode, startupModels } = this.opts;
+    const names =
+      (controlMode === 'explicit' || controlMode === 'on-demand') && !startupModels.includes('*') ? startupModels : this.modelDirs();
+    await this.loadMany(names);
+    if (controlMode === 'poll') this.poller.start(this.opts.pollSecs);
+  }
+
+  /** Load plain models first, in parallel, then ensembles (they need their steps' configs). */
+  private async loadMany(names: string[]): Promise<void> {
+    const isEnsemble = (n: string) => {
+      try {
+        return backendNameOf(readRawConfig(this.source(n))) === 'ensemble';
+      } catch {
+        return false;
+      }
+    };
+    const plain = names.filter((n) => !isEnsemble(n));
+    const ens = names.filter((n) => isEnsemble(n));
+    const settle = (n: string) => this.load(n).catch((e: unknown) => log.error(`failed to load '${n}': ${(e as Error).message}`));
+    await Promise.all(plain.map(settle));
+    for (const n of ens) await settle(n);
+  }
+
+  async stop(): Promise<void> {
+    this.poller.stop();
+    // Ensembles first: they hold requests on their composing models.
+    const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
+    for (const e of entries) await this.unload(e.name).catch(() => undefined);
+  }
+
+  private isEnsembleEntry(e: ModelEntry): boolean {
+    return [...e.versions.values()].some((v) => v.config.platform === 'ensemble');
+  }
+
+  /** Model folder names in the repository. */
+  modelDirs(): string[] {
+    if (!fs.existsSync(this.opts.repository)) return [];
+    return fs
+      .readdirSync(this.opts.repository, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.') && !d.name.startsWith('_'))
+      .map((d) => d.name)
+      .sort();
+  }
+
+  private entry(name: string): ModelEntry {
+    let e = this.models.get(name);
+    if (!e) this.models.set(name, (e = { name, versions: new Map(), state: 'UNKNOWN', reason: '', lock: Promise.resolve() }));
+    return e;
+  }
+
+  private source(name: string, overrideJson?: string, dir?: string) {
+    return {
+      modelName: name,
+      modelDir: dir ?? path.join(this.opts.repository, name),
+      repository: dir ? path.dirname(dir) : this.opts.repository,
+      strict: this.opts.strict,
+      overrideJson,
+    };
+  }
+
+  private withLock<T>(e: ModelEntry, fn: () => Promise<T>): Promise<T> {
+    const run = e.lock.then(fn, fn);
+    e.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */
+  load(name: string, params: LoadParameters = {}): Promise<void> {
+    checkModelName(name);
+    const e = this.entry(name);
+    return this.withLock(e, () => this.loadLocked(e, params));
+  }
+
+  private async loadLocked(e: ModelEntry, params: LoadParameters): Promise<void> {
+    this.loading.add(e.name);
+    try {
+      await this.loadVersions(e, params);
+    } finally {
+      this.loading.delete(e.name);
+    }
+  }
+
+  private async loadVersions(e: ModelEntry, params: LoadParameters): Promise<void> {
+    const { name } = e;
+    let dir = path.join(this.opts.repository, name);
+    if (params.files && Object.keys(params.files).length) {
+      if (params.config === undefined) throw invalidArg(`load of '${name}': file overrides need the 'config' parameter too`);
+      dir = this.writeOverrideDir(e, params.files);
+    } else if (!fs.existsSync(dir) && params.config === undefined) {
+      this.models.delete(name);
+      throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+    }
+    const src = this.source(name, params.config, dir === path.join(this.opts.repository, name) ? undefined : dir);
+    const loaded: ModelVersion[] = [];
+    try {
+      const raw = readRawConfig(src);
+      const rel = `${name}/config.pbtxt`;
+      if (raw.platform === 'ensemble' && (this.opts.controlMode === 'explicit' || this.opts.controlMode === 'on-demand')) {
+        // Triton loads an ensemble's composing models with it.
+        for (const [i, s] of (raw.ensemble_scheduling?.step ?? []).entries()) {
+          if (this.readyVersion(s.model_name)) continue;
+          await this.load(s.model_name).catch((err: unknown) => {
+            const se = toStatusError(err);
+            throw new StatusError(se.code, `${rel}: ensemble '${name}': step[${i}] (model '${s.model_name}'): composing model failed to load: ${se.message}`, err);
+          });
+        }
+      }
+      const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
+      if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
+      const deps = { shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config, backendConfig: this.opts.backendConfig };
+      const loadAll = async () => {
+        for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
+        return loaded;
+      };
+      const budget = this.opts.budget;
+      if (!budget || raw.platform === 'ensemble') await loadAll();
+      else {
+        const onDemand = this.opts.controlMode === 'on-demand';
+        await budgetedLoad(budget, {
+          name, dir, versions, raw, waitMs: onDemand ? (this.opts.onDemandTimeoutMs ?? 30_000) : 0,
+          candidates: () => evictionCandidates(this, budget, name),
+          evict: onDemand ? (n) => this.evict(n) : undefined,
+        }, loadAll);
+      }
+    } catch (err) {
+      await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
+      const se = toStatusError(err);
+      // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
+      const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);
+      if (e.versions.size === 0) {
+        e.state = 'UNAVAILABLE';
+        e.reason = reason;
+        e.unloaded = false;
+      } else {
+        log.warn(`reload of '${name}' failed, previous version keeps serving: ${reason}`);
+      }
+      throw se.code === 'INTERNAL' ? new StatusError('INVALID_ARG', reason, err) : se;
+    }
+    const old = [...e.versions.values()];
+    e.versions = new Map(loaded.map((v) => [v.version, v]));
+    e.state = 'READY';
+    e.reason = '';
+    e.unloaded = false;
+    log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
+    // Old versions drain their in-flight requests, then go.
+    await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
+  }
+
+  private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
+    // Every path is checked before anything is created or removed on disk.
+    const rels = Object.keys(files).map((key) => {
+      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
+      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+      if (!overridePathInside(rel)) throw invalidArg(`load of '${e.name}': file override '${echo(rel)}' escapes the model folder`);
+      return [key, rel] as const;
+    });
+    if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
+    const dir = path.join(root, e.name);
+    for (const [key, rel] of rels) {
+      const target = path.resolve(dir, rel);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, files[key]!);
+    }
+    e.tmpDir = root;
+    return dir;
+  }
+
+  /** Unload an idle model for the budget, atomically with the check (a request that got it first keeps it). */
+  evict(name: string): Promise<boolean> {
+    const e = this.models.get(name);
+    if (!e) return Promise.resolve(false);
+    return this.withLock(e, async () => {
+      if (this.opts.budget?.inUse(name) || [...e.versions.values()].some((v) => v.scheduler.inflightCount() > 0) || e.versions.size === 0) return false;
+      await this.unloadLocked(e, true);
+      return true;
+    });
+  }
+
+  /** On-demand mode: load `name` if it is in the repository and not loaded; concurrent callers share one load. */
+  ensureLoaded(name: string, timeoutMs: number): Promise<void> {
+    return loadOnDemand(this, name, timeoutMs);
+  }
+
+  /** Loaded entries (the on-demand helpers read them). */
+  entries(): Iterable<{ name: string; versions: Map<number, ModelVersion> }> {
+    return this.models.values();
+  }
+
+  /** Unload every version of a model; with unloadDependents, also the ensembles that use it. */
+  async unload(name: string, opts: { unloadDependents?: boolean } = {}): Promise<void> {
+    checkModelName(name);
+    const e = this.models.get(name);
+    if (!e) return;
+    if (opts.unloadDependents) {
+      for (const other of this.models.values()) {
+        const uses = [...other.versions.values()].some((v) => v.config.ensemble_scheduling?.step.some((s) => s.model_name === name));
+        if (uses) await this.unload(other.name, opts);
+      }
+    }
+    await this.withLock(e, () => this.unloadLocked(e, false));
+  }
+
+  private async unloadLocked(e: ModelEntry, evicted: boolean): Promise<void> {
+    const old = [...e.versions.values()];
+    e.versions = new Map();
+    e.state = 'UNAVAILABLE';
+    e.reason = evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded';
+    e.unloaded = true;
+    for (const v of old) v.setState('UNLOADING');
+    await Promise.all(old.map((v) => v.unload()));
+    this.opts.budget?.unloaded(e.name, evicted);
+    if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
+    e.tmpDir = undefined;
+    log.info(`successfully unloaded '${e.name}'`);
+  }
+
+  /** The READY version to serve: the requested one, or the highest. */
+  readyVersion(name: string, version?: number): ModelVersion | undefined {
+    const e = this.models.get(name);
+    if (!e) return undefined;
+    if (version !== undefined && version >= 0) {
+      const v = e.versions.get(version);
+      return v?.state === 'READY' ? v : undefined;
+    }
+    return [...e.versions.values()].filter((v) => v.state === 'READY').sort((a, b) => b.version - a.version)[0];
+  }
+
+  /** Like readyVersion, but throws Triton's errors. `version` is the wire string ('' = latest). */
+  get(name: string, version?: string): ModelVersion {
+    checkModelName(name);
+    const e = this.models.get(name);
+    if (!e || (e.versions.size === 0 && e.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
+    let v: number | undefined;
+    if (version) {
+      v = Number(version);
+      if (!Number.isInteger(v) || v < 0) throw invalidArg(`invalid model version '${version}' for '${name}'`);
+    }
+    const mv = this.readyVersion(name, v);
+    if (mv) return mv;
+    if (e.versions.size === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions${e.reason ? `: ${e.reason}` : ''}`);
+    throw unavailable(v !== undefined ? `Request for unknown model: '${name}' version ${v} is not at ready state` : `Request for unknown model: '${name}' has no available versions`);
+  }
+
+  /** All loaded versions (statistics). */
+  allVersions(): ModelVersion[] {
+    return [...this.models.values()].flatMap((e) => [...e.versions.values()]);
+  }
+
+  /** Every model of the repository with its state (Triton's RepositoryIndex). */
+  index(readyOnly: boolean): ModelIndexEntry[] {
+    const names = new Set([...this.modelDirs(), ...this.models.keys()]);
+    const out: ModelIndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const e = this.models.get(name);
+      if (e && e.versions.size) {
+        const resident = this.opts.budget?.costOf(name)?.bytes;
+        for (const v of e.versions.values()) {
+          out.push({ name, version: String(v.version), state: v.state, reason: v.reason, ...(resident !== undefined ? { resident_bytes: resident } : {}) });
+        }
+      } else {
+        out.push({ name, version: '', state: e ? e.state : 'UNAVAILABLE', reason: e ? e.reason : 'not loaded' });
+      }
+    }
+    return readyOnly ? out.filter((m) => m.state === 'READY') : out;
+  }
+
+  /** True when every model the control mode meant to load is READY. */
+  allReady(): boolean {
+    return [...this.models.values()].every((e) => e.state === 'READY' || e.unloaded === true);
+  }
+
+  /** Poll mode: load new models, reload changed ones, unload removed ones. */
+  poll(): Promise<void> {
+    return this.poller.poll();
+  }
+}
+
+/** True when a file override's relative path stays strictly inside its model folder. */
+export function overridePathInside(rel: string): boolean {
+  if (!rel || rel.includes('\0') || path.isAbsolute(rel)) return false;
+  const base = path.resolve('/model');
+  const target = path.resolve(base, rel);
+  return target.startsWith(base + path.sep);
+}

@@ -1,0 +1,81 @@
+// Loading one version of a model (the per-version half of Triton's
+// model_lifecycle): normalize its config, have the backend build its
+// instances, pick its scheduler and run warmup. The repository manager calls
+// it under the model's load lock; on failure nothing of the version is left.
+import path from 'node:path';
+import type { ModelConfig } from '../api/model-config.ts';
+import { backendFor, type BackendContext } from '../api/backend.ts';
+import { ModelVersion } from './model-lifecycle.ts';
+import { ModelStatistics } from '../api/model-statistics.ts';
+import { InstancePool } from '../scheduling/instance-pool.ts';
+import { DynamicBatchScheduler } from '../scheduling/dynamic-batch-scheduler.ts';
+import { SequenceBatchScheduler } from '../scheduling/sequence-batch-scheduler.ts';
+import type { Scheduler } from '../api/scheduler.ts';
+import { runWarmup } from './model-warmup.ts';
+import type { RateLimiter } from '../sharing/rate-limiter.ts';
+import { loadModelConfig, type ConfigSource } from '../config/model-config-loader.ts';
+import { log, tracer } from '../../common/logger.ts';
+
+const trace = tracer('repository');
+
+/** What a version needs from the engine around it. */
+export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'> & {
+  /** --rate-limit=execution_count: instances execute only while their resources are free. */
+  rateLimiter?: RateLimiter;
+};
+
+/** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
+export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, version: number, deps: VersionLoadDeps): Promise<ModelVersion> {
+  const versionDir = path.join(src.modelDir, String(version));
+  log.info(`loading: ${src.modelName}:${version}`);
+  const config = loadModelConfig(src, raw, versionDir);
+  const backend = backendFor(config);
+  const bm = await backend.load({
+    modelName: src.modelName,
+    version,
+    modelDir: src.modelDir,
+    versionDir,
+    config,
+    shm: deps.shm,
+    infer: deps.infer,
+    lookupConfig: deps.lookupConfig,
+    backendConfig: deps.backendConfig,
+  });
+  const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
+  let scheduler: Scheduler;
+  let limited: ReturnType<RateLimiter['register']> | undefined;
+  let pool: InstancePool | undefined;
+  if (bm.createScheduler) scheduler = bm.createScheduler(stats);
+  else {
+    try {
+      limited = deps.rateLimiter?.register(src.modelName, config, bm.instances);
+    } catch (err) {
+      await bm.finalize();
+      throw err;
+    }
+    const instances = limited?.instances ?? bm.instances;
+    if (config.sequence_batching) {
+      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances, stats });
+    } else {
+      pool = new InstancePool(instances);
+      // One scheduler class: batching on with dynamic_batching and max_batch_size > 0, else Triton's default scheduler.
+      scheduler = new DynamicBatchScheduler({ modelName: src.modelName, config, pool, stats });
+    }
+  }
+  const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
+  if (limited) mv.onUnloaded.push(limited.unregister);
+  mv.pool = pool;
+  mv.setState('LOADING');
+  try {
+    await runWarmup(config, scheduler, src.modelDir);
+  } catch (err) {
+    mv.setState('UNAVAILABLE', (err as Error).message);
+    await scheduler.stop();
+    await bm.finalize();
+    limited?.unregister();
+    throw err;
+  }
+  mv.setState('READY');
+  trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
+  return mv;
+}

@@ -1,0 +1,69 @@
+// Running one batch on one execution instance, shared by every scheduler:
+// shm inputs checked right before (a truncated region fails its own request),
+// and whatever the instance does (throw, reject, a wrong number of responses)
+// turned into StatusErrors. Never throws.
+import type { InferRequest } from '../api/infer-request.ts';
+import type { ExecuteResult, ExecutionInstance } from '../api/scheduler.ts';
+import { internal, StatusError, toStatusError } from '../api/status.ts';
+import { log } from '../../common/logger.ts';
+
+/**
+ * Run `requests` on `instance` and check the result's shape. Never throws: an
+ * execute that throws or rejects, or answers the wrong number of responses,
+ * becomes one StatusError for the whole batch.
+ */
+export async function runOnInstance(
+  instance: ExecutionInstance,
+  requests: InferRequest[],
+  modelName: string,
+): Promise<ExecuteResult | StatusError> {
+  // Shm inputs are checked right before the execution reads them: a region
+  // truncated while the request waited fails that request, not the batch.
+  const lost = requests.map(shmProblem);
+  if (lost.some((e) => e)) return runWithout(instance, requests, lost, modelName);
+  return runChecked(instance, requests, modelName);
+}
+
+/** The first shm input of `r` whose region no longer holds its bytes, as a StatusError. */
+function shmProblem(r: InferRequest): StatusError | undefined {
+  for (const t of r.inputs) {
+    const e = t.shmCheck?.();
+    if (e) return toStatusError(e);
+  }
+  return undefined;
+}
+
+/** Run the requests whose inputs are intact; the others answer their own error. */
+async function runWithout(
+  instance: ExecutionInstance,
+  requests: InferRequest[],
+  lost: Array<StatusError | undefined>,
+  modelName: string,
+): Promise<ExecuteResult | StatusError> {
+  const keep = requests.filter((_, i) => !lost[i]);
+  const zero = { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+  const ran = keep.length ? await runChecked(instance, keep, modelName) : { responses: [], timing: zero };
+  let k = 0;
+  const responses = requests.map((_, i) => lost[i] ?? (ran instanceof StatusError ? ran : ran.responses[k++]!));
+  return { responses, timing: ran instanceof StatusError ? zero : ran.timing };
+}
+
+async function runChecked(
+  instance: ExecutionInstance,
+  requests: InferRequest[],
+  modelName: string,
+): Promise<ExecuteResult | StatusError> {
+  try {
+    const result = await instance.execute(requests);
+    if (!result || !Array.isArray(result.responses) || result.responses.length !== requests.length) {
+      return internal(
+        `instance '${instance.name}' of model '${modelName}' returned ${result?.responses?.length} responses for ${requests.length} requests`,
+      );
+    }
+    return result;
+  } catch (err) {
+    const e = toStatusError(err);
+    if (!(err instanceof StatusError)) log.error(`instance '${instance.name}' of model '${modelName}' failed`, err);
+    return e;
+  }
+}

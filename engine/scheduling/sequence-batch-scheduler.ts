@@ -1,0 +1,244 @@
+// Triton's sequence batcher for stateful models. Requests carry a correlation
+// ID (sequence_id) and START/END flags; each sequence's requests run one at a
+// time, in order. Direct strategy: a sequence is pinned to one batch slot of
+// one instance until it ends, and an instance batches the ready requests of
+// its slots. Oldest strategy: up to max_candidate_sequences sequences compete
+// and any free instance batches the oldest ready requests (decideBatch, as
+// the dynamic batcher). The engine adds the configured control tensors and
+// carries implicit state from a request's output to the next request's input.
+// Owns its sequences, queues and timers; main thread only. Slot bookkeeping
+// is sequence-slots.ts, the batch choice dynamic-batch-decision.ts.
+import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
+import { runOnInstance } from './instance-run.ts';
+import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
+import type { ModelConfig } from '../api/model-config.ts';
+import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
+import { answerRequest, requestBatchSize } from '../api/scheduler.ts';
+import { systemClock, type Clock } from './scheduler-queue.ts';
+import { sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSequenceInputs, type SequenceSpec } from '../config/sequence-config.ts';
+import { SequenceSlots, type LiveSequence } from './sequence-slots.ts';
+import { cancelled, invalidArg, StatusError, unavailable } from '../api/status.ts';
+import { log, tracer } from '../../common/logger.ts';
+
+const trace = tracer('sequence');
+/** Shortest wait between idle checks. */
+const IDLE_RECHECK_NS = 1_000_000n;
+
+export interface SequenceBatchSchedulerOptions {
+  modelName: string;
+  config: ModelConfig;
+  instances: readonly ExecutionInstance[];
+  stats: StatsSink;
+  clock?: Clock;
+}
+
+interface Pending {
+  request: InferRequest;
+  start: boolean;
+  end: boolean;
+  enqueuedNs: bigint;
+  resolve: (r: InferResponse) => void;
+  reject: (e: StatusError) => void;
+}
+
+interface SeqData {
+  queue: Pending[];
+  running: boolean;
+  /** Implicit state: the last state outputs, by output name. */
+  state: Map<string, Tensor>;
+}
+
+type Seq = LiveSequence<SeqData>;
+
+export class SequenceBatchScheduler implements Scheduler {
+  private readonly modelName: string;
+  private readonly config: ModelConfig;
+  private readonly spec: SequenceSpec;
+  private readonly instances: readonly ExecutionInstance[];
+  private readonly busy: boolean[];
+  private readonly stats: StatsSink;
+  private readonly clock: Clock;
+  private readonly slots: SequenceSlots<SeqData>;
+  private readonly policy: BatchPolicy;
+  private inflight = 0;
+  private stopping = false;
+  private drained: Array<() => void> = [];
+  private batchTimer?: { at: bigint; handle: { cancel(): void } };
+  private idleTimer?: { at: bigint; handle: { cancel(): void } };
+
+  constructor(opts: SequenceBatchSchedulerOptions) {
+    this.modelName = opts.modelName;
+    this.config = opts.config;
+    this.spec = sequenceSpecOf(opts.config);
+    this.instances = opts.instances;
+    this.busy = opts.instances.map(() => false);
+    this.stats = opts.stats;
+    this.clock = opts.clock ?? systemClock;
+    const perInstance = Math.max(1, opts.config.max_batch_size);
+    this.slots =
+      this.spec.strategy === 'direct'
+        ? new SequenceSlots<SeqData>(opts.instances.map(() => perInstance), true)
+        : new SequenceSlots<SeqData>([this.spec.maxCandidates], false);
+    this.policy = {
+      maxBatchSize: opts.config.max_batch_size,
+      preferredSizes: this.spec.strategy === 'oldest' ? this.spec.preferredSizes : [],
+      maxQueueDelayNs: this.spec.maxQueueDelayNs,
+    };
+  }
+
+  inflightCount(): number {
+    return this.inflight;
+  }
+
+  stop(): Promise<void> {
+    this.stopping = true;
+    this.idleTimer?.handle.cancel();
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
+  enqueue(request: InferRequest): Promise<InferResponse> {
+    const now = this.clock.nowNs();
+    request.arrivalNs ??= now;
+    if (this.stopping) return Promise.reject(unavailable(`model '${this.modelName}' is not accepting requests`));
+    let seq: Seq;
+    let flags;
+    try {
+      flags = sequenceFlagsOf(request.parameters);
+      if (flags.id === undefined) {
+        throw invalidArg(`inference request to model '${this.modelName}' must specify a non-zero or non-empty correlation ID`);
+      }
+      const id = flags.id;
+      const admission = this.slots.admit(id, sequenceKey(id), flags.start, flags.end, now, this.modelName, () => ({ queue: [], running: false, state: new Map() }));
+      seq = admission.seq;
+      if (admission.restarted) log.warn(`sequence ${id} for model '${this.modelName}' restarted by a new START before its END`);
+    } catch (err) {
+      this.stats.failed(Number(now - request.arrivalNs));
+      return Promise.reject(err);
+    }
+    const { start, end } = flags;
+    return new Promise<InferResponse>((resolve, reject) => {
+      seq.data.queue.push({ request, start, end, enqueuedNs: now, resolve, reject });
+      this.inflight++;
+      this.schedule();
+      // An enqueue only pushes idle deadlines later: an armed timer stays right.
+      if (!this.idleTimer) this.armIdleTimer();
+    });
+  }
+
+  /** Start every batch that can start now; arm a timer for the earliest one that must wait. */
+  private schedule(): void {
+    const now = this.clock.nowNs();
+    let waitUntil: bigint | undefined;
+    for (let i = 0; i < this.instances.length; i++) {
+      if (this.busy[i]) continue;
+      const pinned = this.spec.strategy === 'direct' ? i : undefined;
+      const ready = this.slots
+        .inSlots(pinned)
+        .filter((s) => !s.data.running && s.data.queue.length > 0)
+        .sort((a, b) => (a.data.queue[0]!.enqueuedNs < b.data.queue[0]!.enqueuedNs ? -1 : 1));
+      if (!ready.length) continue;
+      const items: PendingItem[] = ready.map((s) => ({
+        batchSize: requestBatchSize(s.data.queue[0]!.request, this.config.max_batch_size),
+        shapeKey: batchShapeKey(s.data.queue[0]!.request, this.config.max_batch_size),
+        enqueuedNs: s.data.queue[0]!.enqueuedNs,
+      }));
+      const d = decideBatch(items, this.policy, now);
+      if (d.action === 'send') void this.run(i, ready.slice(0, d.count));
+      else if (d.action === 'wait' && (waitUntil === undefined || d.untilNs < waitUntil)) waitUntil = d.untilNs;
+    }
+    if (waitUntil !== undefined && (!this.batchTimer || this.batchTimer.at > waitUntil)) {
+      this.batchTimer?.handle.cancel();
+      const at = waitUntil;
+      this.batchTimer = { at, handle: this.clock.setTimer(() => {
+        this.batchTimer = undefined;
+        this.schedule();
+      }, at - now) };
+    }
+  }
+
+  private async run(instanceIndex: number, seqs: Seq[]): Promise<void> {
+    const instance = this.instances[instanceIndex]!;
+    this.busy[instanceIndex] = true;
+    const now = this.clock.nowNs();
+    const batched = this.config.max_batch_size > 0;
+    const allOutputs = this.config.output.map((o) => o.name);
+    const items: Array<{ seq: Seq; p: Pending; req: InferRequest }> = [];
+    for (const seq of seqs) {
+      const p = seq.data.queue.shift()!;
+      seq.data.running = true;
+      if (p.request.signal?.aborted) {
+        this.settle(seq, p, cancelled(`request for model '${this.modelName}' was cancelled`));
+        continue;
+      }
+      this.stats.queued(Number(now - p.enqueuedNs));
+      try {
+        const req = withSequenceInputs(p.request, this.spec, { id: seq.id, start: p.start, end: p.end }, seq.data.state, batched, allOutputs);
+        items.push({ seq, p, req });
+      } catch (err) {
+        this.settle(seq, p, err as StatusError);
+      }
+    }
+    if (items.length) {
+      trace(`model '${this.modelName}' executing ${items.length} sequence request(s) on '${instance.name}'`, items[0]!.p.request.id);
+      const result = await runOnInstance(instance, items.map((x) => x.req), this.modelName);
+      if (result instanceof StatusError) {
+        for (const x of items) this.settle(x.seq, x.p, result);
+      } else {
+        const size = items.reduce((n, x) => n + requestBatchSize(x.p.request, this.config.max_batch_size), 0);
+        this.stats.executed(size, items.length, result.timing);
+        items.forEach((x, k) => {
+          x.p.request.onExecuted?.(result.timing);
+          this.settle(x.seq, x.p, this.keepState(x.seq, x.p, result.responses[k]!));
+        });
+      }
+    }
+    this.busy[instanceIndex] = false;
+    this.schedule();
+  }
+
+  /** Take the state outputs into the sequence; answer only what the client asked for. */
+  private keepState(seq: Seq, p: Pending, res: InferResponse | StatusError): InferResponse | StatusError {
+    if (res instanceof StatusError || !this.spec.states.length) return res;
+    const stateNames = new Set(this.spec.states.map((s) => s.outputName));
+    const asked = new Set(p.request.outputs.map((o) => o.name));
+    for (const t of res.outputs) {
+      // A copy: the response's bytes may view a buffer the backend reuses.
+      if (stateNames.has(t.name)) seq.data.state.set(t.name, { ...t, data: Uint8Array.from(t.data) });
+    }
+    res.outputs = res.outputs.filter((t) => !stateNames.has(t.name) || asked.has(t.name));
+    return res;
+  }
+
+  private settle(seq: Seq, p: Pending, outcome: InferResponse | StatusError): void {
+    seq.data.running = false;
+    answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
+    if (seq.ended && seq.data.queue.length === 0) this.slots.release(seq);
+    this.inflight--;
+    if (this.inflight === 0) for (const d of this.drained.splice(0)) d();
+  }
+
+  /** max_sequence_idle_microseconds: release sequences with no request for that long. */
+  private armIdleTimer(): void {
+    let at = this.slots.nextIdleAt(this.spec.maxIdleNs);
+    if (at === undefined || this.stopping) return;
+    // A due sequence still running is looked at again a little later, not in a tight loop.
+    const now = this.clock.nowNs();
+    const floor = now + IDLE_RECHECK_NS;
+    if (at < floor) at = floor;
+    if (this.idleTimer && this.idleTimer.at <= at) return;
+    this.idleTimer?.handle.cancel();
+    this.idleTimer = { at, handle: this.clock.setTimer(() => this.reapIdle(), at - now) };
+  }
+
+  private reapIdle(): void {
+    this.idleTimer = undefined;
+    const now = this.clock.nowNs();
+    for (const s of this.slots.idle(now, this.spec.maxIdleNs, (x) => !x.data.running && x.data.queue.length === 0)) {
+      log.info(`sequence ${s.id} of model '${this.modelName}' released after ${Number(this.spec.maxIdleNs / 1000n)} us idle`);
+      this.slots.releaseIdle(s, now);
+    }
+    this.armIdleTimer();
+    this.schedule();
+  }
+}

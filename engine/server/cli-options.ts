@@ -1,0 +1,124 @@
+// Triton's command-line flags for the engine, parsed into EngineOptions.
+// Both `--flag=value` and `--flag value` work.
+import { parseArgs } from 'node:util';
+import type { EngineOptions } from './server.ts';
+import type { ControlMode } from '../repository/model-repository-manager.ts';
+import { traceSettingsFromFlags } from '../tracing/trace-manager.ts';
+import { parseCacheConfig } from '../sharing/response-cache.ts';
+import { parseResourceFlag } from '../sharing/rate-limiter-decision.ts';
+import { parseBudget } from '../sharing/eviction-decision.ts';
+import os from 'node:os';
+
+const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
+  if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
+  throw new Error(`--rate-limit: expected off or execution_count, got '${v}'`);
+};
+
+export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
+  --model-repository=DIR        model repository (required)
+  --grpc-port=8001 --http-port=8000 --metrics-port=8002
+  --grpc-unix-socket=PATH       also serve gRPC on this Unix socket (for a colocated gateway)
+  --http-address=0.0.0.0        address all frontends bind
+  --allow-grpc=true --allow-http=true --allow-metrics=true
+  --model-control-mode=none     none | poll | explicit | on-demand (ours: a request loads its model)
+  --load-model=NAME             explicit mode: load at start (repeatable; * = all)
+  --repository-poll-secs=15     poll mode interval
+  --strict-model-config=false   false: complete missing inputs/outputs from the model file
+  --strict-readiness=true       server ready only when every model is ready
+  --allow-client-shm=false      accept system shared-memory registrations
+  --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
+  --shm-max-regions=N           most system shm regions registered at once (default unlimited)
+  --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
+  --backend-config=python,KEY=VALUE  backend setting (repeatable; python: python-executable, execution-env-path)
+  --trace-config=SETTING        Triton's: triton,file=F  level=TIMESTAMPS|TENSORS  rate=N  count=N
+                                triton,log-frequency=N  mode=opentelemetry  opentelemetry,url=URL (repeatable)
+  --server-name=triton          server metadata name (Triton's clients compare it)
+  --cache-config=local,size=N   response cache: in-process LRU of N bytes (repeatable, Triton's syntax)
+  --cache-config=redis,host=H,port=P   response cache in Redis (shared by every engine on it)
+  --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
+  --pin-model=NAME              never evict NAME for the budget (repeatable)
+  --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
+  --adaptive-instances=false    models with parameters max_instance_count grow/shrink with queue time (ours)
+  --rate-limit=off             off | execution_count (Triton's rate limiter over instance_group rate_limiter)
+  --rate-limit-resource=NAME:COUNT[:DEVICE]   copies of a rate-limiter resource (repeatable)
+  --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
+
+const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
+  if (v === undefined) return dflt;
+  if (/^(true|1|yes|on)$/i.test(v)) return true;
+  if (/^(false|0|no|off)$/i.test(v)) return false;
+  throw new Error(`--${flag}: expected true or false, got '${v}'`);
+};
+const int = (v: string | undefined, dflt: number, flag: string): number => {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new Error(`--${flag}: expected an integer, got '${v}'`);
+  return n;
+};
+
+/** Parse argv (without node and script) into engine options and the log verbosity. */
+export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: number } {
+  const s = { type: 'string' } as const;
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'http-port': s, 'metrics-port': s,
+      'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
+      'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
+      'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
+      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true },
+      'server-name': s, 'trace-config': { type: 'string', multiple: true },
+      'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
+      'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
+      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) throw new Error(USAGE);
+  const repo = values['model-repository'] ?? values['model-store'];
+  if (!repo) throw new Error(`--model-repository is required\n${USAGE}`);
+  const mode = (values['model-control-mode'] ?? 'none') as ControlMode;
+  if (!['none', 'poll', 'explicit', 'on-demand'].includes(mode)) throw new Error(`--model-control-mode: expected none, poll, explicit or on-demand, got '${mode}'`);
+  const loadModels = values['load-model'] ?? [];
+  if (loadModels.length && mode !== 'explicit' && mode !== 'on-demand') throw new Error('--load-model needs --model-control-mode=explicit');
+  return {
+    modelRepository: repo,
+    host: values['http-address'] ?? '0.0.0.0',
+    grpcPort: bool(values['allow-grpc'], true, 'allow-grpc') ? int(values['grpc-port'], 8001, 'grpc-port') : -1,
+    httpPort: bool(values['allow-http'], true, 'allow-http') ? int(values['http-port'], 8000, 'http-port') : -1,
+    grpcUnixSocket: values['grpc-unix-socket'] || undefined,
+    metricsPort: bool(values['allow-metrics'], true, 'allow-metrics') ? int(values['metrics-port'], 8002, 'metrics-port') : -1,
+    controlMode: mode,
+    loadModels,
+    repositoryPollSecs: int(values['repository-poll-secs'], 15, 'repository-poll-secs'),
+    strictModelConfig: bool(values['strict-model-config'], false, 'strict-model-config'),
+    strictReadiness: bool(values['strict-readiness'], true, 'strict-readiness'),
+    allowClientShm: bool(values['allow-client-shm'], false, 'allow-client-shm'),
+    shmKeyPrefix: values['shm-key-prefix'],
+    shmMaxRegions: values['shm-max-regions'] === undefined ? undefined : int(values['shm-max-regions'], 0, 'shm-max-regions'),
+    shmMaxBytes: values['shm-max-bytes'] === undefined ? undefined : int(values['shm-max-bytes'], 0, 'shm-max-bytes'),
+    cacheConfig: parseCacheConfig(values['cache-config'] ?? []),
+    rateLimit: rateLimitMode(values['rate-limit']),
+    modelMemoryBudget: values['model-memory-budget'] === undefined ? undefined : parseBudget(values['model-memory-budget'], os.totalmem()),
+    pinnedModels: values['pin-model'] ?? [],
+    adaptiveInstances: bool(values['adaptive-instances'], false, 'adaptive-instances'),
+    onDemandTimeoutMs: int(values['on-demand-load-timeout-secs'], 30, 'on-demand-load-timeout-secs') * 1000,
+    rateLimitResources: (values['rate-limit-resource'] ?? []).map(parseResourceFlag),
+    logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
+    backendConfig: parseBackendConfig(values['backend-config'] ?? []),
+    serverName: values['server-name'],
+    traceConfig: traceSettingsFromFlags(values['trace-config'] ?? []),
+  };
+}
+
+/** Triton's `--backend-config=<backend>,<key>=<value>` flags, grouped by backend. */
+export function parseBackendConfig(flags: string[]): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const f of flags) {
+    const m = /^([^,=]+),([^=]+)=(.*)$/.exec(f);
+    if (!m) throw new Error(`--backend-config: expected <backend>,<key>=<value>, got '${f}'`);
+    (out[m[1]!] ??= {})[m[2]!] = m[3]!;
+  }
+  return out;
+}
