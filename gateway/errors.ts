@@ -1,6 +1,6 @@
 // The gateway's error catalog (after fastify lib/errors.js): every error a
 // client can see has a stable code, a message template and an HTTP status.
-// gateway/README.md carries the same table; test/unit/gateway-errors.test.ts
+// docs/gateway/errors.md carries the same table; test/unit/gateway-errors.test.ts
 // keeps the two in step. Handlers throw GatewayError; app.ts's one onError
 // turns it into `{"error": {"code", "message"}}`.
 import { HTTPException } from 'hono/http-exception';
@@ -87,7 +87,7 @@ export function gatewayError(code: ErrorCode, params: Record<string, string | nu
   return new GatewayError(code, params, cause);
 }
 
-/** The catalog as a Markdown table (the README's copy; kept in step by a test). */
+/** The catalog as a Markdown table (docs/gateway/errors.md's copy; kept in step by a test). */
 export function catalogMarkdown(): string {
   const rows = Object.entries(ERROR_CATALOG).map(
     ([code, e]) => `| \`${code}\` | ${e.status} | ${e.message.replace(/\|/g, '\\|')} |`,

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOG, GatewayError, catalogMarkdown, formatMessage } from '../../gateway/errors.ts';
 
 describe('gateway error catalog', () => {
-  it('gateway/README.md carries exactly the catalog table', () => {
-    const readme = fs.readFileSync(new URL('../../gateway/README.md', import.meta.url), 'utf8');
-    const m = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(readme);
-    expect(m, 'README has the errors:begin/end markers').not.toBeNull();
+  it('docs/gateway/errors.md carries exactly the catalog table', () => {
+    const doc = fs.readFileSync(new URL('../../docs/gateway/errors.md', import.meta.url), 'utf8');
+    const m = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(doc);
+    expect(m, 'docs/gateway/errors.md has the errors:begin/end markers').not.toBeNull();
     expect(m![1]!.trim()).toBe(catalogMarkdown());
   });
 
