@@ -1,6 +1,6 @@
 // Reading request bodies under a byte limit. On @hono/node-server the body is
 // read from the Node IncomingMessage itself (c.env.incoming): Hono's web
-// Request wrapper costs about twice as much for megabyte bodies (FACTS.md),
+// Request wrapper costs about twice as much for megabyte bodies (measured here),
 // and reading the socket directly lets a staged body land straight in its
 // shm slice with no intermediate buffer. Elsewhere (app.request() in tests)
 // the web stream is used.

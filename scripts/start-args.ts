@@ -3,7 +3,7 @@
 // regions only under the gateway's key prefix: nobody else who can reach the
 // host can make it read or overwrite arbitrary /dev/shm objects through a
 // model. START_ENGINE_ARGS / START_GATEWAY_ARGS are appended after these
-// defaults and win over them (README: "Opening npm start up").
+// defaults and win over them (docs/reliability.md, "Opening npm start up").
 
 import { ENGINE_NODE_FLAGS } from '../engine/node-flags.ts';
 

@@ -1,6 +1,6 @@
 // How many GPUs onnxruntime can use here: the NVIDIA GPUs the driver lists,
 // but only when onnxruntime-node was installed with its CUDA execution
-// provider (README, "GPU hosts"); otherwise 0, and KIND_GPU models are
+// provider (docs/deploy/gpu-hosts.md); otherwise 0, and KIND_GPU models are
 // refused at load with a message saying so.
 import fs from 'node:fs';
 import * as ort from 'onnxruntime-node';

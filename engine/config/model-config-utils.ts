@@ -194,7 +194,7 @@ function normalizeInstanceGroups(c: ModelConfig, opts: NormalizeOptions, fail: F
     if (out.kind === 'KIND_GPU') {
       if (gpuCount === 0) throw fail(
           `${path}.kind`,
-          `KIND_GPU but no GPUs are available to onnxruntime (it needs a GPU and onnxruntime-node's CUDA execution provider: see the README, "GPU hosts")`,
+          `KIND_GPU but no GPUs are available to onnxruntime (it needs a GPU and onnxruntime-node's CUDA execution provider: see docs/deploy/gpu-hosts.md)`,
         );
       gpus.forEach((id, j) => {
         if (id < 0 || id >= gpuCount) throw fail(`${path}.gpus[${j}]`, `GPU ${id} is not available (${gpuCount} visible)`);

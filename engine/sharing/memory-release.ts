@@ -1,6 +1,6 @@
 // Giving memory back after very large messages. A 100 MB gRPC message is
 // received as many small chunks, joined, decoded and copied: three at once
-// left the engine ~600 MB larger 5 s later (measured; README "Reliability").
+// left the engine ~600 MB larger 5 s later (measured; docs/reliability.md).
 // It is not a leak: the same calls again did not add more. Dead Buffers that
 // V8 does not collect while the process is idle (no heap pressure) hold about
 // half of it: a full GC one second after the last large request returns that.

@@ -1,6 +1,6 @@
 // In-memory JobQueue for a single gateway without Redis. Records and the
 // queue live in this process only: they do NOT survive a restart or a crash
-// (gateway/README.md says so); with several replicas each has its own jobs.
+// (docs/gateway/async-jobs-and-webhooks.md says so); with several replicas each has its own jobs.
 //
 // Ownership: owns the record map, the FIFO and its waiters. Event loop only.
 // Records are pruned lazily once their retention has passed.

@@ -109,7 +109,7 @@ export async function benchShmVsInline(opts: ShmVsInlineOptions = {}): Promise<S
     const a = await sumOf(shmReq);
     const b = await sumOf(inlineReq);
     if (a !== b) throw new Error(`shm and inline sums differ: ${a} vs ${b}`);
-    // grpc-js unary calls get faster over the first few hundred calls (FACTS.md): warm the channel.
+    // grpc-js unary calls get faster over the first few hundred calls (measured): warm the channel.
     await time(opts.quick ? 60 : 300, async () => void (await sumOf(shmReq)));
     await time(2, async () => void (await sumOf(inlineReq)));
 

