@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { USAGE as ENGINE_USAGE } from '../../engine/server/cli-options.ts';
 
 const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const SKIP_DIRS = new Set(['node_modules', '.git', 'test-artifacts', 'bench-results']);
@@ -159,6 +160,20 @@ describe('docs', () => {
     expect(body[0]).toMatch(/^```/);
     expect(body[1]).toMatch(/^npm install && npm start(\s|$)/);
     expect(body[2]).toMatch(/^npm test(\s|$)/);
+  });
+});
+
+describe('docs/reference.md', () => {
+  it('names every engine and gateway flag', () => {
+    const ref = fs.readFileSync(path.join(ROOT, 'docs', 'reference.md'), 'utf8');
+    const engine = [...ENGINE_USAGE.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!);
+    // The gateway's parser is a switch over flag names (gateway/main.ts runs on import, so it is read as text).
+    const gatewaySrc = fs.readFileSync(path.join(ROOT, 'gateway', 'main.ts'), 'utf8');
+    const gateway = [...gatewaySrc.matchAll(/case '([a-z][a-z-]*)':/g)].map((m) => m[1]!).filter((f) => f !== 'help');
+    expect(engine.length).toBeGreaterThan(20);
+    expect(gateway.length).toBeGreaterThan(15);
+    const missing = [...new Set([...engine, ...gateway])].filter((f) => !ref.includes(`--${f}`));
+    expect(missing).toEqual([]);
   });
 });
 
