@@ -13,6 +13,7 @@ import { installDirectInfer } from './grpc-direct-infer.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
 import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
+import { failedRestriction, grpcRestrictedText, GRPC_RPC_GROUPS, type RestrictedFeatures } from '../restricted-api.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
@@ -175,6 +176,38 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
   };
 }
 
+/** A call's metadata value by (lowercase) name, for the restriction check. */
+const metadataReader = (md: grpc.Metadata) => (name: string) => {
+  const v = md.get(name)[0];
+  return v === undefined ? undefined : String(v);
+};
+
+/**
+ * Each RPC behind its restricted group's check (restricted-api.ts): a call
+ * without the group's metadata ends UNAVAILABLE before its handler runs, a
+ * stream before it reads a request, as Triton's grpc_server.cc does.
+ */
+function restricted(impl: grpc.UntypedServiceImplementation, features: RestrictedFeatures | undefined): grpc.UntypedServiceImplementation {
+  if (!features?.size) return impl;
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const [name, h] of Object.entries(impl)) {
+    const failed = (call: { metadata: grpc.Metadata }) => failedRestriction(features, GRPC_RPC_GROUPS[name], metadataReader(call.metadata));
+    out[name] =
+      name === 'ModelStreamInfer'
+        ? (call: grpc.ServerDuplexStream<Msg, Msg>) => {
+            const r = failed(call);
+            if (r) call.emit('error', { code: grpc.status.UNAVAILABLE, details: grpcRestrictedText(r) });
+            else (h as grpc.handleBidiStreamingCall<Msg, Msg>)(call);
+          }
+        : (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
+            const r = failed(call);
+            if (r) cb({ code: grpc.status.UNAVAILABLE, details: grpcRestrictedText(r) } as grpc.ServiceError, null);
+            else (h as grpc.handleUnaryCall<Msg, Msg>)(call, cb);
+          };
+  }
+  return out;
+}
+
 /** The service with ModelInfer's deserializer noting the message buffer on the decoded request (see ModelInfer). */
 function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const m = svc.ModelInfer!;
@@ -197,14 +230,17 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  * on that path (replacing a stale socket file left by a crashed engine), for
  * a colocated gateway: a call over a Unix socket skips the loopback TCP stack.
  */
-export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
+export async function startGrpcServer(
+  api: ServerApi,
+  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures },
+): Promise<{ port: number; close(): Promise<void> }> {
   installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
-  server.addService(withReceivedBuffer(inferenceService()), handlers(api));
-  server.addService(healthService(), {
+  server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api), opts.restricted));
+  server.addService(healthService(), restricted({
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
-  });
+  }, opts.restricted));
   const bind = (address: string) =>
     new Promise<number>((resolve, reject) =>
       server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
@@ -217,7 +253,8 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
   }
   widenConnectionWindows(server);
   const infer = inferenceService().ModelInfer!;
-  installDirectInfer(server, api, {
+  // The direct path does not check restrictions: with `inference` restricted, grpc-js serves ModelInfer.
+  if (!opts.restricted?.has('inference')) installDirectInfer(server, api, {
     maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
     maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
     decode: infer.requestDeserialize as (b: Buffer) => Msg,
