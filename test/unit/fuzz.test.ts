@@ -233,7 +233,7 @@ describe('fuzz: trace settings updates', () => {
     const start = path.join(os.tmpdir(), 'start-trace.json');
     try {
       const key = fc.constantFrom('trace_file', 'trace_level', 'trace_rate', 'trace_count', 'log_frequency', 'trace_mode', 'opentelemetry_url', 'bogus');
-      const update = fc.dictionary(key, fc.oneof(fc.array(settingValue, { maxLength: 3 }), fileName.map((f) => [f]), fc.constant([start])), { maxKeys: 4 });
+      const update = fc.dictionary(key, fc.oneof(fc.array(settingValue, { maxLength: 3 }), fileName.map((f): string[] => [f]), fc.constant([start]).map((x): string[] => [...x])), { maxKeys: 4 });
       fc.assert(fc.property(fc.boolean(), fc.option(fc.constantFrom('m', 'n')), update, (withDir, model, u) => {
         const tm = new TraceManager({ trace_file: [start] }, 'fuzz', withDir ? { traceDir: dir } : {});
         only(isSettingsError, () => tm.update(model ?? undefined, u));
