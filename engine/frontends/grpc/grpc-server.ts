@@ -13,7 +13,8 @@ import { installDirectInfer } from './grpc-direct-infer.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
 import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
-import { failedRestriction, grpcRestrictedText, GRPC_RPC_GROUPS, type RestrictedFeatures } from '../restricted-api.ts';
+import type { RestrictedFeatures } from '../restricted-api.ts';
+import { restricted } from './grpc-restricted.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
@@ -174,38 +175,6 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
       });
     },
   };
-}
-
-/** A call's metadata value by (lowercase) name, for the restriction check. */
-const metadataReader = (md: grpc.Metadata) => (name: string) => {
-  const v = md.get(name)[0];
-  return v === undefined ? undefined : String(v);
-};
-
-/**
- * Each RPC behind its restricted group's check (restricted-api.ts): a call
- * without the group's metadata ends UNAVAILABLE before its handler runs, a
- * stream before it reads a request, as Triton's grpc_server.cc does.
- */
-function restricted(impl: grpc.UntypedServiceImplementation, features: RestrictedFeatures | undefined): grpc.UntypedServiceImplementation {
-  if (!features?.size) return impl;
-  const out: grpc.UntypedServiceImplementation = {};
-  for (const [name, h] of Object.entries(impl)) {
-    const failed = (call: { metadata: grpc.Metadata }) => failedRestriction(features, GRPC_RPC_GROUPS[name], metadataReader(call.metadata));
-    out[name] =
-      name === 'ModelStreamInfer'
-        ? (call: grpc.ServerDuplexStream<Msg, Msg>) => {
-            const r = failed(call);
-            if (r) call.emit('error', { code: grpc.status.UNAVAILABLE, details: grpcRestrictedText(r) });
-            else (h as grpc.handleBidiStreamingCall<Msg, Msg>)(call);
-          }
-        : (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
-            const r = failed(call);
-            if (r) cb({ code: grpc.status.UNAVAILABLE, details: grpcRestrictedText(r) } as grpc.ServiceError, null);
-            else (h as grpc.handleUnaryCall<Msg, Msg>)(call, cb);
-          };
-  }
-  return out;
 }
 
 /** The service with ModelInfer's deserializer noting the message buffer on the decoded request (see ModelInfer). */
