@@ -130,6 +130,11 @@ export interface GrpcClientOptions {
    * others and when `credentials` are given.
    */
   directInfer?: boolean;
+  /**
+   * Metadata sent with every call, under any per-call metadata: e.g. the
+   * header of Triton's --grpc-restricted-protocol (`triton-grpc-protocol-<key>`).
+   */
+  metadata?: Record<string, string>;
 }
 
 const ServiceClient = grpc.makeClientConstructor(inferenceService(), 'GRPCInferenceService');
@@ -148,9 +153,11 @@ export class TritonGrpcClient {
   private readonly raw: grpc.Client;
   private readonly defaultTimeoutMs: number | undefined;
   private readonly direct: DirectUnaryChannel | undefined;
+  private readonly metadata: Record<string, string> | undefined;
 
   constructor(address: string, opts: GrpcClientOptions = {}) {
     this.address = address;
+    this.metadata = opts.metadata && Object.keys(opts.metadata).length ? { ...opts.metadata } : undefined;
     this.defaultTimeoutMs = opts.defaultTimeoutMs;
     if (opts.directInfer && !opts.credentials && DirectUnaryChannel.accepts(address)) this.direct = new DirectUnaryChannel(address);
     this.raw = new ServiceClient(address, opts.credentials ?? grpc.credentials.createInsecure(), {
@@ -164,9 +171,14 @@ export class TritonGrpcClient {
     return this.raw;
   }
 
+  /** The client's metadata under the call's own (the call's win). */
+  private metadataOf(o: CallOptions | undefined): Record<string, string> | undefined {
+    return this.metadata ? { ...this.metadata, ...o?.metadata } : o?.metadata;
+  }
+
   private unary<T>(method: string, req: object, opts: CallOptions = {}): Promise<T> {
     const md = new grpc.Metadata();
-    for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
+    for (const [k, v] of Object.entries(this.metadataOf(opts) ?? {})) md.set(k, v);
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const callOpts: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
     const fn = (this.raw as unknown as Record<string, Unary>)[method]!;
@@ -194,7 +206,7 @@ export class TritonGrpcClient {
     if (!this.direct) return this.unary('ModelInfer', req, o);
     const timeoutMs = o?.timeoutMs ?? this.defaultTimeoutMs;
     return this.direct
-      .call(INFER.path, INFER.requestSerialize(req), { timeoutMs, metadata: o?.metadata })
+      .call(INFER.path, INFER.requestSerialize(req), { timeoutMs, metadata: this.metadataOf(o) })
       .then((b) => INFER.responseDeserialize(b) as ModelInferResponse);
   }
   /** The model's configuration as a plain object (model_config.proto field names). */
@@ -251,7 +263,7 @@ export class TritonGrpcClient {
    */
   modelStreamInfer(o: CallOptions = {}): grpc.ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse> {
     const md = new grpc.Metadata();
-    for (const [k, v] of Object.entries(o.metadata ?? {})) md.set(k, v);
+    for (const [k, v] of Object.entries(this.metadataOf(o) ?? {})) md.set(k, v);
     const timeoutMs = o.timeoutMs ?? this.defaultTimeoutMs;
     const fn = (this.raw as unknown as Record<string, (md: grpc.Metadata, opts: grpc.CallOptions) => unknown>).ModelStreamInfer!;
     return fn.call(this.raw, md, timeoutMs ? { deadline: Date.now() + timeoutMs } : {}) as grpc.ClientDuplexStream<

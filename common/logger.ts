@@ -1,5 +1,6 @@
 // Named tracers (after grpc-js src/logging.ts). ENGINE_TRACE=batcher,ensemble
 // (or "all") turns tracers on by name; --log-verbose>0 turns all on.
+import fs from 'node:fs';
 import { inspect } from 'node:util';
 
 const enabled = new Set(
@@ -28,10 +29,48 @@ export function tracer(name: string): Tracer {
   const fn = ((msg: string, requestId?: string) => {
     if (!(verbose > 0 || enabled.has('all') || enabled.has(name))) return;
     const rid = requestId ? ` [${requestId}]` : '';
-    process.stderr.write(`${new Date().toISOString()} TRACE ${name}${rid} ${msg}\n`);
+    write(`${new Date().toISOString()} TRACE ${name}${rid} ${msg}\n`);
   }) as Tracer;
   Object.defineProperty(fn, 'enabled', { get: () => verbose > 0 || enabled.has('all') || enabled.has(name) });
   return fn;
+}
+
+/** The open log file (Triton's --log-file / log_file), or undefined for stderr. */
+let logFile: { path: string; fd: number } | undefined;
+
+/** Every log line leaves here: to the log file when one is set, else stderr. */
+function write(line: string): void {
+  if (!logFile) {
+    process.stderr.write(line);
+    return;
+  }
+  try {
+    fs.writeSync(logFile.fd, line);
+  } catch {
+    process.stderr.write(line);
+  }
+}
+
+/**
+ * Send the log to `file` (appended; created 0644) or back to stderr
+ * (undefined). `flags` adds open flags (O_NOFOLLOW for a file a client
+ * named). Throws when the file cannot be opened; the old sink stays then.
+ */
+export function setLogFile(file: string | undefined, flags = 0): void {
+  const next = file ? { path: file, fd: fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_APPEND | flags, 0o644) } : undefined;
+  const prev = logFile;
+  logFile = next;
+  if (prev) fs.closeSync(prev.fd);
+}
+/** The current log file ('' for stderr). */
+export function currentLogFile(): string {
+  return logFile?.path ?? '';
+}
+
+/** Which levels are written (Triton's log_info / log_warning / log_error). */
+const levels = { info: true, warn: true, error: true };
+export function setLogLevels(l: Partial<typeof levels>): void {
+  Object.assign(levels, l);
 }
 
 let quiet = process.env.ENGINE_QUIET === '1';
@@ -42,13 +81,13 @@ export function setQuiet(q: boolean): void {
 /** Info/warn/error log lines, Triton-style prefixes. */
 export const log = {
   info: (msg: string) => {
-    if (!quiet) process.stderr.write(`I${stamp()} ${msg}\n`);
+    if (!quiet && levels.info) write(`I${stamp()} ${msg}\n`);
   },
   warn: (msg: string) => {
-    if (!quiet) process.stderr.write(`W${stamp()} ${msg}\n`);
+    if (!quiet && levels.warn) write(`W${stamp()} ${msg}\n`);
   },
   error: (msg: string, detail?: unknown) => {
-    process.stderr.write(`E${stamp()} ${msg}${detail ? ` (${fmt(detail)})` : ''}\n`);
+    if (levels.error) write(`E${stamp()} ${msg}${detail ? ` (${fmt(detail)})` : ''}\n`);
   },
 };
 function stamp(): string {

@@ -3,6 +3,11 @@
 import { parseEngineArgs } from './server/cli-options.ts';
 import { startEngine } from './server/server.ts';
 import { log, setLogVerbose } from '../common/logger.ts';
+import { StatusError, type StatusCode } from './api/status.ts';
+import { RESTRICTED_ENV } from './frontends/restricted-api.ts';
+
+/** Triton's TRITONSERVER_ErrorCodeString: INTERNAL -> "Internal". */
+const tritonCodeName = (c: StatusCode) => (c === 'INVALID_ARG' ? 'Invalid argument' : c[0] + c.slice(1).toLowerCase().replace(/_/g, ' '));
 
 async function main(): Promise<void> {
   let opts;
@@ -12,6 +17,8 @@ async function main(): Promise<void> {
     process.stderr.write(`${(err as Error).message}\n`);
     process.exit(2);
   }
+  // The restricted-API keys stay in this process: Python stubs and other children do not inherit them.
+  for (const v of Object.values(RESTRICTED_ENV)) delete process.env[v];
   setLogVerbose(opts.logVerbose);
   const engine = await startEngine(opts);
   const index = engine.server.repositoryIndex(false);
@@ -38,6 +45,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  log.error(`engine failed to start: ${(err as Error).message}`, err);
+  // Triton's words for a failed start ("error: creating server: Internal - ..."); the stack only for the unexpected.
+  if (err instanceof StatusError) log.error(`error: creating server: ${tritonCodeName(err.code)} - ${err.message}`);
+  else log.error(`engine failed to start: ${(err as Error).message}`, err);
   process.exit(1);
 });

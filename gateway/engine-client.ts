@@ -29,6 +29,8 @@ export interface EngineClientOptions {
   controlTimeoutMs?: number;
   /** Interval of the probe while the engine is down (ms). */
   probeIntervalMs?: number;
+  /** `<key>=<value>[,...]` for a restricted engine (default: GATEWAY_ENGINE_KEY). */
+  engineKey?: string;
 }
 
 /** The engine as the gateway needs it (tests may substitute a fake). */
@@ -45,6 +47,26 @@ export interface EngineApi extends EventEmitter {
   /** Probe now; true when the engine answers ServerReady with ready. */
   check(): Promise<boolean>;
   close(): void;
+}
+
+/**
+ * The gRPC metadata a restricted engine wants (Triton's --grpc-restricted-protocol
+ * reads `triton-grpc-protocol-<key>`), from GATEWAY_ENGINE_KEY = `<key>=<value>[,<key>=<value>...]`.
+ * `npm start` sets it (scripts/start-args.ts); unset, none is sent (a plain Triton).
+ * Errors name the variable but never echo its value.
+ */
+export function engineKeyMetadata(value: string | undefined): Record<string, string> | undefined {
+  if (!value) return undefined;
+  const md: Record<string, string> = {};
+  for (const pair of value.split(',')) {
+    const eq = pair.indexOf('=');
+    const key = pair.slice(0, eq).trim().toLowerCase();
+    if (eq <= 0 || eq === pair.length - 1 || !/^[0-9a-z._-]+$/.test(key)) {
+      throw new Error('GATEWAY_ENGINE_KEY: expected <key>=<value>[,<key>=<value>...] (the header and value of the engine\'s --grpc-restricted-protocol)');
+    }
+    md[`triton-grpc-protocol-${key}`] = pair.slice(eq + 1);
+  }
+  return md;
 }
 
 export class EngineClient extends EventEmitter implements EngineApi {
@@ -74,6 +96,8 @@ export class EngineClient extends EventEmitter implements EngineApi {
       // ModelInfer on node:http2 directly: half the client CPU of a grpc-js call
       // (client/grpc-direct-unary.ts); GATEWAY_GRPC_DIRECT_INFER=0 goes back to grpc-js.
       directInfer: process.env.GATEWAY_GRPC_DIRECT_INFER !== '0',
+      // The key of the engine's restricted groups, on every call (never logged).
+      metadata: engineKeyMetadata(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY),
     });
   }
 

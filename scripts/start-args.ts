@@ -4,8 +4,20 @@
 // host can make it read or overwrite arbitrary /dev/shm objects through a
 // model. START_ENGINE_ARGS / START_GATEWAY_ARGS are appended after these
 // defaults and win over them (docs/reliability.md, "Opening npm start up").
+//
+// The engine's model-repository, trace, logging and shared-memory APIs answer
+// only calls carrying a key generated per start (Triton's restricted-API
+// groups): the gateway gets it, nobody else who reaches the loopback ports
+// can load models, register shm or change settings. The key travels in the
+// children's environment, not on their command lines (which other local
+// users can read); START_ADMIN_KEY picks it (to call those APIs yourself).
 
+import { randomBytes } from 'node:crypto';
 import { ENGINE_NODE_FLAGS } from '../engine/node-flags.ts';
+
+/** The groups `npm start` keeps for the gateway, and the header name of their key. */
+export const START_RESTRICTED_GROUPS = 'model-repository,trace,logging,shared-memory';
+export const START_KEY_HEADER = 'admin-key';
 
 const split = (s: string | undefined) => (s ?? '').split(/\s+/).filter(Boolean);
 
@@ -23,7 +35,11 @@ function flag(args: string[], name: string): string | undefined {
  * socket (no loopback TCP per call; the engine keeps its TCP ports for
  * everyone else).
  */
-export function startArgs(env: NodeJS.ProcessEnv, grpcSocket?: string): { engine: string[]; gateway: string[] } {
+export function startArgs(
+  env: NodeJS.ProcessEnv,
+  grpcSocket?: string,
+  key = env.START_ADMIN_KEY || randomBytes(32).toString('hex'),
+): { engine: string[]; gateway: string[]; engineEnv: NodeJS.ProcessEnv; gatewayEnv: NodeJS.ProcessEnv } {
   const engineExtra = split(env.START_ENGINE_ARGS);
   const gatewayExtra = split(env.START_GATEWAY_ARGS);
   const grpcPort = flag(engineExtra, 'grpc-port') ?? '8001';
@@ -37,5 +53,10 @@ export function startArgs(env: NodeJS.ProcessEnv, grpcSocket?: string): { engine
       ...engineExtra,
     ],
     gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...gatewayExtra],
+    engineEnv: {
+      ENGINE_HTTP_RESTRICTED_API: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,
+      ENGINE_GRPC_RESTRICTED_PROTOCOL: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,
+    },
+    gatewayEnv: { GATEWAY_ENGINE_KEY: `${START_KEY_HEADER}=${key}` },
   };
 }

@@ -6,6 +6,8 @@
 //
 // Extra flags: START_ENGINE_ARGS and START_GATEWAY_ARGS (space-separated)
 // are appended to each child's command line; REDIS_URL reaches the gateway.
+// The engine's admin APIs take a key generated per start, which only the
+// gateway is given (start-args.ts).
 // The engine listens on loopback and takes shm keys under the gateway's
 // prefix only, unless those flags say otherwise (start-args.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,8 +24,8 @@ interface Spec {
 // The socket path carries the supervisor's pid so two `npm start`s on one host do not collide.
 const args = startArgs(process.env, path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`));
 const specs: Spec[] = [
-  { name: 'engine', args: args.engine, env: process.env },
-  { name: 'gateway', args: args.gateway, env: process.env },
+  { name: 'engine', args: args.engine, env: { ...process.env, ...args.engineEnv } },
+  { name: 'gateway', args: args.gateway, env: { ...process.env, ...args.gatewayEnv } },
 ];
 
 const MIN_BACKOFF_MS = 250;

@@ -45,8 +45,25 @@ export function parseShmParams(
   return { region, offset: offset ?? 0, byteSize: size };
 }
 
-/** The request-level `priority` and `timeout` (µs) parameters. */
+/** 2^64: the first value past uint64 (Triton's correlation IDs are uint64). */
+const UINT64_END = 2n ** 64n;
+
+/**
+ * Triton's correlation ID: an unsigned 64-bit integer or a string. Numbers
+ * at or past 2^64, negative or fractional ones, and other types are refused
+ * here, for every model (a JSON 18446744073709551616 used to be taken).
+ */
+export function checkSequenceId(v: ParamValue | undefined): void {
+  if (v === undefined || typeof v === 'string') return;
+  const n = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : undefined;
+  if (n === undefined || n < 0n || n >= UINT64_END) {
+    throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer (below 2^64) or a string, got ${String(v)}`);
+  }
+}
+
+/** The request-level `priority` and `timeout` (µs) parameters; `sequence_id` checked (checkSequenceId). */
 export function parseSchedulingParams(params: Record<string, ParamValue>): { priority?: number; timeoutUs?: number } {
+  checkSequenceId(params.sequence_id);
   const priority = num(params.priority);
   const timeoutUs = num(params.timeout);
   if (priority !== undefined && (!Number.isInteger(priority) || priority < 0)) {

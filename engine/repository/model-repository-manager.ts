@@ -13,7 +13,7 @@ import type { ModelVersion } from './model-lifecycle.ts';
 import { loadModelVersion } from './model-version-loader.ts';
 import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from '../config/model-config-loader.ts';
-import { StatusError, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
+import { StatusError, internal, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
@@ -57,6 +57,24 @@ interface ModelEntry {
   tmpDir?: string;
   /** Unloaded on request (not failed): readiness does not wait for it. */
   unloaded?: boolean;
+}
+
+/**
+ * Triton's start check of --model-repository: a path that does not exist or
+ * is no folder fails the server ("failed to stat file <path>", INTERNAL), so
+ * a wrong mount or KServe storageUri fails its pod instead of serving
+ * nothing. With --exit-on-error=false it is logged and the start goes on.
+ */
+export function checkRepositoryReadable(dir: string, exitOnError: boolean): void {
+  let problem: string | undefined;
+  try {
+    if (!fs.statSync(dir).isDirectory()) problem = `model repository '${dir}' is not a directory`;
+  } catch {
+    problem = `failed to stat file ${dir}`;
+  }
+  if (!problem) return;
+  if (exitOnError) throw internal(problem);
+  log.error(`${problem}; starting without models (--exit-on-error=false)`);
 }
 
 export class ModelRepositoryManager {

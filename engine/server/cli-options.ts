@@ -7,7 +7,9 @@ import { traceSettingsFromFlags } from '../tracing/trace-manager.ts';
 import { parseCacheConfig } from '../sharing/response-cache.ts';
 import { parseResourceFlag } from '../sharing/rate-limiter-decision.ts';
 import { parseBudget } from '../sharing/eviction-decision.ts';
+import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
+import { restrictedOption } from '../frontends/restricted-api.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
@@ -41,7 +43,18 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --adaptive-instances=false    models with parameters max_instance_count grow/shrink with queue time (ours)
   --rate-limit=off             off | execution_count (Triton's rate limiter over instance_group rate_limiter)
   --rate-limit-resource=NAME:COUNT[:DEVICE]   copies of a rate-limiter resource (repeatable)
-  --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)`;
+  --log-verbose=0               >0 turns on every tracer (ENGINE_TRACE=name,... picks some)
+  --log-file=PATH               write the log to PATH instead of stderr (Triton's)
+  --exit-on-error=true          exit when the model repository cannot be read at start
+  --http-restricted-api=API[,API...]:KEY=VALUE    HTTP endpoints of these groups need header KEY: VALUE (repeatable;
+                                groups: health metadata inference shared-memory model-config model-repository
+                                statistics trace logging); ENGINE_HTTP_RESTRICTED_API holds one more, off the command line
+  --grpc-restricted-protocol=API[,API...]:KEY=VALUE   the same for gRPC (metadata triton-grpc-protocol-KEY);
+                                ENGINE_GRPC_RESTRICTED_PROTOCOL holds one more
+  --trace-dir=DIR               trace_file given over the API must lie under DIR (ours; none: refused, as Triton)
+  --log-dir=DIR                 log_file given over the API must lie under DIR (ours; none: refused, as Triton)
+  --http-header-timeout-ms=15000 --http-body-timeout-ms=120000 --http-idle-timeout-ms=5000
+                                slow clients on the HTTP and metrics ports are dropped (ours)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -56,8 +69,14 @@ const int = (v: string | undefined, dflt: number, flag: string): number => {
   return n;
 };
 
+const positive = (v: string | undefined, dflt: number, flag: string): number => {
+  const n = int(v, dflt, flag);
+  if (n <= 0) throw new Error(`--${flag}: expected a positive integer, got '${v}'`);
+  return n;
+};
+
 /** Parse argv (without node and script) into engine options and the log verbosity. */
-export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: number } {
+export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): EngineOptions & { logVerbose: number } {
   const s = { type: 'string' } as const;
   const { values } = parseArgs({
     args: argv,
@@ -71,6 +90,9 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
       'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
       'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
       'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
+      'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
+      'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
+      'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
     },
     strict: true,
     allowPositionals: false,
@@ -109,6 +131,17 @@ export function parseEngineArgs(argv: string[]): EngineOptions & { logVerbose: n
     backendConfig: parseBackendConfig(values['backend-config'] ?? []),
     serverName: values['server-name'],
     traceConfig: traceSettingsFromFlags(values['trace-config'] ?? []),
+    httpRestricted: restrictedOption(values['http-restricted-api'] ?? [], env, 'http-restricted-api'),
+    grpcRestricted: restrictedOption(values['grpc-restricted-protocol'] ?? [], env, 'grpc-restricted-protocol'),
+    traceDir: values['trace-dir'] || undefined,
+    logDir: values['log-dir'] || undefined,
+    logFile: values['log-file'] || undefined,
+    exitOnError: bool(values['exit-on-error'], true, 'exit-on-error'),
+    httpTimeouts: {
+      headersMs: positive(values['http-header-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.headersMs, 'http-header-timeout-ms'),
+      bodyMs: positive(values['http-body-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.bodyMs, 'http-body-timeout-ms'),
+      idleMs: positive(values['http-idle-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.idleMs, 'http-idle-timeout-ms'),
+    },
   };
 }
 

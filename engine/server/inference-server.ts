@@ -15,7 +15,8 @@ import { classify } from './classification.ts';
 import { fromConfigType } from '../api/datatypes.ts';
 import { failedLoad, invalidArg, notFound, unavailable, unsupported } from '../api/status.ts';
 import { isDecoupled } from '../api/decoupled.ts';
-import { setLogVerbose, logVerbose } from '../../common/logger.ts';
+import { LogSettings } from './log-settings.ts';
+import { checkRepositoryReadable } from '../repository/model-repository-manager.ts';
 import { registerBuiltinBackends } from '../backends/index.ts';
 import { TraceManager, type TraceSettings } from '../tracing/trace-manager.ts';
 import { CacheManager, modelCacheable, requestCacheable } from '../sharing/cache-manager.ts';
@@ -68,6 +69,14 @@ export interface InferenceServerOptions {
   adaptivePolicy?: Partial<InstancePolicy>;
   /** How often regions whose shm object vanished are unregistered (ms; 0 = never). */
   shmSweepMs?: number;
+  /** --trace-dir: trace_file given over the API must lie under it (none: refused, as Triton). */
+  traceDir?: string;
+  /** --log-dir: log_file given over the API must lie under it (none: refused, as Triton). */
+  logDir?: string;
+  /** --log-file: where the log goes from the start (Triton's). */
+  logFile?: string;
+  /** --exit-on-error (default true): an unreadable model repository fails the start. */
+  exitOnError?: boolean;
 }
 
 export const SERVER_NAME = 'triton';
@@ -88,9 +97,7 @@ export class InferenceServer implements ServerApi {
   private shmSweep: NodeJS.Timeout | undefined;
   /** Gives memory back after very large inline requests (memory-release.ts). */
   readonly memoryRelease = new MemoryRelease();
-  private readonly logs: Record<string, boolean | number | string> = {
-    log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
-  };
+  private readonly logging: LogSettings;
   readonly tracing: TraceManager;
 
   /** The response cache, when --cache-config gave one. */
@@ -106,7 +113,8 @@ export class InferenceServer implements ServerApi {
   constructor(private readonly opts: InferenceServerOptions) {
     registerBuiltinBackends();
     this.name = opts.serverName || SERVER_NAME;
-    this.tracing = new TraceManager(opts.traceConfig);
+    this.tracing = new TraceManager(opts.traceConfig, undefined, { traceDir: opts.traceDir });
+    this.logging = new LogSettings({ logFile: opts.logFile, logDir: opts.logDir });
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
     this.autoscaler = opts.adaptiveInstances
@@ -130,6 +138,7 @@ export class InferenceServer implements ServerApi {
   }
 
   async start(): Promise<void> {
+    checkRepositoryReadable(this.opts.modelRepository, this.opts.exitOnError ?? true);
     this.live = true;
     const every = this.opts.shmSweepMs ?? 10_000;
     if (every > 0) {
@@ -384,14 +393,7 @@ export class InferenceServer implements ServerApi {
   }
 
   logSettings(update?: Record<string, boolean | number | string>): Record<string, boolean | number | string> {
-    for (const [k, v] of Object.entries(update ?? {})) {
-      if (!(k in this.logs)) throw invalidArg(`unknown log setting '${k}'`);
-      if (typeof v !== typeof this.logs[k]) throw invalidArg(`log setting '${k}' expects a ${typeof this.logs[k]}`);
-      this.logs[k] = v;
-      if (k === 'log_verbose_level') setLogVerbose(Number(v));
-    }
-    this.logs.log_verbose_level = logVerbose();
-    return { ...this.logs };
+    return this.logging.update(update);
   }
 
   traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]> {

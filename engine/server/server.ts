@@ -5,6 +5,8 @@ import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
 import type { ServerApi } from '../api/server-api.ts';
+import type { RestrictedFeatures } from '../frontends/restricted-api.ts';
+import type { HttpTimeouts } from '../frontends/http/http-timeouts.ts';
 import { log } from '../../common/logger.ts';
 
 export interface EngineOptions extends InferenceServerOptions {
@@ -15,6 +17,12 @@ export interface EngineOptions extends InferenceServerOptions {
   grpcUnixSocket?: string;
   httpPort?: number;
   metricsPort?: number;
+  /** --http-restricted-api: groups of HTTP endpoints that need a header. */
+  httpRestricted?: RestrictedFeatures;
+  /** --grpc-restricted-protocol: groups of RPCs that need a metadata entry. */
+  grpcRestricted?: RestrictedFeatures;
+  /** Header, body and idle limits of the HTTP and metrics ports (slow clients are dropped). */
+  httpTimeouts?: HttpTimeouts;
 }
 
 export interface RunningEngine {
@@ -33,9 +41,9 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const engine = new InferenceServer(opts);
   const host = opts.host ?? '0.0.0.0';
   // Frontends first so liveness answers while models load; readiness follows loading.
-  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket });
-  const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host });
-  const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host });
+  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted });
+  const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts });
+  const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
   if (grpc) log.info(`started GRPCInferenceService at ${host}:${grpc.port}${opts.grpcUnixSocket ? ` and unix:${opts.grpcUnixSocket}` : ''}`);
   try {
     await engine.start();

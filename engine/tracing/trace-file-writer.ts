@@ -8,6 +8,7 @@ import type { RequestTrace } from '../api/request-trace.ts';
 import { deserializeBytes } from '../api/datatypes.ts';
 import type { Tensor } from '../api/infer-request.ts';
 import { log } from '../../common/logger.ts';
+import { O_NOFOLLOW } from '../api/client-paths.ts';
 
 /** The JSON objects of one trace in Triton's format. */
 export function traceToJson(t: RequestTrace): Array<Record<string, unknown>> {
@@ -46,7 +47,8 @@ export class TraceFileWriter {
   private count = 0;
   private index = 0;
 
-  constructor(readonly file: string, private readonly logFrequency: number) {}
+  /** `noFollow`: a file a client named; a symbolic link planted there is refused, not followed. */
+  constructor(readonly file: string, private readonly logFrequency: number, private readonly noFollow = false) {}
 
   add(t: RequestTrace): void {
     this.buffered.push(...traceToJson(t));
@@ -66,7 +68,13 @@ export class TraceFileWriter {
     if (this.logFrequency > 0) this.buffered = [];
     this.count = 0;
     try {
-      fs.writeFileSync(file, JSON.stringify(out));
+      const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (this.noFollow ? O_NOFOLLOW : 0);
+      const fd = fs.openSync(file, flags, 0o644);
+      try {
+        fs.writeFileSync(fd, JSON.stringify(out));
+      } finally {
+        fs.closeSync(fd);
+      }
     } catch (err) {
       log.error(`cannot write trace file '${file}'`, err);
     }

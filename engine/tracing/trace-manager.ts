@@ -7,7 +7,8 @@ import { RequestTrace } from '../api/request-trace.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import { TraceFileWriter } from './trace-file-writer.ts';
 import { OtelTraceExporter } from './trace-otel.ts';
-import { invalidArg } from '../api/status.ts';
+import { invalidArg, unsupported } from '../api/status.ts';
+import { fileUnder } from '../api/client-paths.ts';
 
 export type TraceSettings = Record<string, string[]>;
 
@@ -72,16 +73,45 @@ export function traceSettingsFromFlags(flags: string[]): TraceSettings {
 
 const rootOf = (t: RequestTrace): RequestTrace => (t.parent ? rootOf(t.parent) : t);
 
+/** Where clients may point traces: trace_file under `traceDir` only (none: never, as Triton). */
+export interface TracePathPolicy {
+  traceDir?: string;
+}
+
 export class TraceManager {
   private readonly global: TraceSettings;
+  /** The file and exporter URL given at start: always allowed, and written as the operator named them. */
+  private readonly startFile: string;
+  private readonly startUrl: string;
   private readonly perModel = new Map<string, TraceSettings>();
   private readonly seen = new Map<string, number>();
   private readonly writers = new Map<string, TraceFileWriter>();
   private otel?: OtelTraceExporter;
   private nextId = 1;
 
-  constructor(initial: TraceSettings = {}, private readonly serviceName = 'triton-engine') {
+  constructor(initial: TraceSettings = {}, private readonly serviceName = 'triton-engine', private readonly paths: TracePathPolicy = {}) {
     this.global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
+    this.startFile = this.global.trace_file![0]!;
+    this.startUrl = this.global.opentelemetry_url![0]!;
+  }
+
+  /**
+   * A client's trace_file / opentelemetry_url: Triton refuses both over the
+   * network; ours takes a trace_file under --trace-dir, the start values,
+   * '' (no file) and [] (clear).
+   */
+  private clientValue(k: string, v: string[]): string[] {
+    if (k === 'trace_file') {
+      if (!this.paths.traceDir) throw unsupported('trace file location can not be updated through network protocol');
+      const f = v[0];
+      if (f === undefined || f === '' || f === this.startFile) return v;
+      return [fileUnder(this.paths.traceDir, f, 'trace_file', '--trace-dir')];
+    }
+    if (k === 'opentelemetry_url' && v.length && v[0] !== this.startUrl) {
+      // The engine would POST traces wherever a client says: only the operator picks the collector (--trace-config).
+      throw unsupported('opentelemetry url can not be updated through network protocol');
+    }
+    return v;
   }
 
   /** Current settings of a model (its overrides over the global ones), or the global ones. */
@@ -93,7 +123,8 @@ export class TraceManager {
   update(model: string | undefined, update: TraceSettings): TraceSettings {
     const checked: Array<[string, string[] | undefined]> = Object.entries(update).map(([k, v]) => {
       if (!(k in DEFAULT_TRACE_SETTINGS)) throw invalidArg(`unknown trace setting '${k}'`);
-      return [k, v.length ? checkSetting(k, v) : undefined];
+      const value = this.clientValue(k, v);
+      return [k, value.length ? checkSetting(k, value) : undefined];
     });
     this.flush();
     const target = model ? (this.perModel.get(model) ?? {}) : this.global;
@@ -177,7 +208,8 @@ export class TraceManager {
     const freq = Number(s.log_frequency![0]);
     const key = `${file}\u0000${freq}`;
     let w = this.writers.get(key);
-    if (!w) this.writers.set(key, (w = new TraceFileWriter(file, freq)));
+    // A file a client named (under --trace-dir) is never written through a link.
+    if (!w) this.writers.set(key, (w = new TraceFileWriter(file, freq, file !== this.startFile)));
     w.add(t);
   }
 

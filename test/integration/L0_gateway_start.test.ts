@@ -2,6 +2,8 @@
 // gateway is restarted and its successor's start-up sweep cleans the dead
 // one's regions (in-memory leases); a killed engine makes the gateway answer
 // 503 until the restarted engine is back; SIGTERM exits 0 leaving nothing.
+// The engine's model-repository, trace, logging and shared-memory APIs answer
+// the gateway's key only (START_ADMIN_KEY here, generated otherwise).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,6 +21,10 @@ let gwPort: number;
 let grpcPort: number;
 let image: Buffer;
 let out = '';
+let httpPort: number;
+const ADMIN_KEY = `k${process.pid}${Date.now()}`;
+/** An engine client holding npm start's key, as the gateway does. */
+const adminClient = () => new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { metadata: { 'triton-grpc-protocol-admin-key': ADMIN_KEY } });
 
 /** Children of the supervisor whose command line contains `script`. */
 function childPids(script: string): number[] {
@@ -43,7 +49,8 @@ const ownersOnShm = () => [...new Set(listSharedMemoryKeys(`/${PREFIX}_`).map((k
 
 beforeAll(async () => {
   [gwPort, grpcPort] = [await freePort(), await freePort()];
-  const [httpPort, metricsPort] = [await freePort(), await freePort()];
+  httpPort = await freePort();
+  const metricsPort = await freePort();
   image = await makeJpeg(64, 48, 5);
   sup = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
     cwd: ROOT,
@@ -52,6 +59,7 @@ beforeAll(async () => {
       ...process.env,
       REDIS_URL: '',
       ENGINE_QUIET: '0',
+      START_ADMIN_KEY: ADMIN_KEY,
       START_ENGINE_ARGS: `--grpc-port=${grpcPort} --http-port=${httpPort} --metrics-port=${metricsPort} --http-address=127.0.0.1`,
       START_GATEWAY_ARGS: `--port=${gwPort} --host=127.0.0.1 --prefix=${PREFIX} --lease-ttl-ms=500 --arena-regions=1 --arena-region-bytes=${4 << 20}`,
     },
@@ -78,6 +86,33 @@ describe('npm start supervisor', () => {
     expect(((await r.json()) as { outputs: { FINAL_VECTOR: { shape: number[] } } }).outputs.FINAL_VECTOR.shape).toEqual([512]);
   });
 
+  it("keeps the engine's model-repository, trace, logging and shared-memory APIs to the gateway's key", async () => {
+    const engineHttp = (p: string, headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${httpPort}${p}`, { method: 'POST', headers, body: '{}' });
+    for (const p of ['/v2/repository/index', '/v2/trace/setting', '/v2/logging', '/v2/systemsharedmemory/region/x/unregister']) {
+      const r = await engineHttp(p);
+      expect([p, r.status, await r.json()]).toEqual([p, 403, { error: "This API is restricted, expecting header 'admin-key'" }]);
+    }
+    expect((await engineHttp('/v2/repository/index', { 'admin-key': ADMIN_KEY })).status).toBe(200);
+    const anon = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
+    const admin = adminClient();
+    try {
+      await expect(anon.logSettings()).rejects.toMatchObject({ code: 14, details: "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'" });
+      await expect(anon.systemSharedMemoryStatus()).rejects.toMatchObject({ code: 14 });
+      await expect(anon.repositoryModelUnload('clip_encoder_model')).rejects.toMatchObject({ code: 14 });
+      // Inference and metadata stay open; the gateway's own regions were registered with its key.
+      expect((await anon.serverReady()).ready).toBe(true);
+      const regions = Object.keys(await admin.systemSharedMemoryStatus());
+      expect(regions.length).toBeGreaterThan(0);
+    } finally {
+      anon.close();
+      admin.close();
+    }
+    // The key is in no child's command line (other local users can read those).
+    for (const pid of [...childPids('engine/main.ts'), ...childPids('gateway/main.ts')]) {
+      expect(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(ADMIN_KEY);
+    }
+  });
+
   it('restarts a killed gateway, whose successor cleans the dead one’s regions', async () => {
     const [pid] = childPids('gateway/main.ts');
     expect(pid).toBeDefined();
@@ -88,7 +123,7 @@ describe('npm start supervisor', () => {
     await waitFor('a new gateway', () => childPids('gateway/main.ts').some((p) => p !== pid), 20_000);
     await waitFor('new gateway serving', async () => (await call()).status === 200, 60_000, 100);
     await waitFor('old regions cleaned', async () => {
-      const engine = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
+      const engine = adminClient();
       try {
         const regions = Object.keys(await engine.systemSharedMemoryStatus());
         return !ownersOnShm().includes(before[0]!) && !regions.some((n) => n.includes(before[0]!));

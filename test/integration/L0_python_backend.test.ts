@@ -353,7 +353,7 @@ describe('L0_python_backend', () => {
     const index = await client.call('RepositoryIndex', {});
     const bad = index.models.find((m: { name: string }) => m.name === 'bad_init');
     expect(bad.state).toBe('UNAVAILABLE');
-    expect(bad.reason).toContain('RuntimeError: cannot find weights.bin (bad_init/1/model.py:6)');
+    expect(bad.reason).toContain("RuntimeError: cannot find weights.bin (model 'bad_init' 1/model.py:6)");
     const ok = index.models.filter((m: { state: string }) => m.state === 'READY').map((m: { name: string }) => m.name);
     expect(ok).toEqual(expect.arrayContaining(['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty']));
   });
@@ -429,7 +429,7 @@ describe('L0_python_backend', () => {
     const pid = stubs('faulty')[0]!.pid;
     const e = await grpcError(client.call('ModelInfer', faultyReq(1)));
     expect(e.code).toBe(grpc.status.INTERNAL);
-    expect(e.details).toContain('ValueError: mode one is not allowed (faulty/1/model.py:9)');
+    expect(e.details).toContain("ValueError: mode one is not allowed (model 'faulty' 1/model.py:9)");
     const e2 = await grpcError(client.call('ModelInfer', faultyReq(2)));
     expect(e2).toEqual({ code: grpc.status.INVALID_ARGUMENT, details: 'bad mode' });
     const ok = await client.call('ModelInfer', faultyReq(0));

@@ -1,7 +1,8 @@
 // Property-based fuzzing (fast-check) of every parser that reads client or
 // operator input: config.pbtxt (tokenizer + parser), the tensor codec, the
-// HTTP binary-extension body, JSON tensor input, the gateway's body decoders
-// and the shm request parameters. Random and mutated inputs must give a
+// HTTP binary-extension body, JSON tensor input, the gateway's body decoders,
+// the shm request parameters, and the settings APIs (trace and logging
+// updates, restricted-API flags and headers). Random and mutated inputs must give a
 // result or the module's own clear error, never another kind of throw, a
 // hang or a crash. A few seconds in `npm test`; `npm run fuzz` (FUZZ_RUNS,
 // default 20000 there) runs them longer.
@@ -15,6 +16,18 @@ import { StatusError } from '../../engine/api/status.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
 import { bytesInput, jsonBodyInputs, multipartBodyInputs } from '../../gateway/payload-codec.ts';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TraceManager } from '../../engine/tracing/trace-manager.ts';
+import { traceUpdateFromJson } from '../../engine/frontends/http/routes-settings.ts';
+import { LogSettings } from '../../engine/server/log-settings.ts';
+import { currentLogFile, setLogFile, setLogLevels, setLogVerbose } from '../../common/logger.ts';
+import { checkSequenceId } from '../../engine/api/request-parameters.ts';
+import { createHttpApp } from '../../engine/frontends/http/http-server.ts';
+import { httpApiGroup, parseRestrictedFeatures, RESTRICTED_GROUPS } from '../../engine/frontends/restricted-api.ts';
+import type { ServerApi } from '../../engine/api/server-api.ts';
+import { getPath } from 'hono/utils/url';
 import { DATATYPES, decodeValues, deserializeBytes, encodeValues, serializeBytes, TensorValueError, type Datatype } from '../../protocol/tensor-codec.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -197,5 +210,170 @@ describe('fuzz: shm request parameters', () => {
         }
       });
     }), opts());
+  });
+});
+
+// ---- settings APIs (issue 21) ----
+
+const isSettingsError = (e: unknown) => e instanceof StatusError && (e.code === 'INVALID_ARG' || e.code === 'UNSUPPORTED');
+/** Names a client might try: relative, absolute, escapes, links, odd characters. */
+const fileName = fc.oneof(
+  fc.constantFrom('t.json', 'a/t.json', '../t.json', '/etc/passwd', '/tmp/x.json', 'link/t.json', 'link.json', '', '.', './t.json', 'a/../../t', 'x\u0000y', '..', 'sub/'),
+  fc.string({ maxLength: 12 }),
+);
+const settingValue = fc.oneof(fc.string({ maxLength: 8 }), fc.integer({ min: -3, max: 5000 }).map(String), fc.constantFrom('OFF', 'TIMESTAMPS', 'TENSORS', 'triton', 'opentelemetry', 'http://evil/x'));
+
+describe('fuzz: trace settings updates', () => {
+  it('random updates: settings or INVALID_ARG/UNSUPPORTED; a client never points traces outside --trace-dir or at another collector', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuzz-trace-'));
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.symlinkSync(os.tmpdir(), path.join(dir, 'link'));
+    fs.symlinkSync('/etc/passwd', path.join(dir, 'link.json'));
+    const root = fs.realpathSync(dir);
+    const start = path.join(os.tmpdir(), 'start-trace.json');
+    try {
+      const key = fc.constantFrom('trace_file', 'trace_level', 'trace_rate', 'trace_count', 'log_frequency', 'trace_mode', 'opentelemetry_url', 'bogus');
+      const update = fc.dictionary(key, fc.oneof(fc.array(settingValue, { maxLength: 3 }), fileName.map((f): string[] => [f]), fc.constant([start]).map((x): string[] => [...x])), { maxKeys: 4 });
+      fc.assert(fc.property(fc.boolean(), fc.option(fc.constantFrom('m', 'n')), update, (withDir, model, u) => {
+        const tm = new TraceManager({ trace_file: [start] }, 'fuzz', withDir ? { traceDir: dir } : {});
+        only(isSettingsError, () => tm.update(model ?? undefined, u));
+        for (const scope of [undefined, 'm', 'n']) {
+          const s = tm.settings(scope);
+          const f = s.trace_file![0]!;
+          const fine = f === '' || f === start || (withDir && f.startsWith(root + path.sep) && !f.split(path.sep).includes('..'));
+          expect(fine, f).toBe(true);
+          expect(s.opentelemetry_url).toEqual(['http://localhost:4318/v1/traces']);
+        }
+      }), opts());
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('HTTP trace JSON of any shape: engine settings or INVALID_ARG', () => {
+    fc.assert(fc.property(fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }), (body) => {
+      only(isStatus, () => traceUpdateFromJson(body as Record<string, unknown>));
+    }), opts());
+  });
+});
+
+describe('fuzz: log settings updates', () => {
+  it('random updates: settings or INVALID_ARG/UNSUPPORTED, applied whole or not at all; log_file only under --log-dir', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuzz-log-'));
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.symlinkSync(os.tmpdir(), path.join(dir, 'link'));
+    const root = fs.realpathSync(dir);
+    const value = fc.oneof(fc.boolean(), fc.integer({ min: -2, max: 3 }), fc.double({ noNaN: true }), fc.constantFrom('default', 'ISO8601', 'x'), fileName);
+    const key = fc.constantFrom('log_file', 'log_info', 'log_warning', 'log_error', 'log_verbose_level', 'log_format', 'bogus');
+    try {
+      fc.assert(fc.property(fc.boolean(), fc.dictionary(key, value, { maxKeys: 4 }), (withDir, u) => {
+        const ls = new LogSettings(withDir ? { logDir: dir } : {});
+        const before = ls.update();
+        let after: Record<string, unknown> | undefined;
+        only(isSettingsError, () => {
+          after = ls.update(u);
+        });
+        const now = ls.update();
+        if (!after) expect(now).toEqual(before);
+        const f = currentLogFile();
+        expect(f === '' || (withDir && f.startsWith(root + path.sep)), f).toBe(true);
+        // Back to quiet defaults for the next run (the logger is process-wide).
+        setLogFile(undefined);
+        setLogVerbose(0);
+        setLogLevels({ info: true, warn: true, error: true });
+      }), opts());
+    } finally {
+      setLogFile(undefined);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sequence_id of any type or size: accepted only as a string or an integer in [0, 2^64)', () => {
+    const v = fc.oneof(fc.string({ maxLength: 4 }), fc.double(), fc.integer(), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }), fc.boolean(),
+      fc.constantFrom(2 ** 64, 2 ** 64 - 2048, -0, 2n ** 64n, 2n ** 64n - 1n));
+    fc.assert(fc.property(v, (x) => {
+      let ok = true;
+      only(isStatus, () => {
+        try {
+          checkSequenceId(x);
+        } catch (e) {
+          ok = false;
+          throw e;
+        }
+      });
+      const big = typeof x === 'bigint' ? x : typeof x === 'number' && Number.isInteger(x) ? BigInt(x) : undefined;
+      expect(ok).toBe(typeof x === 'string' || (big !== undefined && big >= 0n && big < 2n ** 64n));
+    }), opts());
+  });
+});
+
+describe('fuzz: restricted APIs', () => {
+  const isParseError = (e: unknown) =>
+    e instanceof Error && /option format is|unknown restricted (api|protocol)|can not be specified in multiple config groups|is not a valid header name/.test(e.message);
+
+  it('random flag values: restrictions or a parse error in Triton words', () => {
+    const piece = fc.oneof(fc.constantFrom(...RESTRICTED_GROUPS, ',', ':', '=', 'key', 'v', 'bad group', ''), fc.string({ maxLength: 6 }));
+    fc.assert(fc.property(fc.array(fc.array(piece, { maxLength: 6 }).map((a) => a.join('')), { maxLength: 3 }), fc.boolean(), (args, grpc) => {
+      only(isParseError, () => {
+        const m = parseRestrictedFeatures(args, grpc ? 'grpc-restricted-protocol' : 'http-restricted-api');
+        for (const [g, r] of m) {
+          expect(RESTRICTED_GROUPS).toContain(g);
+          expect(r.value.length).toBeGreaterThan(0);
+          if (grpc) expect(r.header.startsWith('triton-grpc-protocol-')).toBe(true);
+        }
+      });
+    }), opts());
+  });
+
+  it("any path and header: 403 with Triton's text exactly when the path's group is restricted and the header is wrong", async () => {
+    const features = parseRestrictedFeatures(['model-repository,trace,logging,shared-memory:admin-key=s3cret', 'inference:infer-key=i'], 'http-restricted-api');
+    // A server whose every call fails, noting which API calls the request reached.
+    const called: string[] = [];
+    const api = new Proxy({}, {
+      get: (_t, k) => (k === 'name' || k === 'version' ? 'x' : k === 'extensions' ? [] : () => {
+        called.push(String(k));
+        throw new StatusError('UNAVAILABLE', 'fuzz');
+      }),
+    }) as ServerApi;
+    // The group of each engine call, independent of the path classifier.
+    const callGroup = (m: string) =>
+      /^(repositoryIndex|loadModel|unloadModel)$/.test(m) ? 'model-repository'
+        : m === 'traceSettings' ? 'trace' : m === 'logSettings' ? 'logging'
+          : /[sS]hm/.test(m) ? 'shared-memory' : m === 'infer' ? 'inference' : undefined;
+    const app = createHttpApp(api, { restricted: features });
+    const segment = fc.oneof(
+      fc.constantFrom('v2', 'models', 'm', 'versions', '1', 'infer', 'ready', 'config', 'stats', 'trace', 'setting', 'logging', 'repository', 'index', 'load',
+        'systemsharedmemory', 'cudasharedmemory', 'region', 'status', 'health', 'live', '%72epository', '%6Cogging', '.', '..', ''),
+      fc.string({ maxLength: 4 }).map(encodeURIComponent),
+    );
+    const pathArb = fc.array(segment, { minLength: 1, maxLength: 6 }).map((s) => `/${s.join('/')}`);
+    const header = fc.option(fc.record({ name: fc.constantFrom('admin-key', 'ADMIN-KEY', 'infer-key', 'x'), value: fc.constantFrom('s3cret', 'i', 'S3CRET', '') }));
+    await fc.assert(fc.asyncProperty(pathArb, fc.constantFrom('GET', 'POST', 'DELETE'), header, async (p, method, h) => {
+      const headers: Record<string, string> = h && h.value ? { [h.name]: h.value } : {};
+      let req: Request;
+      try {
+        req = new Request(`http://localhost${p}`, { method, headers, body: method === 'POST' ? '{}' : undefined });
+      } catch {
+        return; // not a request a client could send
+      }
+      const decoded = getPath(req); // the path Hono's router matches
+      called.length = 0;
+      const r = await app.request(req);
+      // Whatever the spelling, no call of a restricted group ran without its header.
+      for (const m of called) {
+        const g = callGroup(m);
+        const need = g && features.get(g);
+        if (need) expect(headers[need.header], `${method} ${p} reached ${m}`).toBe(need.value);
+      }
+      const group = httpApiGroup(decoded);
+      const need = group && features.get(group);
+      const sent = need ? Object.entries(headers).find(([k]) => k.toLowerCase() === need.header)?.[1] : undefined;
+      if (need && sent !== need.value) {
+        expect(r.status, `${method} ${p}`).toBe(403);
+        expect(await r.json()).toEqual({ error: `This API is restricted, expecting header '${need.header}'` });
+      } else {
+        expect(r.status, `${method} ${p}`).not.toBe(403);
+      }
+    }), opts(0.5));
   });
 });

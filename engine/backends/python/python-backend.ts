@@ -29,7 +29,8 @@ export const pythonBackend: Backend = {
       if (n) log.info(`python backend: removed ${n} /dev/shm object(s) left by engines that are gone`);
     }
     const file = path.join(ctx.versionDir, ctx.config.default_model_filename || 'model.py');
-    if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.basename(file)} in ${ctx.versionDir}`);
+    // The file relative to the model's folder: clients see no paths of the host.
+    if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.relative(ctx.modelDir, file)}`);
     const interpreter = resolveInterpreter(ctx.config, ctx.modelDir, ctx.backendConfig?.python);
     const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU' as const, count: 1 }];
     const instances: PythonInstance[] = [];

@@ -64,15 +64,31 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 from stub_tensors import ShmReader, Writer  # noqa: E402
 
 
+STUB_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def where(exc, model_dir):
-    """'Type: message (add_sub/1/model.py:12)': the innermost frame in the model's own files."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if os.path.abspath(f.filename).startswith(model_dir)] or frames
-    loc = ""
-    if mine:
-        f = mine[-1]
-        loc = f" ({os.path.relpath(f.filename, os.path.dirname(model_dir))}:{f.lineno})"
-    return f"{type(exc).__name__}: {exc}{loc}"
+    """'Type: message (model 'add_sub' 1/model.py:12)': the model, and the innermost
+    line in its own files, relative to its folder. Paths on disk in the message
+    lose the repository's and the engine's folders: clients see no paths of the host."""
+    model_dir = os.path.abspath(model_dir) if model_dir else ""
+    root = model_dir + os.sep if model_dir else None
+    model = os.path.basename(model_dir)
+    inside = lambda p: root is not None and os.path.abspath(p).startswith(root)  # noqa: E731
+    loc = None
+    if isinstance(exc, SyntaxError) and exc.filename and inside(exc.filename):
+        loc = (exc.filename, exc.lineno)
+        text = exc.msg
+    else:
+        text = str(exc)
+        mine = [f for f in traceback.extract_tb(exc.__traceback__) if inside(f.filename)]
+        if mine:
+            loc = (mine[-1].filename, mine[-1].lineno)
+    if root:
+        text = text.replace(root, "").replace(os.path.dirname(model_dir) + os.sep, "")
+    text = text.replace(STUB_DIR, "")
+    at = f" {os.path.relpath(os.path.abspath(loc[0]), model_dir)}:{loc[1]}" if loc else ""
+    return f"{type(exc).__name__}: {text} (model '{model}'{at})" if model else f"{type(exc).__name__}: {text}"
 
 
 class Channel:

@@ -13,6 +13,8 @@ import { installDirectInfer } from './grpc-direct-infer.ts';
 import { installPooledDecoder } from './grpc-message-decoder.ts';
 import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
+import type { RestrictedFeatures } from '../restricted-api.ts';
+import { restricted } from './grpc-restricted.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
@@ -197,14 +199,17 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  * on that path (replacing a stale socket file left by a crashed engine), for
  * a colocated gateway: a call over a Unix socket skips the loopback TCP stack.
  */
-export async function startGrpcServer(api: ServerApi, opts: { port: number; host?: string; unixSocket?: string }): Promise<{ port: number; close(): Promise<void> }> {
+export async function startGrpcServer(
+  api: ServerApi,
+  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures },
+): Promise<{ port: number; close(): Promise<void> }> {
   installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
-  server.addService(withReceivedBuffer(inferenceService()), handlers(api));
-  server.addService(healthService(), {
+  server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api), opts.restricted));
+  server.addService(healthService(), restricted({
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
-  });
+  }, opts.restricted));
   const bind = (address: string) =>
     new Promise<number>((resolve, reject) =>
       server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
@@ -217,7 +222,8 @@ export async function startGrpcServer(api: ServerApi, opts: { port: number; host
   }
   widenConnectionWindows(server);
   const infer = inferenceService().ModelInfer!;
-  installDirectInfer(server, api, {
+  // The direct path does not check restrictions: with `inference` restricted, grpc-js serves ModelInfer.
+  if (!opts.restricted?.has('inference')) installDirectInfer(server, api, {
     maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
     maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
     decode: infer.requestDeserialize as (b: Buffer) => Msg,

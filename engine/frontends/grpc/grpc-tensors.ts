@@ -108,6 +108,15 @@ export function toInferRequest(m: Msg): InferRequest {
     return out;
   });
   const parameters = paramsOf(m.parameters);
+  const sid = (m.parameters as Msg | undefined)?.sequence_id as Msg | undefined;
+  if (sid) {
+    // Triton's type check: a correlation ID is an integer or a string parameter.
+    if (sid.parameter_choice === 'double_param' || sid.parameter_choice === 'bool_param') {
+      throw invalidArg(`invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param.`);
+    }
+    // int64s decode to doubles (protocol/index.ts): a wire uint64 near its top reads as 2^64, which it cannot be.
+    if (sid.parameter_choice === 'uint64_param' && parameters.sequence_id === 2 ** 64) parameters.sequence_id = 2 ** 64 - 2048;
+  }
   return {
     modelName: m.model_name,
     modelVersion: m.model_version || undefined,

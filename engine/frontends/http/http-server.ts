@@ -17,15 +17,28 @@ import { registerModelRoutes } from './routes-models.ts';
 import { registerRepositoryRoutes } from './routes-repository.ts';
 import { registerSharedMemoryRoutes } from './routes-shared-memory.ts';
 import { registerSettingsRoutes } from './routes-settings.ts';
+import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
+import { failedRestriction, httpApiGroup, httpRestrictedText, type RestrictedFeatures } from '../restricted-api.ts';
 
 export interface HttpAppOptions {
   /** Largest accepted request body (Triton's --http-max-input-size). */
   maxInputBytes?: number;
+  /** --http-restricted-api groups: a request without the group's header gets Triton's 403. */
+  restricted?: RestrictedFeatures;
 }
 
 /** The Hono app serving Triton's HTTP API over `api`. */
 export function createHttpApp(api: ServerApi, opts: HttpAppOptions = {}): Hono<HttpEnv> {
   const app = new Hono<HttpEnv>();
+  const restricted = opts.restricted;
+  // First, on the path the router matches (decoded), before any method check: as Triton's handlers do.
+  if (restricted?.size) {
+    app.use('*', async (c, next) => {
+      const r = failedRestriction(restricted, httpApiGroup(c.req.path), (h) => c.req.header(h));
+      if (r) return replyJson(c, { error: httpRestrictedText(r) }, 403);
+      await next();
+    });
+  }
   registerHealthRoutes(app, api);
   registerSharedMemoryRoutes(app, api);
   registerRepositoryRoutes(app, api);
@@ -69,10 +82,15 @@ export function listen(server: ServerType, port: number, host: string | undefine
 /** Start the HTTP frontend (Triton's HTTPService). */
 export function startHttpServer(
   api: ServerApi,
-  opts: { port: number; host?: string } & HttpAppOptions,
+  opts: { port: number; host?: string; timeouts?: HttpTimeouts } & HttpAppOptions,
 ): Promise<RunningServer> {
   const app = createHttpApp(api, opts);
-  // What createAdaptorServer builds, with the infer route answered ahead of Hono (direct-infer.ts).
-  const server = createServer(directInferListener(api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, getRequestListener(app.fetch)));
+  const hono = getRequestListener(app.fetch);
+  // What createAdaptorServer builds, with the infer route answered ahead of Hono (direct-infer.ts);
+  // the direct path does not check restrictions, so with `inference` restricted Hono serves it.
+  const listener = opts.restricted?.has('inference') ? hono : directInferListener(api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, hono);
+  const timeouts = opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS;
+  const server = createServer(timeoutServerOptions(timeouts), listener);
+  handleClientErrors(server, timeouts, 'HTTP');
   return listen(server, opts.port, opts.host);
 }

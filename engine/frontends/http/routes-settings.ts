@@ -28,6 +28,8 @@ export function traceUpdateFromJson(body: Record<string, unknown>): Record<strin
 function logUpdateFromJson(body: Record<string, unknown>): Record<string, boolean | number | string> {
   const out: Record<string, boolean | number | string> = {};
   for (const [k, v] of Object.entries(body)) {
+    // null leaves a setting as it is (Triton's).
+    if (v === null) continue;
     if (typeof v !== 'boolean' && typeof v !== 'number' && typeof v !== 'string') {
       throw invalidArg(`log setting '${k}' must be a boolean, number or string`);
     }

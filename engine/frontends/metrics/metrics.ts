@@ -8,6 +8,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { ModelStatistics, ServerApi } from '../../api/server-api.ts';
 import { log } from '../../../common/logger.ts';
 import { listen, type RunningServer } from '../http/http-server.ts';
+import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from '../http/http-timeouts.ts';
 import { registerSharingMetrics } from './sharing-metrics.ts';
 
 type StatsField = (s: ModelStatistics) => number;
@@ -88,9 +89,10 @@ export function createMetricsRegistry(api: ServerApi): Registry {
 }
 
 /** Start the metrics endpoint (Triton's Metrics Service): GET /metrics. */
-export function startMetricsServer(api: ServerApi, opts: { port: number; host?: string }): Promise<RunningServer> {
+export function startMetricsServer(api: ServerApi, opts: { port: number; host?: string; timeouts?: HttpTimeouts }): Promise<RunningServer> {
   const registry = createMetricsRegistry(api);
-  const server: Server = createServer((req, res) => {
+  const timeouts = opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS;
+  const server: Server = createServer(timeoutServerOptions(timeouts), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: `no endpoint for ${req.method} ${path}` }));
@@ -104,5 +106,6 @@ export function startMetricsServer(api: ServerApi, opts: { port: number; host?: 
       },
     );
   });
+  handleClientErrors(server, timeouts, 'metrics');
   return listen(server, opts.port, opts.host);
 }
