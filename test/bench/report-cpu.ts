@@ -77,8 +77,15 @@ function floorCell(floors: CpuRow[], engineId: string, engineMs: number | undefi
 /** The CPU-per-inference targets of issue #14, judged on the rows of this run, each with its floors; every target has a row, measured or not. */
 export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined): CpuTarget[] {
   const ms = (id: string) => rows.find((r) => r.id === id)?.cpuMs;
-  /** Why rows `ids` have no figure, each by its own reason (ratios.ts words it the same way). */
-  const why = (ids: string[]) => ids.filter((id) => ms(id) === undefined).map((id) => `${id}: ${rows.find((r) => r.id === id)?.skipped ?? 'not run'}`).join('; ');
+  /** Why rows `ids` have no figure, by reason ("cpu-enc-grpc and cpu-enc-shm: h2load not installed ..."; ratios.ts words it alike). */
+  const why = (ids: string[]) => {
+    const by = new Map<string, string[]>();
+    for (const id of ids.filter((i) => ms(i) === undefined)) {
+      const reason = rows.find((r) => r.id === id)?.skipped ?? 'not run';
+      by.set(reason, [...(by.get(reason) ?? []), id]);
+    }
+    return [...by].map(([reason, of]) => `${of.join(' and ')}: ${reason}`).join('; ');
+  };
   const withFloors = (r: Ratio, id: string, copy?: number): CpuTarget => ({ ...r, floors: floorCell(floors, id, ms(id), copy) });
   const skipped = (name: string, target: string | undefined, ids: string[]): Ratio => ({ name, measured: '', value: undefined, target, skipped: why(ids) || 'the 10 MiB copy: not run' });
   const ratio = (name: string, a: string, b: string, max: number): CpuTarget => {
