@@ -166,9 +166,9 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
   let report = '';
 
   beforeAll(async () => {
-    run = await runBench([], process.env, 330_000);
+    run = await runBench([], process.env, 480_000);
     report = run.report;
-  }, 340_000);
+  }, 490_000);
 
   it('exits 0 and writes the report and the chart into --out', () => {
     expect(run.exitCode, run.stderr).toBe(0);
@@ -236,8 +236,8 @@ describe.each(COMBOS.filter((c) => c.join() !== INSTALLED.join()).map((present) 
       shadow = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-path-'));
       const PATH = pathWithout(TOOLS.filter((t) => !present.includes(t)), shadow);
       for (const t of TOOLS) expect(PATH.split(':').some((d) => existsSync(path.join(d, t))), `${t} on the shadow PATH`).toBe(present.includes(t));
-      run = await runBench(['--only', 'cpu'], { ...process.env, PATH }, 200_000);
-    }, 210_000);
+      run = await runBench(['--only', 'cpu'], { ...process.env, PATH }, 240_000);
+    }, 250_000);
 
     afterAll(() => {
       if (shadow) rmSync(shadow, { recursive: true, force: true });
