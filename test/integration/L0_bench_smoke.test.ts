@@ -224,9 +224,9 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
 // installs both). Section 6 alone (`--only cpu`); the full run above covers the
 // combination this machine has.
 const COMBOS: Tool[][] = [['wrk', 'h2load'], ['wrk'], ['h2load'], []];
-describe.each(COMBOS.filter((c) => c.join() !== INSTALLED.join()).map((present) => ({ present, name: present.join(' and ') || 'neither wrk nor h2load' })))(
-  'L0_bench_smoke: --only cpu with $name on PATH',
-  ({ present }) => {
+describe.each(COMBOS.filter((c) => c.join() !== INSTALLED.join()).map((present) => [present.join(' and ') || 'neither wrk nor h2load', present] as const))(
+  'L0_bench_smoke: --only cpu with %s on PATH',
+  (_name, present) => {
     const reachable = present.every((t) => INSTALLED.includes(t));
     let run: BenchRun;
     let shadow: string;
