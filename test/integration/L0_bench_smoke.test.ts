@@ -29,10 +29,11 @@ interface BenchRun {
   exitCode: number | null;
   stderr: string;
   report: string;
+  svg?: string;
 }
 
 /** Run the bench (`--quick` plus `args`) as a child process with `env`, into a temp dir; its report. */
-async function runBench(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<BenchRun & { svg?: string }> {
+async function runBench(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<BenchRun> {
   const outDir = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
   try {
     let stderr = '';
@@ -162,7 +163,7 @@ function expectCpuSection(report: string, present: Tool[]): void {
 }
 
 describe('L0_bench_smoke: npm run bench -- --quick', () => {
-  let run: BenchRun & { svg?: string };
+  let run: BenchRun;
   let report = '';
 
   beforeAll(async () => {
