@@ -20,6 +20,10 @@ export function which(program: string): string | undefined {
   return undefined;
 }
 
+/** Why a row loaded by h2load / wrk was not measured when the binary is not on PATH (the Debian package to install). */
+export const H2LOAD_MISSING = 'h2load not installed (Debian nghttp2-client)';
+export const WRK_MISSING = 'wrk not installed (Debian wrk)';
+
 /** A temp dir for request bodies and scripts (pid in the name: other runs share /tmp). */
 export function bodyDir(): { dir: string; remove(): void } {
   const dir = mkdtempSync(path.join(os.tmpdir(), `bench-cpu-${process.pid}-`));

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import * as grpc from '@grpc/grpc-js';
-import { h2loadGrpc, which, wrkPost } from './c-clients.ts';
+import { H2LOAD_MISSING, h2loadGrpc, which, WRK_MISSING, wrkPost } from './c-clients.ts';
 import type { BenchContext } from './context.ts';
 import { cpuRow } from './cpu-row.ts';
 import { freePort, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
@@ -89,7 +89,7 @@ export async function floorsPhase(ctx: BenchContext, bodies: FloorBodies, client
       id: `floor-${key}-${proto}-${mode}`,
       label: `${FLOOR_NAME[mode]}: ${BODY_NAME[key]} over ${proto === 'grpc' ? 'gRPC, h2load' : 'HTTP, wrk'}, ${n} client${n === 1 ? '' : 's'}`,
     }));
-    const missing = proto === 'grpc' ? (h2 ? undefined : 'h2load not installed (Debian nghttp2-client)') : wrk ? undefined : 'wrk not installed (Debian wrk)';
+    const missing = proto === 'grpc' ? (h2 ? undefined : H2LOAD_MISSING) : wrk ? undefined : WRK_MISSING;
     if (missing) {
       for (const r of rows) ctx.floors.push({ id: r.id, label: r.label, skipped: missing });
       continue;

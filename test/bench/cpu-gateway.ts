@@ -8,7 +8,7 @@
 // "≥ 0.8× the direct engine" is judged against.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { which, wrkPost, type CLoadResult } from './c-clients.ts';
+import { which, WRK_MISSING, wrkPost, type CLoadResult } from './c-clients.ts';
 import type { BenchContext } from './context.ts';
 import { cpuSeconds, freePort, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
 import type { GatewayCpuRow } from './report-cpu.ts';
@@ -50,39 +50,56 @@ async function startFloorGateway(engine: EngineProc, requestFile: string, client
   return { child, port };
 }
 
-/** The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded). */
+/** The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded); a row whose client or server is missing says why. */
 export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, recGrpcBody: string, clients: number, secs: number, dir: string): Promise<void> {
   ctx.log('  gateway small call from wrk, beside floor gateways');
-  const ids = ['gwc-fn', 'gwc-floor-grpcjs', 'gwc-floor-h2'];
+  /** Each row's front process: how to start it, and the headers its calls need. */
+  const fronts: Array<{ id: string; label: string; headers: Record<string, string>; start(): Promise<{ pid: number; port: number; stop(): Promise<void> }> }> = [
+    {
+      id: 'gwc-fn',
+      label: 'gateway POST /fn/product_recommender (JSON), engine over its Unix socket',
+      headers: { 'x-api-key': BENCH_API_KEY },
+      start: async () => {
+        const gw = await startGatewayProc('gateway-cpu', engine.grpcSocket);
+        return { pid: gw.child.proc.pid!, port: gw.port, stop: () => gw.stop() };
+      },
+    },
+    ...(['grpcjs', 'h2'] as const).map((client) => ({
+      id: `gwc-floor-${client}`,
+      label: `floor gateway: node:http in, one ModelInfer with ${client === 'h2' ? 'node:http2' : 'grpc-js'} (bytes passed through)`,
+      headers: {},
+      start: async () => {
+        const f = await startFloorGateway(engine, recGrpcBody, client);
+        return { pid: f.child.proc.pid!, port: f.port, stop: () => stopChild(f.child) };
+      },
+    })),
+  ];
   if (!which('wrk')) {
-    for (const id of ids) ctx.gatewayCpu.push({ id, label: id, skipped: 'wrk not installed (Debian wrk)' });
+    for (const { id, label } of fronts) ctx.gatewayCpu.push({ id, label, skipped: WRK_MISSING });
     return;
   }
   const enginePid = engine.child.proc.pid!;
   const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
   const body = path.join(dir, 'fn-rec.json');
   writeFileSync(body, JSON.stringify({ inputs: { user_features: { data: features, shape: [1, 64] } } }));
-  const gw = await startGatewayProc('gateway-cpu', engine.grpcSocket);
-  try {
-    ctx.gatewayCpu.push(
-      await twoProcessRow(ctx, 'gwc-fn', 'gateway POST /fn/product_recommender (JSON), engine over its Unix socket', gw.child.proc.pid!, enginePid, () =>
-        wrkPost(gw.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', 'x-api-key': BENCH_API_KEY }, clients, secs, dir),
-      ),
-    );
-  } finally {
-    await gw.stop();
-  }
-  for (const client of ['grpcjs', 'h2'] as const) {
-    const f = await startFloorGateway(engine, recGrpcBody, client);
+  for (const { id, label, headers, start } of fronts) {
+    let front: Awaited<ReturnType<typeof start>>;
     try {
-      const how = client === 'h2' ? 'node:http2' : 'grpc-js';
+      front = await start();
+    } catch (e) {
+      const why = `its server did not start: ${(e as Error).message.split('\n')[0]!.slice(0, 200)}`;
+      ctx.log(`  ${label}: NOT MEASURED: ${why}`);
+      ctx.gatewayCpu.push({ id, label, skipped: why });
+      continue;
+    }
+    try {
       ctx.gatewayCpu.push(
-        await twoProcessRow(ctx, `gwc-floor-${client}`, `floor gateway: node:http in, one ModelInfer with ${how} (bytes passed through)`, f.child.proc.pid!, enginePid, () =>
-          wrkPost(f.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json' }, clients, secs, dir),
+        await twoProcessRow(ctx, id, label, front.pid, enginePid, () =>
+          wrkPost(front.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', ...headers }, clients, secs, dir),
         ),
       );
     } finally {
-      await stopChild(f.child);
+      await front.stop();
     }
   }
 }

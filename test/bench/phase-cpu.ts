@@ -12,7 +12,7 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
-import { bodyDir, grpcFrame, h2loadGrpc, httpBinaryBody, which, wrkPost, type CLoadResult } from './c-clients.ts';
+import { bodyDir, grpcFrame, H2LOAD_MISSING, h2loadGrpc, httpBinaryBody, which, WRK_MISSING, wrkPost, type CLoadResult } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
 import type { BenchContext } from './context.ts';
 import { gatewayCpuPhase } from './cpu-gateway.ts';
@@ -107,13 +107,13 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     const push = (r: CpuRow) => ctx.cpu.push(r);
     const row = (id: string, label: string, model: string, load: () => Promise<CLoadResult>) => cpuRow(ctx, e.child.proc.pid!, id, label, load, () => successCount(e, model)).then(push);
     const grpcRow = (id: string, label: string, model: string, body: string, clients = CPU_CLIENTS) =>
-      h2 ? row(id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
+      h2 ? row(id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)) : skip(id, label, H2LOAD_MISSING);
     const httpRow = (id: string, label: string, model: string, b: HttpBodyFile, clients = CPU_CLIENTS) =>
       wrk
         ? row(id, label, model, () =>
             wrkPost(e.httpPort, `/v2/models/${model}/infer`, b.file, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) }, clients, secs, tmp.dir),
           )
-        : skip(id, label, 'wrk not installed (Debian wrk)');
+        : skip(id, label, WRK_MISSING);
 
     // Encoder: 588 KiB FP32 per request, inline (gRPC, HTTP) and in shm.
     await grpcRow('cpu-enc-grpc', 'clip_encoder_model, 588 KiB FP32 inline over gRPC', ENC.model, bodies.enc.grpc);
@@ -166,15 +166,27 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     await engine.stop(); // its shm regions are destroyed in the finally below
     engine = undefined;
     // The direct ModelInfer path's effect in this run: the same gRPC rows with
-    // grpc-js serving every call (ENGINE_GRPC_DIRECT_INFER=0).
-    const off = await startEngineProc('engine-cpu-grpcjs', repo, [], { ENGINE_GRPC_DIRECT_INFER: '0' });
-    try {
-      const offRow = (id: string, label: string, model: string, body: string) =>
-        h2 ? cpuRow(ctx, off.child.proc.pid!, id, label, () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs), () => successCount(off, model)).then(push) : skip(id, label, 'h2load not installed (Debian nghttp2-client)');
-      await offRow('cpu-rec-grpc-grpcjs', 'product_recommender_model over gRPC, ModelInfer served by grpc-js (direct path off)', REC.model, bodies.rec.grpc);
-      await offRow('cpu-enc-grpc-grpcjs', 'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js (direct path off)', ENC.model, bodies.enc.grpc);
-    } finally {
-      await off.stop();
+    // grpc-js serving every call (ENGINE_GRPC_DIRECT_INFER=0); each row says why when it cannot run.
+    const offRows: Array<[string, string, string, string]> = [
+      ['cpu-rec-grpc-grpcjs', 'product_recommender_model over gRPC, ModelInfer served by grpc-js (direct path off)', REC.model, bodies.rec.grpc],
+      ['cpu-enc-grpc-grpcjs', 'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js (direct path off)', ENC.model, bodies.enc.grpc],
+    ];
+    if (!h2) for (const [id, label] of offRows) skip(id, label, H2LOAD_MISSING);
+    else {
+      const off = await startEngineProc('engine-cpu-grpcjs', repo, [], { ENGINE_GRPC_DIRECT_INFER: '0' }).catch((err: Error) => {
+        const why = `its engine (direct path off) did not start: ${err.message.split('\n')[0]!.slice(0, 200)}`;
+        for (const [id, label] of offRows) skip(id, label, why);
+        return undefined;
+      });
+      if (off) {
+        try {
+          for (const [id, label, model, body] of offRows) {
+            await cpuRow(ctx, off.child.proc.pid!, id, label, () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs), () => successCount(off, model)).then(push);
+          }
+        } finally {
+          await off.stop();
+        }
+      }
     }
   } catch (err) {
     ctx.log(`  CPU phase failed: ${(err as Error).message}`);

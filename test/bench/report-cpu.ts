@@ -3,7 +3,7 @@
 // the floors themselves (the same clients and bodies against a Node server
 // that does nothing, cpu-floors.ts). Pure functions of the collected rows.
 import type { Ratio } from './report.ts';
-import { f1, f3, table } from './report-table.ts';
+import { f1, f3, notMeasured, table } from './report-table.ts';
 
 /** CPU per request of one server on one path (phase-cpu.ts, cpu-floors.ts), or why it was not measured. */
 export interface CpuRow {
@@ -48,47 +48,71 @@ const BODIES = ['enc', 'rec', 'big'];
 /** The engine row a floor is measured beside: floor-<key>-<proto>-<mode> -> cpu-<key>-<proto>. */
 const engineIdOf = (floorId: string) => `cpu-${floorId.split('-').slice(1, 3).join('-')}`;
 
-/** "grpc-js floor 0.100 ms (54%), node:http2 floor 0.062 ms (33%)" for `engineId`'s floors, % of the engine's figure. */
+/**
+ * "grpc-js floor 0.100 ms (54%), node:http2 floor 0.062 ms (33%)" for `engineId`'s floors, % of the engine's figure;
+ * floors that were not measured are grouped by why ("grpc-js and node:http2 floors not measured: h2load not installed ...").
+ */
 function floorCell(floors: CpuRow[], engineId: string, engineMs: number | undefined, copyMs?: number): string {
   const base = engineId === 'cpu-big-grpcjs' ? 'cpu-big-grpc' : engineId; // floors of that body are measured with h2load only
-  const parts = MODES.flatMap((m) => {
+  const measured: string[] = [];
+  const missing = new Map<string, string[]>();
+  for (const m of MODES) {
     const f = floors.find((r) => r.id === `floor-${base.slice(4)}-${m}`);
-    if (!f) return [];
-    if (f.cpuMs === undefined) return [`${FLOOR_NAME[m]} floor not measured`];
+    if (!f) continue;
+    if (f.cpuMs === undefined) {
+      const why = f.skipped ?? 'not run';
+      missing.set(why, [...(missing.get(why) ?? []), FLOOR_NAME[m]]);
+      continue;
+    }
     const pct = engineMs ? ` (${((100 * f.cpuMs) / engineMs).toFixed(0)}% of the engine's${copyMs ? `; ${f1(f.cpuMs / copyMs)}× the copy` : ''})` : '';
-    return [`${FLOOR_NAME[m]} floor ${f3(f.cpuMs)} ms${pct}`];
-  });
-  if (!parts.length) return '—';
-  return parts.join(', ') + (base !== engineId ? ' (h2load client)' : '');
+    measured.push(`${FLOOR_NAME[m]} floor ${f3(f.cpuMs)} ms${pct}`);
+  }
+  // Every engine id given here has floors; none found means the floors phase never ran.
+  if (!measured.length && !missing.size) return 'not measured: floors not run';
+  const parts = measured.length ? [measured.join(', ') + (base !== engineId ? ' (h2load client)' : '')] : [];
+  for (const [why, names] of missing) parts.push(`${names.join(' and ')} floor${names.length > 1 ? 's' : ''} not measured: ${why}`);
+  return parts.join('; ');
 }
 
-/** The CPU-per-inference targets of issue #14, judged on the rows of this run, each with its floors. */
+/** The CPU-per-inference targets of issue #14, judged on the rows of this run, each with its floors; every target has a row, measured or not. */
 export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined): CpuTarget[] {
   const ms = (id: string) => rows.find((r) => r.id === id)?.cpuMs;
+  /** Why rows `ids` have no figure, by reason ("cpu-enc-grpc and cpu-enc-shm: h2load not installed ..."; ratios.ts words it alike). */
+  const why = (ids: string[]) => {
+    const by = new Map<string, string[]>();
+    for (const id of ids.filter((i) => ms(i) === undefined)) {
+      const reason = rows.find((r) => r.id === id)?.skipped ?? 'not run';
+      by.set(reason, [...(by.get(reason) ?? []), id]);
+    }
+    return [...by].map(([reason, of]) => `${of.join(' and ')}: ${reason}`).join('; ');
+  };
   const withFloors = (r: Ratio, id: string, copy?: number): CpuTarget => ({ ...r, floors: floorCell(floors, id, ms(id), copy) });
+  const skipped = (name: string, target: string | undefined, ids: string[]): Ratio => ({ name, measured: '', value: undefined, target, skipped: why(ids) || 'the 10 MiB copy: not run' });
   const ratio = (name: string, a: string, b: string, max: number): CpuTarget => {
     const [x, y] = [ms(a), ms(b)];
-    if (x === undefined || y === undefined) return { name, measured: '', value: undefined, target: `≤ ${max}×`, skipped: `${a} or ${b} not measured` };
+    if (x === undefined || y === undefined) return withFloors(skipped(name, `≤ ${max}×`, [a, b]), a);
     return withFloors({ name, measured: `${f3(x)} vs ${f3(y)} ms`, value: x / y, target: `≤ ${max}×`, met: x / y <= max }, a);
   };
   const abs = (name: string, id: string, max: number): CpuTarget => {
     const x = ms(id);
-    if (x === undefined) return { name, measured: '', value: undefined, target: `≤ ${max} ms`, skipped: `${id} not measured` };
+    if (x === undefined) return withFloors(skipped(name, `≤ ${max} ms`, [id]), id);
     return withFloors({ name, measured: `${f3(x)} ms`, value: x, target: `≤ ${max} ms`, met: x <= max }, id);
   };
   /** Row `id` against one 10 MiB copy; `target` absent for a path the issue sets none for. */
-  const vsCopy = (name: string, id: string, target?: string): CpuTarget[] => {
+  const vsCopy = (name: string, id: string, target?: string): CpuTarget => {
     const x = ms(id);
-    if (x === undefined || copyMs === undefined) return [];
-    return [withFloors({ name, measured: `${f3(x)} vs ${f3(copyMs)} ms`, value: x / copyMs, target, met: target ? x / copyMs < 3 : undefined }, id, copyMs)];
+    if (x === undefined || copyMs === undefined) return withFloors(skipped(name, target, [id]), id);
+    return withFloors({ name, measured: `${f3(x)} vs ${f3(copyMs)} ms`, value: x / copyMs, target, met: target ? x / copyMs < 3 : undefined }, id, copyMs);
   };
   const big = ms('cpu-big-grpc');
   const bigShm = ms('cpu-big-shm');
+  const offName = 'tiny model over gRPC with grpc-js serving ModelInfer (direct path off; no target, for comparison)';
+  const off = ms('cpu-rec-grpc-grpcjs');
   return [
     ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
     ratio('encoder: inline HTTP binary vs inputs in shm', 'cpu-enc-http', 'cpu-enc-shm', 1.25),
     big === undefined || copyMs === undefined
-      ? { name: '10 MiB inline gRPC vs one 10 MiB copy', measured: '', value: undefined, target: '< 3×', skipped: 'not measured' }
+      ? withFloors(skipped('10 MiB inline gRPC vs one 10 MiB copy', '< 3×', ['cpu-big-grpc']), 'cpu-big-grpc')
       : withFloors(
           {
             name: '10 MiB inline gRPC vs one 10 MiB copy',
@@ -100,12 +124,10 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
           'cpu-big-grpc',
           copyMs,
         ),
-    ...vsCopy('10 MiB inline gRPC from grpc-js vs one 10 MiB copy', 'cpu-big-grpcjs', '< 3×'),
-    ...vsCopy('10 MiB inline HTTP vs one 10 MiB copy (no target; for comparison)', 'cpu-big-http'),
+    vsCopy('10 MiB inline gRPC from grpc-js vs one 10 MiB copy', 'cpu-big-grpcjs', '< 3×'),
+    vsCopy('10 MiB inline HTTP vs one 10 MiB copy (no target; for comparison)', 'cpu-big-http'),
     abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
-    ...(ms('cpu-rec-grpc-grpcjs') === undefined
-      ? []
-      : [{ name: 'tiny model over gRPC with grpc-js serving ModelInfer (direct path off; no target, for comparison)', measured: `${f3(ms('cpu-rec-grpc-grpcjs'))} ms`, value: ms('cpu-rec-grpc-grpcjs') }]),
+    off === undefined ? skipped(offName, undefined, ['cpu-rec-grpc-grpcjs']) : { name: offName, measured: `${f3(off)} ms`, value: off },
     abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
   ];
 }
@@ -113,18 +135,19 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
 /** The gateway's small call from wrk against the engine's direct HTTP row, with floor gateways beside it. */
 function gatewaySection(rows: CpuRow[], gw: GatewayCpuRow[]): string[] {
   const direct = rows.find((r) => r.id === 'cpu-rec-http');
-  const vs = (r: GatewayCpuRow) => (r.throughput && direct?.throughput ? `${f3(r.throughput / direct.throughput)}×` : '—');
+  const directWhy = `cpu-rec-http: ${direct?.skipped ?? 'not run'}`;
+  const vs = (r: GatewayCpuRow) => (r.throughput && direct?.throughput ? `${f3(r.throughput / direct.throughput)}×` : notMeasured(directWhy, 1)[0]!);
   const out = ['', '### Gateway small call from a C client', ''];
   out.push(
     'wrk, 16 connections, `POST /fn/product_recommender` (64 floats in as JSON, 100 out); each process\'s CPU (all threads) per call the client counted as 2xx. ' +
       'The floor gateways (`test/bench/floor-gateway.ts`) do the least a Node gateway can: read the body, make one ModelInfer call with a prebuilt request to the same engine over the same Unix socket, answer the reply bytes. ' +
-      `The direct row is the engine's own HTTP row above (binary extension, wrk, 16 connections): ${direct?.throughput ? `${f1(direct.throughput)} inferences/s at ${f3(direct.cpuMs)} ms of engine CPU` : 'not measured'}.`,
+      `The direct row is the engine's own HTTP row above (binary extension, wrk, 16 connections): ${direct?.throughput ? `${f1(direct.throughput)} inferences/s at ${f3(direct.cpuMs)} ms of engine CPU` : notMeasured(directWhy, 1)[0]}.`,
     '',
   );
   out.push(
     table(
       ['path', 'front process CPU ms / call', 'engine CPU ms / call', 'calls/s', 'vs the direct engine HTTP row (target ≥ 0.8× for the gateway)'],
-      gw.map((r) => (r.skipped ? [r.label, `not measured: ${r.skipped}`, '', '', ''] : [r.label, f3(r.frontMs), f3(r.engineMs), f1(r.throughput), vs(r)])),
+      gw.map((r) => (r.skipped ? [r.label, ...notMeasured(r.skipped, 4)] : [r.label, f3(r.frontMs), f3(r.engineMs), f1(r.throughput), vs(r)])),
     ),
   );
   return out;
@@ -138,10 +161,11 @@ function floorsTable(rows: CpuRow[], floors: CpuRow[]): string {
   return table(
     ['floor: server, body, client', 'CPU ms / request (all threads)', 'of which main thread', 'requests/s', 'requests', 'engine on the same path, ms', 'floor / engine'],
     [...floors].sort((a, b) => rank(a) - rank(b)).map((r) => {
-      if (r.skipped) return [r.label, `not measured: ${r.skipped}`, '', '', '', '', ''];
-      const e = rows.find((x) => x.id === engineIdOf(r.id))?.cpuMs;
-      const share = e ? `${((100 * r.cpuMs!) / e).toFixed(0)}%` : '—';
-      return [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`, f3(e), share];
+      if (r.skipped) return [r.label, ...notMeasured(r.skipped, 6)];
+      const engine = rows.find((x) => x.id === engineIdOf(r.id));
+      const e = engine?.cpuMs;
+      const vsEngine = e ? [f3(e), `${((100 * r.cpuMs!) / e).toFixed(0)}%`] : notMeasured(`${engineIdOf(r.id)}: ${engine?.skipped ?? 'not run'}`, 2);
+      return [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`, ...vsEngine];
     }),
   );
 }
@@ -153,7 +177,7 @@ export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | und
   out.push(
     table(
       ['path', 'engine CPU ms / inference', 'of which main thread', 'inferences/s', 'inferences'],
-      rows.map((r) => (r.skipped ? [r.label, `not measured: ${r.skipped}`, '', '', ''] : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`])),
+      rows.map((r) => (r.skipped ? [r.label, ...notMeasured(r.skipped, 4)] : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`])),
     ),
     '',
   );
@@ -162,7 +186,7 @@ export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | und
       ['target', 'measured', 'value', 'target', 'met?', 'Node floor, same client and body (see below)'],
       cpuTargets(rows, floors, copyMs).map((r) =>
         r.skipped
-          ? [r.name, `not measured: ${r.skipped}`, '', r.target ?? '—', 'not measured', '']
+          ? [r.name, ...notMeasured(r.skipped, 2), r.target ?? '—', r.target ? notMeasured(r.skipped, 1)[0]! : '—', r.floors ?? '—']
           : [r.name, r.measured, f3(r.value), r.target ?? '—', r.target ? (r.met ? '**met**' : '**not met**') : '—', r.floors ?? '—'],
       ),
     ),

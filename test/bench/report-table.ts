@@ -9,3 +9,6 @@ export function table(head: string[], body: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [line(head), line(head.map(() => '---')), ...body.map(line)].join('\n');
 }
+
+/** The `n` value cells of a row that was not measured, each saying why (an empty cell would not). */
+export const notMeasured = (why: string, n: number): string[] => Array.from({ length: n }, () => `not measured: ${why}`);

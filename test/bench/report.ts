@@ -6,7 +6,7 @@
 import os from 'node:os';
 import type { LoadResult } from './load-generator.ts';
 import { renderCpu, type CpuRow, type GatewayCpuRow } from './report-cpu.ts';
-import { f1, f2, f3, table } from './report-table.ts';
+import { f1, f2, f3, notMeasured, table } from './report-table.ts';
 
 /** One measured (or skipped) load row. */
 export interface Row {
@@ -67,7 +67,7 @@ export const PAPER: Record<string, { p50: number; p95: number; rps: number; name
 };
 
 function rowCells(r: Row): string[] {
-  if (!r.result) return [`not measured: ${r.skipped ?? 'unknown'}`, '', '', ''];
+  if (!r.result) return notMeasured(r.skipped ?? 'unknown', 4);
   const x = r.result;
   return [f2(x.p50), f2(x.p95), f1(x.throughput), `${x.requests}${x.errors ? ` (${x.errors} errors)` : ''}`];
 }
@@ -111,7 +111,7 @@ export function renderMarkdown(d: ReportData): string {
   out.push('## 2. Open loop: latency at a fixed arrival rate', '');
   out.push('Latency runs from each request\'s scheduled send time (no coordinated omission).', '');
   out.push(table(['row', 'load', 'p50 ms', 'p95 ms', 'p99 ms', 'done/s'], d.openLoop.map((r) => {
-    if (!r.result) return [r.label, r.load, `not measured: ${r.skipped ?? ''}`, '', '', ''];
+    if (!r.result) return [r.label, r.load, ...notMeasured(r.skipped ?? 'unknown', 4)];
     return [r.label, r.load, f2(r.result.p50), f2(r.result.p95), f2(r.result.p99), f1(r.result.throughput)];
   })), '');
 
@@ -121,7 +121,7 @@ export function renderMarkdown(d: ReportData): string {
       ['ratio', 'measured', 'value', 'target', 'met?'],
       d.ratios.map((r) =>
         r.skipped
-          ? [r.name, `not measured: ${r.skipped}`, '', r.target ?? '—', r.target ? 'not measured' : '—']
+          ? [r.name, ...notMeasured(r.skipped, 2), r.target ?? '—', r.target ? notMeasured(r.skipped, 1)[0]! : '—']
           : [r.name, r.measured, r.value === undefined ? 'n/a' : `${f3(r.value)}`, r.target ?? '—', r.target ? (r.met ? '**met**' : '**not met**') : '—'],
       ),
     ),
