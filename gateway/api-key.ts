@@ -31,11 +31,9 @@ export function presentedKey(header: (name: string) => string | undefined): stri
   return m ? m[1]!.trim() : undefined;
 }
 
-/** Throws API_KEY_MISSING (401) / API_KEY_INVALID (403) unless the call may proceed. */
-export function checkApiKey(def: FunctionDefinition, header: (name: string) => string | undefined, env = process.env): void {
-  if (!def.auth) return;
-  const key = presentedKey(header);
-  if (!key) throw gatewayError('API_KEY_MISSING', { name: def.name });
+/** True when `key` is one of the keys `def.auth` accepts now (true for a function without auth). */
+export function keyAccepted(def: FunctionDefinition, key: string, env = process.env): boolean {
+  if (!def.auth) return true;
   const d = digest(key);
   let ok = false;
   for (const v of def.auth.apiKeyEnv) {
@@ -43,5 +41,13 @@ export function checkApiKey(def: FunctionDefinition, header: (name: string) => s
       if (timingSafeEqual(d, accepted)) ok = true; // no early exit
     }
   }
-  if (!ok) throw gatewayError('API_KEY_INVALID', { name: def.name });
+  return ok;
+}
+
+/** Throws API_KEY_MISSING (401) / API_KEY_INVALID (403) unless the call may proceed. */
+export function checkApiKey(def: FunctionDefinition, header: (name: string) => string | undefined, env = process.env): void {
+  if (!def.auth) return;
+  const key = presentedKey(header);
+  if (!key) throw gatewayError('API_KEY_MISSING', { name: def.name });
+  if (!keyAccepted(def, key, env)) throw gatewayError('API_KEY_INVALID', { name: def.name });
 }

@@ -115,7 +115,7 @@ export function createApp(deps: AppDeps): GatewayApp {
   });
   if (deps.jobs) app.post('/fn/:name', asyncCalls(deps, deps.jobs));
   app.post('/fn/:name', (c) => invoke(c, deps, c.req.param('name')));
-  if (deps.jobs) mountJobRoutes(app, deps.jobs);
+  if (deps.jobs) mountJobRoutes(app, deps.jobs, (name) => deps.registry.definitions().find((d) => d.name === name));
   if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);
   const consoleUi = deps.console ? mountConsole(app, { adminToken: deps.adminToken, ...deps.console }) : undefined;
 

@@ -40,6 +40,8 @@ export const ERROR_CATALOG = {
   CALLBACK_URL_NOT_ALLOWED: { status: 400, message: "callback URL '{url}' is not allowed for function '{name}': {reason}" },
   CALLBACK_SECRET_MISSING: { status: 500, message: "function '{name}' has no key to sign callbacks: set the variable named by async.secretEnv, or GATEWAY_WEBHOOK_SECRET" },
   JOB_NOT_FOUND: { status: 404, message: "job '{id}' not found (unknown, or past its retention time)" },
+  JOB_KEY_MISSING: { status: 401, message: "job '{id}' belongs to a function that needs an API key: send the key the call was made with (X-API-Key or Authorization: Bearer)" },
+  JOB_KEY_INVALID: { status: 403, message: "the API key does not give access to job '{id}'" },
   JOBS_UNAVAILABLE: { status: 503, message: 'the job queue is unavailable; retry later' },
   WEBHOOK_SIGNATURE_INVALID: { status: 401, message: "the webhook signature for function '{name}' is not valid: {reason}" },
   WEBHOOK_SECRET_MISSING: { status: 500, message: "function '{name}' cannot verify webhooks: its signing secret variable '{env}' is not set" },
@@ -53,6 +55,7 @@ export const ERROR_CATALOG = {
   DEPLOY_UNAVAILABLE: { status: 503, message: 'the function bundle store is unavailable; nothing changed' },
   CONSOLE_TOKEN_MISSING: { status: 401, message: "the console needs a token: send 'X-Console-Token: <GATEWAY_CONSOLE_TOKEN>'" },
   CONSOLE_TOKEN_INVALID: { status: 403, message: 'the console token is not valid' },
+  CONSOLE_LOCAL_ONLY: { status: 403, message: 'the console answers this machine only (loopback, no proxy) while GATEWAY_CONSOLE_TOKEN is not set; set it to open the console to other hosts' },
   INTERNAL: { status: 500, message: 'internal gateway error' },
 } as const satisfies Record<string, CatalogEntry>;
 

@@ -16,6 +16,9 @@
 //     it, and nothing on another host could ever claim them (the reaper judges
 //     owners by pid, which only means something on the owner's host).
 //
+// A gateway stopped gracefully (SIGTERM) removes its own member and job
+// consumer on the way out (stop()), so it is not listed until reaped.
+//
 // A gateway that was only paused (Redis away longer than the TTL) loses
 // nothing for good: its next heartbeat re-adds it, its lease renewals
 // re-create the lease records, and XREADGROUP re-creates its consumer.
@@ -175,12 +178,27 @@ export class GatewayPresence {
     return true;
   }
 
-  /** Graceful stop: mark this gateway expired so the next reap pass cleans up after it at once. */
+  /**
+   * Graceful stop (after the job runner has stopped): deregister at once:
+   * delete this gateway's job consumer and its presence member. If the runner
+   * left jobs pending (its drain timed out), deleting the consumer would drop
+   * them, so the member is only marked expired instead: the survivors claim
+   * the jobs, then reap it as they would a dead gateway.
+   */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.running;
-    await this.cmd.tgwBeat(this.live, this.dead, this.member, -1).catch(() => undefined);
+    try {
+      if (await this.dropConsumer(this.o.ownerId)) {
+        await this.redis.multi().zrem(this.live, this.member).zrem(this.dead, this.member).exec();
+        log.info(`presence: gateway ${this.o.ownerId} deregistered`);
+      } else {
+        await this.cmd.tgwBeat(this.live, this.dead, this.member, -1);
+      }
+    } catch (e) {
+      log.warn(`presence: could not deregister (${(e as Error).message}); other gateways will reap this one after ${this.o.ttlMs} ms`);
+    }
     this.redis.disconnect();
   }
 }

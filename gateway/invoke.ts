@@ -44,6 +44,8 @@ export interface Placed extends InputTensor {
 /** Slices one call holds; all go back to the arena at the end of the call. */
 export class CallSlices {
   private readonly held: StagingSlice[] = [];
+  /** How the payload went to the engine on the call's last attempt; replies (errors too) report it. */
+  transfer: 'inline' | 'shm' = 'inline';
   constructor(private readonly arena: StagingArena | undefined) {}
   alloc(size: number): StagingSlice | null {
     const s = this.arena?.alloc(size) ?? null;
@@ -215,6 +217,7 @@ export async function runFunction(
   const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
   let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
   if (staged) staged = stageInputs(inputs, slices);
+  slices.transfer = staged ? 'shm' : 'inline';
   const timeoutMs = fn.definition.limits.timeoutMs;
   let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);
   let res: ModelInferResponse;
@@ -229,6 +232,7 @@ export async function runFunction(
     if (!retry) throw e;
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;
+    slices.transfer = 'inline';
     ({ requested, at } = placeOutputs(fn, specs, inputs, false, slices));
     res = await deps.engine.infer(buildRequest(fn, id, inputs, requested, false), fn.name, timeoutMs, traceparent);
   }
@@ -268,6 +272,7 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
     return c.json(replyJson(fn, outputs) as Record<string, unknown>);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
+    c.set('transfer' as never, slices.transfer as never); // a staged call the engine refused was still staged
     throw e;
   } finally {
     span?.end(status);

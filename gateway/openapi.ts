@@ -76,7 +76,12 @@ export function openApiDocument(functions: ResolvedFunction[], version: string):
   paths['/fn'] = { get: { summary: 'list functions with their inputs and outputs', responses: { '200': { description: 'functions' } } } };
   for (const p of ['/healthz', '/readyz', '/metrics']) paths[p] = { get: { responses: { '200': { description: 'ok' }, '503': { description: 'not ready' } } } };
   paths['/jobs/{id}'] = {
-    get: { summary: 'state of an async call: queued | running | succeeded | failed | dead, with its result or error', responses: { '200': { description: 'job' }, ...errorResponses() } },
+    get: {
+      summary: 'state of an async call: queued | running | succeeded | failed | dead, with its result or error',
+      description: "For a function with an API key: send the key the call was made with (JOB_KEY_MISSING / JOB_KEY_INVALID otherwise).",
+      security: [{}, { apiKey: [] }, { bearer: [] }],
+      responses: { '200': { description: 'job' }, ...errorResponses() },
+    },
   };
   const admin = { security: [{ bearer: [] }] };
   paths['/admin/functions'] = {

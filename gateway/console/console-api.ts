@@ -69,7 +69,17 @@ export function functionRow(fn: ResolvedFunction) {
   };
 }
 
-/** A job as the console lists it: no payload, no result body, no secrets. */
+/** A callback URL without its query or fragment (they may carry the receiver's tokens). */
+function callbackPlace(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** A job as the console lists it: id, function and states; no payload, no result, no key hash, no secrets. */
 export function jobRow(r: JobRecord) {
   return {
     id: r.id,
@@ -79,7 +89,7 @@ export function jobRow(r: JobRecord) {
     updatedAt: new Date(r.updatedAt).toISOString(),
     httpStatus: r.status ?? null,
     runs: r.runs,
-    callback: r.callback ? { url: r.callback.url, attempts: r.attempts, maxAttempts: r.callback.maxAttempts } : null,
+    callback: r.callback ? { url: callbackPlace(r.callback.url), attempts: r.attempts, maxAttempts: r.callback.maxAttempts } : null,
     lastError: r.lastError ?? null,
   };
 }

@@ -2,7 +2,8 @@
 // interpolation). Each page is static markup with labelled regions; the
 // client script (static/console.js and friends) fills them from
 // /console/api/* and refreshes them every few seconds. No data is rendered
-// here, so the shells need no token even when GATEWAY_CONSOLE_TOKEN is set.
+// here, so the shells need no token even when GATEWAY_CONSOLE_TOKEN is set;
+// without one, each page says that it answers this machine only.
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { assetUrl, type Asset } from './console-assets.ts';
@@ -19,7 +20,15 @@ export type PageId = (typeof PAGES)[number]['id'];
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-function layout(assets: Map<string, Asset>, page: PageId, body: Html, scripts: string[]): Html {
+/** How the console is guarded, for the note at the top of each page. */
+export interface PageAccess {
+  /** No GATEWAY_CONSOLE_TOKEN: the console answers loopback clients only. */
+  localOnly: boolean;
+}
+
+const localOnlyNote = html`<p id="console-access" class="note" role="note">No console token is set (GATEWAY_CONSOLE_TOKEN), so this console answers requests from this machine only (loopback). Set a token to open it to other hosts; the API then needs it.</p>`;
+
+function layout(assets: Map<string, Asset>, page: PageId, body: Html, scripts: string[], access: PageAccess): Html {
   const title = PAGES.find((p) => p.id === page)!.title;
   const nav = PAGES.map(
     (p) => html`<li><a href="${p.path}"${p.id === page ? raw(' aria-current="page"') : ''}>${p.title}</a></li>`,
@@ -48,6 +57,7 @@ ${page === 'live' ? html`<link rel="stylesheet" href="${assetUrl(assets, 'uplot.
 </form>
 <main id="main" tabindex="-1">
 <h1>${title}</h1>
+${access.localOnly ? localOnlyNote : ''}
 <p id="page-error" class="error" role="alert" hidden></p>
 ${body}
 </main>
@@ -132,7 +142,7 @@ const deploys = html`
 </form>`;
 
 const jobs = html`
-<p class="note">Recent asynchronous calls (Prefer: respond-async or X-Callback-Url), newest first.</p>
+<p class="note">Recent asynchronous calls (Prefer: respond-async or X-Callback-Url), newest first: ids and states only, never results. Reading a job (GET /jobs/&lt;id&gt;) of a function with an API key needs the key its call was made with.</p>
 <div class="scroll"><table id="jobs" class="cards">
   <caption class="sr-only">Recent async jobs</caption>
   <thead><tr><th scope="col">Job</th><th scope="col">Function</th><th scope="col">Status</th><th scope="col">HTTP</th><th scope="col">Callback attempts</th><th scope="col">Last error</th><th scope="col">Updated</th></tr></thead>
@@ -140,17 +150,17 @@ const jobs = html`
 </table></div>`;
 
 /** The HTML of one console page. */
-export function renderPage(assets: Map<string, Asset>, page: PageId): Html {
+export function renderPage(assets: Map<string, Asset>, page: PageId, access: PageAccess = { localOnly: false }): Html {
   switch (page) {
     case 'overview':
-      return layout(assets, page, overview, ['console.js']);
+      return layout(assets, page, overview, ['console.js'], access);
     case 'live':
-      return layout(assets, page, live, ['uplot.js', 'console.js', 'charts.js']);
+      return layout(assets, page, live, ['uplot.js', 'console.js', 'charts.js'], access);
     case 'try':
-      return layout(assets, page, tryIt, ['console.js', 'try-it.js']);
+      return layout(assets, page, tryIt, ['console.js', 'try-it.js'], access);
     case 'deploys':
-      return layout(assets, page, deploys, ['console.js']);
+      return layout(assets, page, deploys, ['console.js'], access);
     case 'jobs':
-      return layout(assets, page, jobs, ['console.js']);
+      return layout(assets, page, jobs, ['console.js'], access);
   }
 }

@@ -1,21 +1,22 @@
 // The web console under /console: page shells, static assets (read at
 // startup, content-hashed, cached) and the read-only JSON API the pages poll.
 // With GATEWAY_CONSOLE_TOKEN set the API needs `X-Console-Token` (the admin
-// token is accepted too); without it the read-only views are open. Admin
-// actions never pass through here: the page sends them to /admin/* with the
-// admin token, which checks it as for any other client.
+// token is accepted too); without it the whole console answers loopback
+// clients only (console-access.ts). Admin actions never pass through here:
+// the page sends them to /admin/* with the admin token, which checks it as
+// for any other client.
 //
 // Ownership: owns the sampler (stopped by stop()) and the loaded assets.
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
 import { gatewayError } from '../errors.ts';
-import { sameToken } from '../deploy/admin-routes.ts';
+import { checkConsoleLocal, checkConsoleToken } from './console-access.ts';
 import { loadAssets } from './console-assets.ts';
 import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';
 import { PAGES, renderPage } from './console-pages.ts';
 import { ConsoleSampler, readSnapshot } from './console-sampler.ts';
 
 export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
-  /** Token the read-only API needs (default: GATEWAY_CONSOLE_TOKEN at request time); unset: open. */
+  /** Token the read-only API needs (default: GATEWAY_CONSOLE_TOKEN at request time); unset: loopback clients only. */
   consoleToken?: () => string | undefined;
   /** Also accepted for the read-only API (default: GATEWAY_ADMIN_TOKEN). */
   adminToken?: () => string | undefined;
@@ -23,13 +24,6 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   sampleMs?: number;
 }
 
-
-/** Throws CONSOLE_TOKEN_MISSING / _INVALID unless `given` matches the console (or admin) token; open when none is set. */
-export function checkConsoleToken(expected: string | undefined, admin: string | undefined, given: string | undefined): void {
-  if (!expected) return;
-  if (!given) throw gatewayError('CONSOLE_TOKEN_MISSING');
-  if (!sameToken(given, expected) && !(admin && sameToken(given, admin))) throw gatewayError('CONSOLE_TOKEN_INVALID');
-}
 
 /** Mount the console on `app`; returns stop() for the sampler. */
 export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
@@ -40,6 +34,13 @@ export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
     intervalMs: d.sampleMs,
   });
 
+  // No console token: nothing under /console answers anyone but this machine.
+  const localUnlessToken: MiddlewareHandler = async (c, next) => {
+    if (!consoleToken()) checkConsoleLocal(c);
+    await next();
+  };
+  app.use('/console/*', localUnlessToken); // matches /console itself too
+
   for (const p of PAGES) {
     app.get(p.path, (c) => {
       c.header('Cache-Control', 'no-cache');
@@ -47,7 +48,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
       c.header('Content-Security-Policy', "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
       c.header('X-Content-Type-Options', 'nosniff');
       c.header('Referrer-Policy', 'no-referrer');
-      return c.html(renderPage(assets, p.id));
+      return c.html(renderPage(assets, p.id, { localOnly: !consoleToken() }));
     });
   }
   app.get('/console/', (c) => c.redirect('/console'));
@@ -64,7 +65,8 @@ export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
   });
 
   app.use('/console/api/*', async (c, next) => {
-    checkConsoleToken(consoleToken(), adminToken(), c.req.header('x-console-token'));
+    const token = consoleToken();
+    if (token) checkConsoleToken(token, adminToken(), c.req.header('x-console-token'));
     c.header('Cache-Control', 'no-store');
     await next();
   });

@@ -11,6 +11,14 @@ export interface VersionedBundle {
   functions: FunctionDefinition[];
 }
 
+/** The activation stack with the bundle of each version in it: what rollback needs, kept to re-seed an emptied store. */
+export interface BundleSnapshot {
+  /** Oldest first; the last is active. */
+  history: string[];
+  /** The functions of every version in `history`. */
+  bundles: Record<string, FunctionDefinition[]>;
+}
+
 /** Thrown when a version name is reused for different content. */
 export class BundleVersionConflict extends Error {
   constructor(readonly version: string) {
@@ -30,8 +38,16 @@ export interface BundleStore {
   initialize(bundle: VersionedBundle): Promise<VersionedBundle>;
   /** Re-activate the version active before the current one; null when there is none (nothing changes). */
   rollback(): Promise<VersionedBundle | null>;
-  /** Call `onChange(version)` when another writer (or this one) changes the active version. */
-  watch(onChange: (version: string) => void): void;
+  /** The activation stack and its bundles (the deployer keeps a copy to re-seed an emptied store). */
+  snapshot(): Promise<BundleSnapshot>;
+  /** Write `s` whole if the store holds no activation (it lost its data); true when written. Atomic across replicas. */
+  restore(s: BundleSnapshot): Promise<boolean>;
+  /**
+   * Call `onChange(version)` when another writer (or this one) changes the
+   * active version, and `onChange(null)` when a check finds no active version
+   * at all (the store lost its data).
+   */
+  watch(onChange: (version: string | null) => void): void;
   close(): Promise<void>;
 }
 
@@ -45,7 +61,7 @@ export class MemoryBundleStore implements BundleStore {
   readonly kind = 'memory' as const;
   private readonly bundles = new Map<string, string>();
   private stack: string[] = [];
-  private listeners: Array<(v: string) => void> = [];
+  private listeners: Array<(v: string | null) => void> = [];
 
   async active(): Promise<VersionedBundle | null> {
     const v = this.stack.at(-1);
@@ -71,6 +87,18 @@ export class MemoryBundleStore implements BundleStore {
     return (await this.active())!;
   }
 
+  async snapshot(): Promise<BundleSnapshot> {
+    return { history: [...this.stack], bundles: Object.fromEntries(this.stack.map((v) => [v, JSON.parse(this.bundles.get(v)!)])) };
+  }
+
+  async restore(s: BundleSnapshot): Promise<boolean> {
+    if (this.stack.length || !s.history.length) return false;
+    for (const v of s.history) this.bundles.set(v, JSON.stringify(s.bundles[v]));
+    this.stack = s.history.slice(-HISTORY_LIMIT);
+    this.notify(this.stack.at(-1)!);
+    return true;
+  }
+
   async rollback(): Promise<VersionedBundle | null> {
     if (this.stack.length < 2) return null;
     this.stack.pop();
@@ -79,7 +107,7 @@ export class MemoryBundleStore implements BundleStore {
     return a;
   }
 
-  watch(onChange: (version: string) => void): void {
+  watch(onChange: (version: string | null) => void): void {
     this.listeners.push(onChange);
   }
 

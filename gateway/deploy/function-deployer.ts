@@ -4,14 +4,20 @@
 // re-activates the previous version. Changes made by other replicas arrive
 // through the store's watch() and are applied the same way.
 //
-// Ownership: owns the snapshot of the active bundle it last applied. The
+// A store that lost its data (Redis restarted empty, FLUSHALL) is re-seeded
+// by the first replica to notice: with the bundle it runs and the rollback
+// history it last saw (each replica keeps a copy of the activation stack and
+// its bundles, refreshed after every change it applies).
+//
+// Ownership: owns the snapshot of the active bundle it last applied and the
+// saved copy of the store's history. The
 // registry's replace() swaps one Map reference, and definitions are deep-
 // frozen, so a call in flight keeps the definitions it started with.
 // Event loop only; deploys are serialized by a promise chain.
 import { createHash } from 'node:crypto';
 import { FunctionBundleSchema, FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from '../function-schema.ts';
 import { log } from '../trace.ts';
-import type { BundleStore, VersionedBundle } from './bundle-store.ts';
+import type { BundleSnapshot, BundleStore, VersionedBundle } from './bundle-store.ts';
 
 /** What the deployer needs of the function registry. */
 export interface DefinitionTarget {
@@ -47,6 +53,8 @@ function deepFreeze<T>(v: T): T {
 
 export class FunctionDeployer {
   private current: VersionedBundle | undefined;
+  /** The store's activation stack and bundles as last read: what a re-seed writes back. */
+  private saved: BundleSnapshot | undefined;
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: DeployerOptions) {}
@@ -65,6 +73,7 @@ export class FunctionDeployer {
   async start(local: FunctionDefinition[], version?: string): Promise<VersionedBundle> {
     const seeded = await this.o.store.initialize({ version: version ?? contentVersion(local), functions: local });
     this.apply(seeded);
+    await this.save();
     this.o.store.watch((v) => {
       if (v !== this.current?.version) void this.sync();
     });
@@ -117,6 +126,7 @@ export class FunctionDeployer {
       if (!bundle) throw new BundleRefused(errors);
       await this.o.store.put(bundle);
       this.apply(bundle);
+      await this.save();
       log.info(`deployed function bundle ${bundle.version} (${bundle.functions.length} functions)`);
       return this.current!;
     });
@@ -128,21 +138,44 @@ export class FunctionDeployer {
       const b = await this.o.store.rollback();
       if (b) {
         this.apply(b);
+        await this.save();
         log.info(`rolled back to function bundle ${b.version}`);
       }
       return b ? this.current! : null;
     });
   }
 
-  /** Apply the store's active bundle if it differs from ours (change notices, polls). */
+  /** Apply the store's active bundle if it differs from ours (change notices, polls); re-seed an emptied store. */
   sync(): Promise<void> {
     return this.serial(async () => {
-      const b = await this.o.store.active();
+      let b = await this.o.store.active();
+      const seed = !b && this.current ? this.reseedSnapshot() : undefined;
+      if (seed && (await this.o.store.restore(seed))) {
+        log.warn(`function bundle store was empty (Redis lost its data?); re-seeded it with bundle ${this.current!.version} and ${seed.history.length - 1} earlier activation(s) for rollback`);
+        b = await this.o.store.active();
+      }
       if (b && b.version !== this.current?.version) {
         this.apply(b);
         log.info(`switched to function bundle ${b.version} (deployed by another replica)`);
       }
+      if (b) await this.save();
     }).catch((e) => log.warn(`could not read the active function bundle: ${(e as Error).message}`));
+  }
+
+  /** Keep a copy of the store's history for a re-seed (best effort: the previous copy stays on failure). */
+  private async save(): Promise<void> {
+    this.saved = await this.o.store.snapshot().catch(() => this.saved);
+  }
+
+  /** What to write into an emptied store: the saved history, ending with the bundle this replica runs. */
+  private reseedSnapshot(): BundleSnapshot {
+    const cur = this.current!;
+    const s = this.saved ?? { history: [], bundles: {} };
+    const history = [...s.history];
+    if (history.at(-1) !== cur.version) history.push(cur.version);
+    // The store's own copy of a bundle first: the parsed one has defaults filled in, and
+    // reusing its version for the raw content later would read as a conflict.
+    return { history, bundles: { [cur.version]: cur.functions, ...s.bundles } };
   }
 
   private apply(b: VersionedBundle): void {

@@ -8,15 +8,17 @@
 //    function, key, callback URL (allowlist) and inputs are checked now, the
 //    body is captured, and the reply is `202 {"id", "status_url"}`;
 //  - anything else goes on to the synchronous handler.
+// GET /jobs/<id> answers only whoever may call the job's function (job-access.ts).
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { checkApiKey } from '../api-key.ts';
+import { checkApiKey, presentedKey } from '../api-key.ts';
 import { readBody } from '../body-reader.ts';
 import { gatewayError } from '../errors.ts';
 import type { ResolvedFunction } from '../function-registry.ts';
-import { AsyncSchema } from '../function-schema.ts';
-import type { InvokeDeps } from '../invoke.ts';
+import { AsyncSchema, type FunctionDefinition } from '../function-schema.ts';
+import { CallSlices, type InvokeDeps } from '../invoke.ts';
 import { checkCallbackUrl } from '../webhooks/callback-allow.ts';
 import { checkInbound, mapEventToInputs } from '../webhooks/inbound.ts';
+import { checkJobAccess, isJobId, jobKeyHash, newJobId } from './job-access.ts';
 import { decodeCall, runStoredCall, type StoredCall } from './job-call.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { CallbackSpec } from './job-state.ts';
@@ -41,7 +43,7 @@ export function callbackSecret(secretEnv: string | undefined, env: NodeJS.Proces
   return (secretEnv ? env[secretEnv] : undefined) || env.GATEWAY_WEBHOOK_SECRET || undefined;
 }
 
-async function accept(c: Context, deps: AsyncDeps, fn: ResolvedFunction, call: StoredCall, callbackUrl: string | undefined): Promise<Response> {
+async function accept(c: Context, deps: AsyncDeps, fn: ResolvedFunction, call: StoredCall, callbackUrl: string | undefined, apiKey?: string): Promise<Response> {
   const env = deps.env ?? process.env;
   const a = fn.definition.async ?? DEFAULT_ASYNC;
   let callback: CallbackSpec | undefined;
@@ -62,9 +64,12 @@ async function accept(c: Context, deps: AsyncDeps, fn: ResolvedFunction, call: S
     };
   }
   await decodeCall(fn, call); // bad inputs are refused now (400), not as a failed job
+  // The key the call was made with guards its result (job-access.ts).
+  const id = newJobId();
+  const keyHash = fn.definition.auth && apiKey ? jobKeyHash(id, apiKey) : undefined;
   let rec;
   try {
-    rec = await deps.queue.enqueue({ fn: fn.name, payload: call, callback, retentionMs: a.resultTtlMs });
+    rec = await deps.queue.enqueue({ id, fn: fn.name, payload: call, callback, retentionMs: a.resultTtlMs, keyHash });
   } catch (e) {
     throw gatewayError('JOBS_UNAVAILABLE', {}, e);
   }
@@ -91,9 +96,12 @@ async function inbound(c: Context, invokeDeps: InvokeDeps, deps: AsyncDeps, fn: 
   if (w.respondAsync || wantsAsync(c)) return accept(c, deps, fn, call, undefined);
   const id = c.req.header('x-request-id') ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
-  const r = await runStoredCall(invokeDeps, fn, call, id);
-  c.set('transfer' as never, r.transfer as never);
-  return c.json(r.body as object);
+  const slices = new CallSlices(invokeDeps.arena);
+  try {
+    return c.json((await runStoredCall(invokeDeps, fn, call, id, slices)).body as object);
+  } finally {
+    c.set('transfer' as never, slices.transfer as never); // refused after staging: still 'shm'
+  }
 }
 
 /** Middleware for POST /fn/:name (mounted between app.ts's in-flight counter and invoke). */
@@ -122,14 +130,19 @@ export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareH
     const call: StoredCall = { contentType: c.req.header('content-type') ?? 'application/octet-stream', body: body.toString('base64') };
     const output = c.req.query('output');
     if (output) call.output = output;
-    return accept(c, deps, fn, call, c.req.header('x-callback-url'));
+    return accept(c, deps, fn, call, c.req.header('x-callback-url'), presentedKey((h) => c.req.header(h)));
   };
 }
 
-/** GET /jobs/:id — the job's state, with its result or error while retained. */
-export function mountJobRoutes(app: Hono, deps: AsyncDeps): void {
+/**
+ * GET /jobs/:id — the job's state, with its result or error while retained,
+ * to whoever may call its function; `definition` looks the function up as
+ * defined now.
+ */
+export function mountJobRoutes(app: Hono, deps: AsyncDeps, definition: (name: string) => FunctionDefinition | undefined): void {
   app.get('/jobs/:id', async (c) => {
     const id = c.req.param('id');
+    if (!isJobId(id)) throw gatewayError('JOB_NOT_FOUND', { id: id.slice(0, 64) });
     let rec;
     try {
       rec = await deps.queue.get(id);
@@ -137,6 +150,8 @@ export function mountJobRoutes(app: Hono, deps: AsyncDeps): void {
       throw gatewayError('JOBS_UNAVAILABLE', {}, e);
     }
     if (!rec) throw gatewayError('JOB_NOT_FOUND', { id });
+    checkJobAccess(rec, presentedKey((h) => c.req.header(h)), definition(rec.fn), deps.env ?? process.env);
+    c.header('Cache-Control', 'no-store');
     return c.json(publicView(rec));
   });
 }

@@ -41,11 +41,15 @@ function pickOutputs(fn: ResolvedFunction, names: string[] | undefined): TensorS
   });
 }
 
-/** Run a captured call of `fn`; resolves with the reply JSON and how the payload travelled. */
-export async function runStoredCall(deps: InvokeDeps, fn: ResolvedFunction, call: StoredCall, id: string): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
+/**
+ * Run a captured call of `fn`; resolves with the reply JSON and how the
+ * payload travelled (`slices.transfer` tells it after a failure too).
+ */
+export async function runStoredCall(
+  deps: InvokeDeps, fn: ResolvedFunction, call: StoredCall, id: string, slices = new CallSlices(deps.arena),
+): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
   const { inputs, outputs } = await decodeCall(fn, call);
   const specs = pickOutputs(fn, call.output ? [call.output] : outputs);
-  const slices = new CallSlices(deps.arena);
   try {
     const r = await runFunction(deps, fn, inputs, specs, id, slices);
     return { body: replyJson(fn, r.outputs), transfer: r.transfer };

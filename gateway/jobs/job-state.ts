@@ -5,6 +5,7 @@
 // delivered, or dead when the attempts ran out. A job whose runner died, or
 // whose run met a retryable error (engine unavailable), goes back to queued.
 import { checkTransition, type TransitionTable } from '../../common/lifecycle.ts';
+import { newJobId } from './job-access.ts';
 
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'delivering', 'delivered', 'dead'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -60,6 +61,8 @@ export interface JobRecord {
   /** The call to make; dropped once the job has its outcome. */
   payload?: unknown;
   callback?: CallbackSpec;
+  /** HMAC of the API key the call was made with (job-access.ts); readers must present the same key. */
+  keyHash?: string;
   /** HTTP status of the function's reply, and the reply JSON (the synchronous reply body). */
   status?: number;
   result?: unknown;
@@ -70,12 +73,12 @@ export interface JobRecord {
   lastError?: string;
 }
 
-export type NewJob = Pick<JobRecord, 'fn' | 'payload' | 'callback' | 'retentionMs'> & { id?: string };
+export type NewJob = Pick<JobRecord, 'fn' | 'payload' | 'callback' | 'retentionMs' | 'keyHash'> & { id?: string };
 
 /** Build a fresh queued record. */
 export function newJobRecord(j: NewJob, now: number): JobRecord {
   return {
-    id: j.id ?? crypto.randomUUID(),
+    id: j.id ?? newJobId(),
     fn: j.fn,
     state: 'queued',
     rev: 1,
@@ -84,6 +87,7 @@ export function newJobRecord(j: NewJob, now: number): JobRecord {
     retentionMs: j.retentionMs,
     payload: j.payload,
     ...(j.callback ? { callback: j.callback } : {}),
+    ...(j.keyHash ? { keyHash: j.keyHash } : {}),
     runs: 0,
     attempts: 0,
   };
@@ -97,7 +101,7 @@ export function nextRecord(rec: JobRecord, to: JobState | null, patch: Partial<J
   return next;
 }
 
-/** A job as GET /jobs/<id> shows it (no payload, no secrets). */
+/** A job as GET /jobs/<id> shows it (no payload, no secrets, no key hash). */
 export function publicView(rec: JobRecord): Record<string, unknown> {
   const finished = rec.status !== undefined;
   return {

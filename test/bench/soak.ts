@@ -108,7 +108,8 @@ async function main(): Promise<void> {
       if (r.status !== 202) return;
       const { id } = JSON.parse(text) as { id: string };
       for (let i = 0; i < 600; i++) {
-        const j = (await (await fetch(`${base}/jobs/${id}`)).json()) as { status: string; error?: unknown };
+        // The job of a function with an API key is read with the key its call was made with.
+        const j = (await (await fetch(`${base}/jobs/${id}`, { headers: { 'X-API-Key': jsonHeaders['X-API-Key'] } })).json()) as { status: string; error?: unknown };
         if (j.status === 'succeeded') return void (counts.async = (counts.async ?? 0) + 1);
         if (j.status === 'failed') return fail(`async: job ${id} failed: ${JSON.stringify(j.error)}`);
         await sleep(20);

@@ -1,7 +1,8 @@
 // Gateway hardening (issue 13) on a real engine and gateway: every body
 // reader stops at its limit with a 413 from the catalog (chunked bodies
 // too, no buffering of the rest), slow clients get the catalog's 408, a
-// staged call that the model refuses is not retried inline, and async calls
+// staged call that the model refuses is not retried inline (and says it was
+// staged: X-Payload-Transfer: shm), and async calls
 // to a function without `async` settings run with the documented defaults.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -13,6 +14,7 @@ import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../gateway/trace.ts';
+import { signTimestamped } from '../../gateway/webhooks/signature.ts';
 import { removeDir, tempRepo } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';
 
@@ -58,6 +60,8 @@ beforeAll(async () => {
   def('small_echo', 'js_echo');
   def('picky_fn', 'picky', { limits: { maxBodyBytes: 16 * MB } });
   def('bytes_noasync', 'identity_bytes');
+  def('picky_hook', 'picky', { limits: { maxBodyBytes: 16 * MB }, webhook: { secretEnv: 'PICKY_HOOK_SECRET', inputs: { INPUT0: '$.values' } } });
+  process.env.PICKY_HOOK_SECRET = 'picky-hook-secret';
   gw = await startGateway({
     port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir,
     shmThreshold: 4096, arenaRegions: 2, arenaRegionBytes: 4 * MB, prefix,
@@ -209,8 +213,21 @@ describe('staged calls retry inline only for a lost region', () => {
     const values = Array.from({ length: 4096 }, (_, i) => (i === 0 ? -1 : i));
     const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_fn`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ inputs: { INPUT0: values } }) });
     expect(r.status).toBe(400); // 4096 FP32 = 16 KiB, above the 4 KiB threshold: staged
+    expect(r.headers.get('x-payload-transfer')).toBe('shm'); // it was staged, refused or not (issue 21)
     expect(await pickyFailures()).toBe(before + 1);
     await waitFor('the arena re-registered its region', async () => Object.keys(await direct.systemSharedMemoryStatus()).includes(regions[1]!), 10_000);
+  });
+
+  it('an inbound webhook call the model refuses after staging says shm too', async () => {
+    const body = JSON.stringify({ values: Array.from({ length: 4096 }, (_, i) => (i === 0 ? -1 : i)) });
+    const ts = String(Math.floor(Date.now() / 1000));
+    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_hook`, {
+      method: 'POST', body,
+      headers: { 'Content-Type': 'application/json', 'X-Timestamp': ts, 'X-Signature-256': signTimestamped('picky-hook-secret', ts, body) },
+    });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ENGINE_REJECTED', message: expect.stringContaining('picky: negative input') });
+    expect(r.headers.get('x-payload-transfer')).toBe('shm');
   });
 
   it('a staged call whose own region the engine lost is retried inline and succeeds', async () => {

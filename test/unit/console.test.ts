@@ -152,11 +152,15 @@ describe('console routes', () => {
     modelStatistics: async () => [statsRow('ok', 0, 0, 0, 0)],
   };
   const registry = { version: 'v1', list: async () => ({ functions: [], unavailable: [{ name: 'f', reason: gatewayError('FUNCTION_UNAVAILABLE', { name: 'f', model: 'broken' }).message }] }) };
-  function app(tokens: { console?: string; admin?: string } = {}) {
-    const a = new Hono();
-    a.onError((err, c) => c.json((err as ReturnType<typeof gatewayError>).toJSON(), (err as ReturnType<typeof gatewayError>).status));
+  /** @hono/node-server's bindings as a request from `remoteAddress` would carry them. */
+  const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
+  function app(tokens: { console?: string; admin?: string } = {}, peer = '127.0.0.1') {
+    const hono = new Hono();
+    hono.onError((err, c) => c.json((err as ReturnType<typeof gatewayError>).toJSON(), (err as ReturnType<typeof gatewayError>).status));
     const jobs = new MemoryJobQueue();
-    const ui = mountConsole(a, { engine, registry, jobs, consoleToken: () => tokens.console, adminToken: () => tokens.admin });
+    const ui = mountConsole(hono, { engine, registry, jobs, consoleToken: () => tokens.console, adminToken: () => tokens.admin });
+    // Requests come from `peer` unless a test says otherwise.
+    const a = { request: (p: string, init?: RequestInit, env: object = from(peer)) => hono.request(p, init, env) };
     return { a, jobs, ui };
   }
 
@@ -178,9 +182,31 @@ describe('console routes', () => {
     ui.stop();
   });
 
-  it('read-only API is open without GATEWAY_CONSOLE_TOKEN, and needs it (or the admin token) when set', async () => {
-    expect((await app().a.request('/console/api/overview')).status).toBe(200);
-    const { a } = app({ console: 'view', admin: 'adm' });
+  it('without GATEWAY_CONSOLE_TOKEN every console route answers loopback clients only, judged by the socket, never a header', async () => {
+    const local = app().a;
+    expect((await local.request('/console/api/overview')).status).toBe(200);
+    const page = await local.request('/console/jobs');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('answers requests from this machine only (loopback)');
+    expect((await app({}, '::1').a.request('/console/api/jobs')).status).toBe(200);
+    expect((await app({}, '::ffff:127.0.0.1').a.request('/console/api/jobs')).status).toBe(200);
+    const remote = app({}, '192.0.2.7').a;
+    for (const p of ['/console', '/console/jobs', '/console/api/jobs', '/console/api/overview', '/console/static/console.js']) {
+      const r = await remote.request(p, { headers: { 'X-Forwarded-For': '127.0.0.1', 'X-Real-IP': '127.0.0.1' } });
+      expect([p, r.status, ((await r.json()) as any).error.code]).toEqual([p, 403, 'CONSOLE_LOCAL_ONLY']);
+    }
+    expect((await app({}, '::ffff:10.0.0.1').a.request('/console/api/jobs')).status).toBe(403);
+    // No socket at all (not served by @hono/node-server): not local.
+    expect((await local.request('/console/api/jobs', {}, {})).status).toBe(403);
+    // A local proxy's clients are not local: a loopback peer with a forwarding header is refused.
+    for (const h of ['X-Forwarded-For', 'Forwarded', 'X-Real-IP']) {
+      const r = await local.request('/console/api/jobs', { headers: { [h]: h === 'Forwarded' ? 'for=127.0.0.1' : '127.0.0.1' } });
+      expect([h, r.status]).toEqual([h, 403]);
+    }
+  });
+
+  it('read-only API needs GATEWAY_CONSOLE_TOKEN (or the admin token) when set, from any host', async () => {
+    const { a } = app({ console: 'view', admin: 'adm' }, '192.0.2.7');
     const none = await a.request('/console/api/overview');
     expect([none.status, ((await none.json()) as any).error.code]).toEqual([401, 'CONSOLE_TOKEN_MISSING']);
     const bad = await a.request('/console/api/jobs', { headers: { 'X-Console-Token': 'nope' } });
@@ -188,7 +214,9 @@ describe('console routes', () => {
     expect((await a.request('/console/api/jobs', { headers: { 'X-Console-Token': 'view' } })).status).toBe(200);
     expect((await a.request('/console/api/jobs', { headers: { 'X-Console-Token': 'adm' } })).status).toBe(200);
     // Page shells carry no data, so they stay reachable and ask for the token themselves.
-    expect((await a.request('/console')).status).toBe(200);
+    const page = await a.request('/console');
+    expect(page.status).toBe(200);
+    expect(await page.text()).not.toContain('answers requests from this machine only');
   });
 
   it('overview reports states with reasons, config digests, memory and unavailable functions', async () => {
@@ -209,5 +237,18 @@ describe('console routes', () => {
     expect(body.jobs[0]).toEqual(jobRow(second));
     expect(JSON.stringify(body)).not.toContain('secret');
     expect(body.jobs[0].callback).toEqual({ url: 'https://x/', attempts: 0, maxAttempts: 3 });
+  });
+
+  it('the job list never carries results, key hashes or a callback URL’s query', async () => {
+    const { a, jobs } = app();
+    const cb = { url: 'https://hooks.example/in?token=hook-secret#frag', maxAttempts: 3, backoffMs: 1, maxBackoffMs: 1, attemptTimeoutMs: 1 };
+    const rec = await jobs.enqueue({ fn: 'f', payload: {}, retentionMs: 60_000, keyHash: 'KEYHASH-must-not-show', callback: cb });
+    await jobs.update(rec, 'running');
+    const done = await jobs.get(rec.id);
+    await jobs.update(done!, 'succeeded', { status: 200, result: { outputs: { y: 'RESULT-must-not-show' } } });
+    const text = await (await a.request('/console/api/jobs')).text();
+    expect(text).toContain(rec.id);
+    for (const secret of ['RESULT-must-not-show', 'KEYHASH-must-not-show', 'hook-secret', 'frag']) expect(text).not.toContain(secret);
+    expect(JSON.parse(text).jobs[0]).toMatchObject({ status: 'succeeded', httpStatus: 200, callback: { url: 'https://hooks.example/in' } });
   });
 });

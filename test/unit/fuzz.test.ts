@@ -1,8 +1,9 @@
 // Property-based fuzzing (fast-check) of every parser that reads client or
 // operator input: config.pbtxt (tokenizer + parser), the tensor codec, the
 // HTTP binary-extension body, JSON tensor input, the gateway's body decoders,
-// the shm request parameters, and the settings APIs (trace and logging
-// updates, restricted-API flags and headers). Random and mutated inputs must give a
+// the shm request parameters, the settings APIs (trace and logging
+// updates, restricted-API flags and headers), and the gateway's job reads
+// (GET /jobs/<id> with random ids and keys). Random and mutated inputs must give a
 // result or the module's own clear error, never another kind of throw, a
 // hang or a crash. A few seconds in `npm test`; `npm run fuzz` (FUZZ_RUNS,
 // default 20000 there) runs them longer.
@@ -14,6 +15,11 @@ import { jsonToTensorBytes } from '../../engine/frontends/http/tensor-json.ts';
 import { parseShmParams } from '../../engine/api/request-parameters.ts';
 import { StatusError } from '../../engine/api/status.ts';
 import { GatewayError } from '../../gateway/errors.ts';
+import { Hono } from 'hono';
+import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import { jobKeyHash } from '../../gateway/jobs/job-access.ts';
+import { mountJobRoutes } from '../../gateway/jobs/async-routes.ts';
+import { MemoryJobQueue } from '../../gateway/jobs/memory-job-queue.ts';
 import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
 import { bytesInput, jsonBodyInputs, multipartBodyInputs } from '../../gateway/payload-codec.ts';
 import fs from 'node:fs';
@@ -375,5 +381,65 @@ describe('fuzz: restricted APIs', () => {
         expect(r.status, `${method} ${p}`).not.toBe(403);
       }
     }), opts(0.5));
+  });
+});
+
+describe('fuzz: job reads (GET /jobs/<id>)', () => {
+  // A keyed job made with KEY and an open one, both finished with a result marker, behind the real routes.
+  const KEY = 'k3y-Alice_01';
+  const RESULT = 'RESULT-MARKER';
+  const env = { FUZZ_JOB_KEYS: `${KEY},k3y-bob` };
+  const defs = [
+    FunctionDefinitionSchema.parse({ name: 'keyed', target: { model: 'm' }, auth: { apiKeyEnv: ['FUZZ_JOB_KEYS'] } }),
+    FunctionDefinitionSchema.parse({ name: 'open', target: { model: 'm' } }),
+  ];
+  async function setup() {
+    const queue = new MemoryJobQueue();
+    const app = new Hono();
+    app.onError((e, c) => (e instanceof GatewayError ? c.json(e.toJSON(), e.status) : c.json({ crashed: String(e) }, 500)));
+    app.notFound((c) => c.json({ error: { code: 'ROUTE_NOT_FOUND' } }, 404)); // '', '.', '..' leave /jobs/:id
+    mountJobRoutes(app, { queue, env }, (n) => defs.find((d) => d.name === n));
+    const made = async (fn: string, key?: string) => {
+      const id = `job${fn}${'x'.repeat(20)}`.slice(0, 24);
+      let rec = await queue.enqueue({ id, fn, retentionMs: 60_000, ...(key ? { keyHash: jobKeyHash(id, key) } : {}) });
+      rec = (await queue.update(rec, 'running'))!;
+      await queue.update(rec, 'succeeded', { status: 200, result: { outputs: { y: RESULT } } });
+      return id;
+    };
+    return { app, keyed: await made('keyed', KEY), open: await made('open') };
+  }
+  const printable = fc.string({ unit: 'grapheme-ascii', maxLength: 24 });
+
+  it('random ids: 404 from the catalog (or the job itself), never another status', async () => {
+    const { app, keyed, open } = await setup();
+    await fc.assert(fc.asyncProperty(fc.oneof(fc.string({ maxLength: 80 }), mutated(keyed), mutated(open)), async (id) => {
+      const r = await app.request(`/jobs/${encodeURIComponent(id)}`);
+      const body = await r.text();
+      if (id === open) return void expect(r.status).toBe(200);
+      if (id === keyed) return void expect(r.status).toBe(401);
+      expect(r.status).toBe(404);
+      expect(['JOB_NOT_FOUND', 'ROUTE_NOT_FOUND']).toContain(JSON.parse(body).error.code);
+    }), opts(0.5));
+  });
+
+  it('random keys: the result only with the key the call was made with; 401/403 otherwise, never the result', async () => {
+    const { app, keyed, open } = await setup();
+    const key = fc.oneof(printable, mutated(KEY), fc.constantFrom(KEY, ` ${KEY} `, 'k3y-bob', KEY.toUpperCase(), `${KEY}x`, ''));
+    await fc.assert(fc.asyncProperty(key, fc.constantFrom('x-api-key', 'bearer'), async (k, how) => {
+      const headers: Record<string, string> = how === 'x-api-key' ? { 'X-API-Key': k } : { Authorization: `Bearer ${k}` };
+      const r = await app.request(`/jobs/${keyed}`, { headers });
+      const body = await r.text();
+      const presented = k.trim();
+      if (presented === KEY) {
+        expect(r.status).toBe(200);
+        expect(body).toContain(RESULT);
+      } else {
+        expect(r.status).toBe(presented ? 403 : 401);
+        expect(JSON.parse(body).error.code).toBe(presented ? 'JOB_KEY_INVALID' : 'JOB_KEY_MISSING');
+        expect(body).not.toContain(RESULT);
+      }
+      // A job of a function without a key reads the same whatever key comes with it.
+      expect((await app.request(`/jobs/${open}`, { headers })).status).toBe(200);
+    }), opts());
   });
 });

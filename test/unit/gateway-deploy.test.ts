@@ -9,6 +9,7 @@ import { BundleVersionConflict, MemoryBundleStore, type BundleStore } from '../.
 import { BundleRefused, FunctionDeployer, contentVersion } from '../../gateway/deploy/function-deployer.ts';
 import { RedisBundleStore } from '../../gateway/deploy/redis-bundle-store.ts';
 import type { FunctionDefinition } from '../../gateway/function-schema.ts';
+import { Redis } from 'ioredis';
 import { TestRedis, waitFor } from '../integration/L0_gateway-support.ts';
 
 const fn = (name: string, model = 'm1', extra: object = {}) => ({ name, target: { model }, ...extra });
@@ -131,6 +132,35 @@ describe('redis bundle store: replicas', () => {
     await B.d.start([], 'ignored');
     await A.d.deploy({ version: 'v2', functions: [fn('b')] });
     await expect(B.d.deploy({ version: 'v2', functions: [fn('c')] })).rejects.toBeInstanceOf(BundleVersionConflict);
+  });
+
+  it('snapshot and restore: restore writes only into an emptied store; the deployer re-seeds its history and bundle', async () => {
+    const A = replica('r3');
+    const B = replica('r3');
+    await A.d.start([fn('a') as FunctionDefinition], 'v1');
+    await B.d.start([], 'ignored');
+    await A.d.deploy({ version: 'v2', functions: [fn('a'), fn('b', 'm2')] });
+    await B.d.sync();
+    expect(B.registry.version).toBe('v2');
+    const snap = await A.store.snapshot();
+    expect(snap.history).toEqual(['v1', 'v2']);
+    expect(snap.bundles.v2!.map((f) => f.name)).toEqual(['a', 'b']);
+    expect(await A.store.restore({ history: ['x'], bundles: { x: [] } })).toBe(false); // not empty: kept
+    expect(await A.store.history()).toEqual(['v1', 'v2']);
+
+    const wipe = new Redis(redis.url);
+    await wipe.del('r3:deploy:bundles', 'r3:deploy:history');
+    wipe.disconnect();
+    expect(await A.store.active()).toBeNull();
+    // Both replicas notice; one writes, the other finds it written. Either way: the same stack.
+    await Promise.all([A.d.sync(), B.d.sync()]);
+    expect(await A.store.history()).toEqual(['v1', 'v2']);
+    expect(await A.store.snapshot()).toEqual(snap); // the store's own JSON, not the parsed copy
+    expect(A.registry.version).toBe('v2');
+    await A.d.rollback();
+    expect(A.registry.version).toBe('v1');
+    // The same content under the same name is not a conflict after a re-seed.
+    await A.d.deploy({ version: 'v2', functions: [fn('a'), fn('b', 'm2')] });
   });
 });
 

@@ -7,6 +7,8 @@ import { JOB_STATES, canTransition, isFinal, publicView, transition, type JobRec
 import { MemoryJobQueue } from '../../gateway/jobs/memory-job-queue.ts';
 import { RedisJobQueue } from '../../gateway/jobs/redis-job-queue.ts';
 import { GatewayError } from '../../gateway/errors.ts';
+import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import { checkJobAccess, isJobId, jobKeyHash, newJobId } from '../../gateway/jobs/job-access.ts';
 import { TestRedis, waitFor } from '../integration/L0_gateway-support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -47,6 +49,50 @@ describe('job lifecycle', () => {
     const v = publicView(rec);
     expect(v).toMatchObject({ id: 'a', status: 'failed', outcome: 'failed', error: { code: 'X', message: 'm' } });
     expect(JSON.stringify(v)).not.toContain('secret');
+  });
+});
+
+describe('job access', () => {
+  const keyed = FunctionDefinitionSchema.parse({ name: 'f', target: { model: 'm' }, auth: { apiKeyEnv: ['K'] } });
+  const open = FunctionDefinitionSchema.parse({ name: 'f', target: { model: 'm' } });
+  const env = { K: 'alice,bob' };
+  const code = (f: () => void) => {
+    try {
+      f();
+      return 'ok';
+    } catch (e) {
+      return (e as GatewayError).code;
+    }
+  };
+
+  it('ids: 144 random bits as base64url; the id pattern admits them and the older UUIDs, nothing with / . % or space', () => {
+    const ids = Array.from({ length: 200 }, newJobId);
+    expect(new Set(ids).size).toBe(200);
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    expect(isJobId(crypto.randomUUID())).toBe(true);
+    for (const bad of ['', 'a/b', '..', 'a b', 'x%2F', 'a'.repeat(65)]) expect(isJobId(bad)).toBe(false);
+  });
+
+  it('the key hash depends on the job: the same key gives different values per job, and never contains the key', () => {
+    expect(jobKeyHash('j1', 'alice')).not.toBe(jobKeyHash('j2', 'alice'));
+    expect(jobKeyHash('j1', 'alice')).toBe(jobKeyHash('j1', 'alice'));
+    expect(jobKeyHash('j1', 'alice')).not.toContain('alice');
+  });
+
+  it('a job with a key hash needs that key, still accepted; one without needs a key the function accepts now', () => {
+    const made = { id: 'j1', keyHash: jobKeyHash('j1', 'alice') };
+    expect(code(() => checkJobAccess(made, 'alice', keyed, env))).toBe('ok');
+    expect(code(() => checkJobAccess(made, undefined, keyed, env))).toBe('JOB_KEY_MISSING');
+    expect(code(() => checkJobAccess(made, 'bob', keyed, env))).toBe('JOB_KEY_INVALID');
+    expect(code(() => checkJobAccess(made, 'alice', keyed, { K: 'bob' }))).toBe('JOB_KEY_INVALID'); // revoked
+    expect(code(() => checkJobAccess(made, 'alice', undefined, env))).toBe('ok'); // function since removed: the hash decides
+    expect(code(() => checkJobAccess({ ...made, keyHash: 'short' }, 'alice', keyed, env))).toBe('JOB_KEY_INVALID');
+    // An inbound webhook's job (no key hash) of a function with auth: any key the function accepts now.
+    expect(code(() => checkJobAccess({ id: 'j2' }, 'bob', keyed, env))).toBe('ok');
+    expect(code(() => checkJobAccess({ id: 'j2' }, undefined, keyed, env))).toBe('JOB_KEY_MISSING');
+    expect(code(() => checkJobAccess({ id: 'j2' }, 'eve', keyed, env))).toBe('JOB_KEY_INVALID');
+    // No auth anywhere: the id is enough.
+    expect(code(() => checkJobAccess({ id: 'j3' }, undefined, open, env))).toBe('ok');
   });
 });
 

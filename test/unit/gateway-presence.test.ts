@@ -1,7 +1,8 @@
 // GatewayPresence on a real redis-server: a gateway that stops heartbeating
 // is cleaned up by another one only once its jobs have been claimed; its
 // host's lease records go when no live gateway is left in that namespace
-// (and stay while one is); a gateway that was only paused comes back.
+// (and stay while one is); a gateway that was only paused comes back; a
+// gateway that stops gracefully deregisters itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { GatewayPresence, parseMember } from '../../gateway/gateway-presence.ts';
@@ -96,13 +97,41 @@ describe('GatewayPresence', () => {
     expect((await reaper.reap()).gateways).toEqual([]);
   });
 
-  it('a graceful stop marks the gateway expired so it is cleaned up on the next pass', async () => {
+  it('a graceful stop deregisters at once: member and job consumer gone, nothing left to reap', async () => {
     const ns = 'p3';
+    const queue = new RedisJobQueue(redis.url, { namespace: ns });
+    closers.push(() => queue.close());
     const a = presence('6xf', 'p3:hostA', ns);
     const b = new GatewayPresence(redis.url, { namespace: ns, ownerId: '7xa', leaseNamespace: 'p3:hostB', ttlMs: 60_000 });
     await a.beat();
     await b.start();
+    const j = await queue.enqueue({ fn: 'f', retentionMs: 60_000 });
+    const [t] = await queue.take('7xa', 1, 0); // b's runner had a job and finished it
+    await queue.ack(t!.entry);
+    expect(t!.id).toBe(j.id);
     await b.stop();
-    expect((await a.reap()).gateways).toEqual(['7xa']);
+    expect(await r.zrange(`${ns}:gateways`, '0', '-1')).toEqual(['6xf p3:hostA']);
+    expect(await r.zrange(`${ns}:gateways:dead`, '0', '-1')).toEqual([]);
+    const consumers = (await r.call('XINFO', 'CONSUMERS', `${ns}:jobs:stream`, 'runners')) as unknown[][];
+    expect(consumers.map((c) => String(c[1]))).toEqual([]);
+    expect((await a.reap()).gateways).toEqual([]);
+  });
+
+  it('a graceful stop that leaves jobs pending keeps its consumer and is reaped only after they are claimed', async () => {
+    const ns = 'p4';
+    const queue = new RedisJobQueue(redis.url, { namespace: ns });
+    closers.push(() => queue.close());
+    const a = presence('8xa', 'p4:hostA', ns);
+    const b = new GatewayPresence(redis.url, { namespace: ns, ownerId: '9xb', leaseNamespace: 'p4:hostB', ttlMs: 60_000 });
+    await a.beat();
+    await b.start();
+    await queue.enqueue({ fn: 'f', retentionMs: 60_000 });
+    expect(await queue.take('9xb', 1, 0)).toHaveLength(1); // its drain timed out with this job in hand
+    await b.stop();
+    expect((await a.reap()).gateways).toEqual([]); // deleting the consumer now would drop the job
+    expect(await queue.reclaim('8xa', 0, 10)).toHaveLength(1);
+    await sleep(TTL + 20);
+    await a.beat();
+    expect((await a.reap()).gateways).toEqual(['9xb']);
   });
 });
