@@ -8,6 +8,7 @@ import type { ModelStatistics } from '../api/model-statistics.ts';
 import type { ModelState } from '../api/server-api.ts';
 import type { InstancePool } from '../scheduling/instance-pool.ts';
 import { Lifecycle, type TransitionTable } from '../../common/lifecycle.ts';
+import { log } from '../../common/logger.ts';
 
 /** The allowed moves of a model version's state. */
 export const MODEL_TRANSITIONS: TransitionTable<ModelState> = {
@@ -52,12 +53,37 @@ export class ModelVersion {
     this.#reason = reason;
   }
 
-  /** Stop taking requests, let in-flight ones finish, release the backend. */
-  async unload(): Promise<void> {
+  /**
+   * Stop taking requests, let in-flight ones finish for at most `graceMs`
+   * (Triton's --exit-timeout-secs), release the backend. Past the grace the
+   * backend is finalized anyway: a python stub still executing is killed, and
+   * the requests it held or that still wait fail with an error saying so.
+   */
+  async unload(graceMs = Number.POSITIVE_INFINITY): Promise<void> {
     if (this.state === 'READY') this.setState('UNLOADING');
-    await this.scheduler.stop();
+    if (!(await settlesWithin(this.scheduler.stop(), graceMs))) {
+      log.warn(
+        `model '${this.name}' version ${this.version}: ${this.scheduler.inflightCount()} request(s) still in flight ` +
+          `after the exit timeout (${graceMs / 1000} s); stopping its instances, those requests fail`,
+      );
+    }
     await this.backend.finalize();
     for (const fn of this.onUnloaded.splice(0)) fn();
     if (this.state === 'UNLOADING') this.setState('UNAVAILABLE', 'unloaded');
+  }
+}
+
+/** Whether `p` settles within `ms` (Infinity: waits for it). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  if (ms === Number.POSITIVE_INFINITY) {
+    await p;
+    return true;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms), false)));
+  try {
+    return await Promise.race([p.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

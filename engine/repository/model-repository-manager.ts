@@ -42,6 +42,10 @@ export interface RepositoryOptions {
   budget?: MemoryBudget;
   /** On-demand mode: how long a request waits for its model to load. */
   onDemandTimeoutMs?: number;
+  /** --exit-timeout-secs: how long an unload (and the whole shutdown) waits for in-flight requests (default 30 s). */
+  exitTimeoutMs?: number;
+  /** Fingerprint each version's files and config at load (the response cache keys on it). */
+  fingerprintVersions?: boolean;
 }
 
 interface ModelEntry {
@@ -122,9 +126,15 @@ export class ModelRepositoryManager {
 
   async stop(): Promise<void> {
     this.poller.stop();
+    // One exit timeout for the whole shutdown, as Triton's --exit-timeout-secs.
+    const until = Date.now() + this.exitTimeoutMs;
     // Ensembles first: they hold requests on their composing models.
     const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
-    for (const e of entries) await this.unload(e.name).catch(() => undefined);
+    for (const e of entries) await this.withLock(e, () => this.unloadLocked(e, false, Math.max(0, until - Date.now()))).catch(() => undefined);
+  }
+
+  private get exitTimeoutMs(): number {
+    return this.opts.exitTimeoutMs ?? 30_000;
   }
 
   private isEnsembleEntry(e: ModelEntry): boolean {
@@ -206,7 +216,10 @@ export class ModelRepositoryManager {
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
-      const deps = { shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config, backendConfig: this.opts.backendConfig };
+      const deps = {
+        shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
+        backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions,
+      };
       const loadAll = async () => {
         for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
         return loaded;
@@ -242,7 +255,7 @@ export class ModelRepositoryManager {
     e.unloaded = false;
     log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
     // Old versions drain their in-flight requests, then go.
-    await Promise.all(old.map((v) => v.unload().catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
+    await Promise.all(old.map((v) => v.unload(this.exitTimeoutMs).catch((err) => log.error(`unload of '${name}' v${v.version}`, err))));
   }
 
   private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
@@ -300,14 +313,14 @@ export class ModelRepositoryManager {
     await this.withLock(e, () => this.unloadLocked(e, false));
   }
 
-  private async unloadLocked(e: ModelEntry, evicted: boolean): Promise<void> {
+  private async unloadLocked(e: ModelEntry, evicted: boolean, graceMs = this.exitTimeoutMs): Promise<void> {
     const old = [...e.versions.values()];
     e.versions = new Map();
     e.state = 'UNAVAILABLE';
     e.reason = evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded';
     e.unloaded = true;
     for (const v of old) v.setState('UNLOADING');
-    await Promise.all(old.map((v) => v.unload()));
+    await Promise.all(old.map((v) => v.unload(graceMs)));
     this.opts.budget?.unloaded(e.name, evicted);
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     e.tmpDir = undefined;

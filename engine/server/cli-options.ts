@@ -40,6 +40,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
   --pin-model=NAME              never evict NAME for the budget (repeatable)
   --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
+  --exit-timeout-secs=30        how long an unload or the shutdown waits for in-flight requests; then
+                                python stubs still executing are killed and their requests fail
   --adaptive-instances=false    models with parameters max_instance_count grow/shrink with queue time (ours)
   --rate-limit=off             off | execution_count (Triton's rate limiter over instance_group rate_limiter)
   --rate-limit-resource=NAME:COUNT[:DEVICE]   copies of a rate-limiter resource (repeatable)
@@ -75,6 +77,12 @@ const positive = (v: string | undefined, dflt: number, flag: string): number => 
   return n;
 };
 
+const nonNegative = (v: string | undefined, dflt: number, flag: string): number => {
+  const n = int(v, dflt, flag);
+  if (n < 0) throw new Error(`--${flag}: expected a non-negative integer, got '${v}'`);
+  return n;
+};
+
 /** Parse argv (without node and script) into engine options and the log verbosity. */
 export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): EngineOptions & { logVerbose: number } {
   const s = { type: 'string' } as const;
@@ -89,7 +97,7 @@ export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process
       'server-name': s, 'trace-config': { type: 'string', multiple: true },
       'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
       'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
-      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
+      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'exit-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
       'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
       'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
       'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
@@ -126,6 +134,7 @@ export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process
     pinnedModels: values['pin-model'] ?? [],
     adaptiveInstances: bool(values['adaptive-instances'], false, 'adaptive-instances'),
     onDemandTimeoutMs: int(values['on-demand-load-timeout-secs'], 30, 'on-demand-load-timeout-secs') * 1000,
+    exitTimeoutSecs: nonNegative(values['exit-timeout-secs'], 30, 'exit-timeout-secs'),
     rateLimitResources: (values['rate-limit-resource'] ?? []).map(parseResourceFlag),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
     backendConfig: parseBackendConfig(values['backend-config'] ?? []),

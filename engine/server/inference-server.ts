@@ -13,7 +13,8 @@ import { SharedMemoryManager, type ShmAcquired } from '../shm/shared-memory-mana
 import { validateRequest, fullShape } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { fromConfigType } from '../api/datatypes.ts';
-import { failedLoad, invalidArg, notFound, unavailable, unsupported } from '../api/status.ts';
+import { cancelled, failedLoad, invalidArg, notFound, unavailable, unsupported } from '../api/status.ts';
+import { answerByDeadline } from './request-deadline.ts';
 import { isDecoupled } from '../api/decoupled.ts';
 import { LogSettings } from './log-settings.ts';
 import { checkRepositoryReadable } from '../repository/model-repository-manager.ts';
@@ -77,6 +78,8 @@ export interface InferenceServerOptions {
   logFile?: string;
   /** --exit-on-error (default true): an unreadable model repository fails the start. */
   exitOnError?: boolean;
+  /** --exit-timeout-secs: how long an unload or the shutdown waits for in-flight requests (default 30). */
+  exitTimeoutSecs?: number;
 }
 
 export const SERVER_NAME = 'triton';
@@ -134,6 +137,8 @@ export class InferenceServer implements ServerApi {
       rateLimiter: this.rateLimiter,
       budget: this.budget,
       onDemandTimeoutMs: opts.onDemandTimeoutMs,
+      exitTimeoutMs: (opts.exitTimeoutSecs ?? 30) * 1000,
+      fingerprintVersions: opts.cacheConfig !== undefined,
     });
   }
 
@@ -235,10 +240,15 @@ export class InferenceServer implements ServerApi {
     await this.repository.unload(name, opts);
   }
 
-  /** A client request: resolve shm inputs, run, write shm outputs, release. */
+  /** A client request, answered by its deadline (request-deadline.ts). */
   async infer(req: InferRequest): Promise<InferResponse> {
     if (this.stopping) throw unavailable('server is shutting down');
     req.arrivalNs ??= process.hrtime.bigint();
+    return answerByDeadline(req, () => this.inferHeld(req), () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config);
+  }
+
+  /** Resolve shm inputs, run, write shm outputs, release (the regions stay held until the execution ends). */
+  private async inferHeld(req: InferRequest): Promise<InferResponse> {
     const held: ShmAcquired[] = [];
     let inlineBytes = 0;
     for (const t of req.inputs) inlineBytes += t.data.byteLength;
@@ -259,6 +269,8 @@ export class InferenceServer implements ServerApi {
         const problem = a.check();
         if (problem) throw problem;
       }
+      // Abandoned (deadline passed, client gone): its outputs go nowhere, least of all into a client's region.
+      if (req.signal?.aborted) throw cancelled(`request for model '${req.modelName}' was cancelled`);
       this.applyClassification(req, res);
       this.writeShmOutputs(req, res);
       return res;

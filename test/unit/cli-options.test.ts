@@ -24,6 +24,14 @@ describe('parseEngineArgs', () => {
     });
   });
 
+  it("takes Triton's --exit-timeout-secs (default 30), refusing negatives and non-integers", () => {
+    expect(parseEngineArgs(['--model-repository=/m']).exitTimeoutSecs).toBe(30);
+    expect(parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs', '5']).exitTimeoutSecs).toBe(5);
+    expect(parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=0']).exitTimeoutSecs).toBe(0);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=-1'])).toThrow(/--exit-timeout-secs: expected a non-negative integer/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=soon'])).toThrow(/--exit-timeout-secs/);
+  });
+
   it("names the server 'triton' unless --server-name says otherwise", () => {
     expect(parseEngineArgs(['--model-repository=/m']).serverName).toBeUndefined();
     expect(parseEngineArgs(['--model-repository=/m', '--server-name', 'mine']).serverName).toBe('mine');

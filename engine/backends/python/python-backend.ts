@@ -9,6 +9,7 @@ import { invalidArg } from '../../api/status.ts';
 import { PythonInstance } from './python-instance.ts';
 import { resolveInterpreter } from './interpreter.ts';
 import { sweepStaleShm } from './tensor-transfer.ts';
+import { executeTimeoutMs } from './execution-limit.ts';
 import { log } from '../../../common/logger.ts';
 
 let instanceCounter = 0;
@@ -32,6 +33,7 @@ export const pythonBackend: Backend = {
     // The file relative to the model's folder: clients see no paths of the host.
     if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.relative(ctx.modelDir, file)}`);
     const interpreter = resolveInterpreter(ctx.config, ctx.modelDir, ctx.backendConfig?.python);
+    const limitMs = executeTimeoutMs(ctx.config);
     const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU' as const, count: 1 }];
     const instances: PythonInstance[] = [];
     for (const g of groups) {
@@ -43,6 +45,7 @@ export const pythonBackend: Backend = {
             prefix: shmPrefix(ctx.modelName),
             kind: g.kind === 'KIND_GPU' ? 'GPU' : g.kind === 'KIND_MODEL' ? 'MODEL' : 'CPU',
             deviceId: g.gpus?.[i % g.gpus.length] ?? 0,
+            executeTimeoutMs: limitMs,
           }),
         );
       }

@@ -3,7 +3,9 @@
 // and answers with the stub's responses; serves the stub's BLS calls through
 // the engine; collects a decoupled model's streamed responses. A stub that
 // dies fails only the requests it held and is started again (initialize
-// included) on the next execute. execute() never runs twice at once (the pool).
+// included) on the next execute; one killed for passing its model's
+// execution limit (execution-limit.ts) starts again at once. execute() never
+// runs twice at once (the pool).
 import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
@@ -15,6 +17,7 @@ import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
 import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';
 import { ReadinessProbe, type ReadinessReply } from './readiness-probe.ts';
+import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
 const trace = tracer('python');
 const FINAL = 1;
@@ -26,6 +29,8 @@ export interface PythonInstanceOptions {
   prefix: string;
   kind: string;
   deviceId: number;
+  /** The model's execute_timeout_secs in ms: a longer execute gets its stub killed. */
+  executeTimeoutMs?: number;
 }
 
 type Outcome = InferResponse | StatusError;
@@ -52,6 +57,10 @@ export class PythonInstance implements ExecutionInstance {
   /** Whether the model defines is_ready() (the stub says so once initialize returned). */
   private hasIsReady = false;
   private readonly probe: ReadinessProbe;
+  /** Why the engine is killing the stub: the error its running batch gets (else "the stub died"). */
+  private killedFor: StatusError | undefined;
+  /** The start in progress, shared by every caller. */
+  private startingUp: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
@@ -113,13 +122,26 @@ export class PythonInstance implements ExecutionInstance {
     };
   }
 
+  /** Start the stub unless a start is under way (then wait for that one). */
+  private restart(): Promise<void> {
+    return (this.startingUp ??= this.start().then(
+      () => {
+        this.startingUp = undefined;
+        log.info(`python stub of instance ${this.name} of '${this.ctx.modelName}' restarted`);
+      },
+      (err: unknown) => {
+        this.startingUp = undefined;
+        throw err;
+      },
+    ));
+  }
+
   async execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    if (this.closed) throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
+    if (this.closed) throw unloadedBeforeRun(this.ctx.modelName);
     const t0 = process.hrtime.bigint();
     if (!this.stub?.alive || !this.ready) {
       try {
-        await this.start();
-        log.info(`python stub of instance ${this.name} of '${this.ctx.modelName}' restarted`);
+        await this.restart();
       } catch (err) {
         const e = toStatusError(err);
         return { responses: requests.map(() => e), timing: { computeInputNs: Number(process.hrtime.bigint() - t0), computeInferNs: 0, computeOutputNs: 0 } };
@@ -145,7 +167,10 @@ export class PythonInstance implements ExecutionInstance {
     });
     const t1 = process.hrtime.bigint();
     stub.send(frame);
+    const limit = this.opts.executeTimeoutMs;
+    const watchdog = limit ? setTimeout(() => this.overrun(stub, seq, limit), limit) : undefined;
     const responses = await done;
+    clearTimeout(watchdog);
     const t2 = process.hrtime.bigint();
     return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 } };
   }
@@ -253,32 +278,53 @@ export class PythonInstance implements ExecutionInstance {
     serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
   }
 
+  /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
+  private overrun(stub: StubProcess, seq: number, ms: number): void {
+    if (this.stub !== stub || this.running?.seq !== seq || this.closed) return;
+    this.killedFor = overrunError(this.ctx.modelName, this.name, ms);
+    log.error(this.killedFor.message);
+    stub.kill();
+  }
+
   /** The stub is gone: fail what it held (start or batch), drop its shm objects. */
   private onExit(stub: StubProcess, how: string): void {
     if (this.stub !== stub) return;
     this.ready = false;
     this.probe.abandon();
     sweepShm(this.opts.prefix);
+    const killedFor = this.killedFor;
+    this.killedFor = undefined;
     if (this.starting) {
       this.starting.reject(unavailable(how.startsWith('python interpreter') || how.startsWith('cannot start') ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
       return;
     }
-    if (this.closed) return;
     const r = this.running;
     const msg = `python stub of instance ${this.name} of model '${this.ctx.modelName}' ${how}`;
     if (r) {
-      const err = internal(`${msg} while executing; the request failed (the stub restarts on the next request)`);
+      const err = killedFor ?? internal(`${msg} while executing; the request failed (the stub restarts on the next request)`);
       this.finish(r.requests.map((req, i) => (r.finals[i] ? (r.last[i] ?? this.streamEnd(req)) : err)));
+    }
+    if (this.closed) return;
+    if (killedFor) {
+      this.restart().catch((err: unknown) => log.error(`python stub of instance ${this.name} of '${this.ctx.modelName}' did not start again: ${toStatusError(err).message}`));
+      return;
     }
     log.error(`${msg}; it restarts on its next request`);
   }
 
-  /** finalize(), then kill the process group and remove every shm object of this instance. */
+  /**
+   * finalize(), then kill the process group and remove every shm object of
+   * this instance. A stub still executing (the unload's exit timeout has
+   * passed) is killed at once: its batch fails saying so.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const stub = this.stub;
-    if (stub?.alive) {
+    if (stub?.alive && this.running) {
+      this.killedFor = unloadedWhileExecuting(this.ctx.modelName, this.name);
+      stub.kill();
+    } else if (stub?.alive) {
       stub.send({ t: 'fini' });
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([stub.exited, new Promise((r) => (timer = setTimeout(r, 5000)))]);
