@@ -15,6 +15,7 @@ import { classify } from './classification.ts';
 import { fromConfigType } from '../api/datatypes.ts';
 import { cancelled, failedLoad, invalidArg, notFound, unavailable, unsupported } from '../api/status.ts';
 import { answerByDeadline } from './request-deadline.ts';
+import { checkedResponse, checkStreamedResponses } from './response-check.ts';
 import { isDecoupled } from '../api/decoupled.ts';
 import { LogSettings } from './log-settings.ts';
 import { checkRepositoryReadable } from '../repository/model-repository-manager.ts';
@@ -307,9 +308,10 @@ export class InferenceServer implements ServerApi {
       mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));
       throw err;
     }
-    const res = await this.tracing.traced(req, String(mv.version), () =>
-      this.usesCache(mv, req) ? this.cache!.serve(mv, req, () => mv.scheduler.enqueue(req)) : mv.scheduler.enqueue(req),
-    );
+    // What the model answers is checked against its config before it is cached or sent (response-check.ts).
+    checkStreamedResponses(mv.config, req);
+    const run = () => mv.scheduler.enqueue(req).then((r) => checkedResponse(mv.config, req, r));
+    const res = await this.tracing.traced(req, String(mv.version), () => (this.usesCache(mv, req) ? this.cache!.serve(mv, req, run) : run()));
     // Outputs in the order asked for, else the config's order.
     if (req.outputs.length > 1) {
       const order = new Map(req.outputs.map((o, i) => [o.name, i]));

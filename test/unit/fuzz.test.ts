@@ -3,7 +3,8 @@
 // HTTP binary-extension body, JSON tensor input, the gateway's body decoders,
 // the shm request parameters, the settings APIs (trace and logging
 // updates, restricted-API flags and headers), and the gateway's job reads
-// (GET /jobs/<id> with random ids and keys). Random and mutated inputs must give a
+// (GET /jobs/<id> with random ids and keys), and the check of a model's (or a
+// cached) response against its config. Random and mutated inputs must give a
 // result or the module's own clear error, never another kind of throw, a
 // hang or a crash. A few seconds in `npm test`; `npm run fuzz` (FUZZ_RUNS,
 // default 20000 there) runs them longer.
@@ -13,6 +14,8 @@ import { parseModelConfigText } from '../../engine/config/model-config-parser.ts
 import { parseInferRequest } from '../../engine/frontends/http/infer-json.ts';
 import { jsonToTensorBytes } from '../../engine/frontends/http/tensor-json.ts';
 import { parseShmParams } from '../../engine/api/request-parameters.ts';
+import { checkOutputs } from '../../engine/api/output-check.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
 import { StatusError } from '../../engine/api/status.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { Hono } from 'hono';
@@ -440,6 +443,54 @@ describe('fuzz: job reads (GET /jobs/<id>)', () => {
       }
       // A job of a function without a key reads the same whatever key comes with it.
       expect((await app.request(`/jobs/${open}`, { headers })).status).toBe(200);
+    }), opts());
+  });
+});
+
+describe('fuzz: response outputs against the config', () => {
+  const config = (batch: number, dt: Datatype, dims: number[]) =>
+    ({ name: 'm', max_batch_size: batch, input: [], output: [{ name: 'y', data_type: dt === 'BYTES' ? 'TYPE_STRING' : `TYPE_${dt}`, dims }] }) as unknown as ModelConfig;
+  const dim = fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant(-1), fc.integer({ min: -3, max: 1 << 20 }));
+  const sizes: Record<string, number> = { BOOL: 1, UINT8: 1, UINT16: 2, UINT32: 4, UINT64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FP16: 2, BF16: 2, FP32: 4, FP64: 8 };
+
+  it('random shapes, datatypes and byte sizes: undefined exactly when they fit, else INVALID_ARG naming the output; never a throw', () => {
+    fc.assert(fc.property(
+      fc.constantFrom(...DATATYPES), fc.constantFrom(...DATATYPES), fc.array(fc.integer({ min: -1, max: 4 }).filter((d) => d !== 0), { maxLength: 3 }),
+      fc.array(dim, { maxLength: 4 }), fc.integer({ min: 0, max: 4 }), fc.option(fc.integer({ min: 0, max: 4 })), fc.nat({ max: 96 }),
+      (want, got, dims, shape, maxBatch, batch, extra) => {
+        const ok = shape.every((d) => Number.isSafeInteger(d) && d >= 0);
+        const count = ok ? shape.reduce((a, d) => a * d, 1) : 0;
+        // Mostly the right size (so the other checks are reached), sometimes not.
+        const rightSize = got === 'BYTES' ? count * 4 : (sizes[got] ?? 0) * count;
+        const byteLength = extra % 3 === 0 ? extra : rightSize;
+        const data = count * 4 <= 1 << 16 && byteLength <= 1 << 16 ? new Uint8Array(byteLength) : new Uint8Array(extra);
+        const full = maxBatch > 0 ? [-1, ...dims] : dims;
+        const fits =
+          got === want && ok && shape.length === full.length && full.every((d, i) => d === -1 || d === shape[i]) &&
+          !(maxBatch > 0 && batch !== null && shape[0] !== batch) &&
+          (got === 'BYTES' ? data.byteLength === count * 4 : data.byteLength === (sizes[got] ?? 0) * count);
+        const r = checkOutputs(config(maxBatch, want, dims), [{ name: 'y', datatype: got, shape, data }], ['y'], batch ?? undefined);
+        if (fits) expect(r).toBeUndefined();
+        else {
+          expect(r, JSON.stringify({ want, got, dims, shape, maxBatch, batch, byteLength: data.byteLength })).toBeInstanceOf(StatusError);
+          expect(r!.code).toBe('INVALID_ARG');
+          expect(r!.message).toContain("'y'");
+          expect(r!.message).toContain("model 'm'");
+        }
+      },
+    ), opts());
+  });
+
+  it('random names, duplicates, junk shapes and BYTES buffers: a verdict, never a throw', () => {
+    const out = fc.record({
+      name: fc.constantFrom('y', 'z', ''),
+      datatype: fc.oneof(fc.constantFrom(...DATATYPES), fc.string({ maxLength: 4 })),
+      shape: fc.oneof(fc.array(fc.oneof(fc.integer({ min: -2, max: 3 }), fc.double()), { maxLength: 3 }), fc.anything()),
+      data: fc.uint8Array({ maxLength: 64 }),
+    });
+    fc.assert(fc.property(fc.array(out, { maxLength: 3 }), fc.array(fc.constantFrom('y', 'z'), { maxLength: 2 }), (outputs, wanted) => {
+      const r = checkOutputs(config(0, 'BYTES', [-1]), outputs as never, wanted, undefined);
+      if (r) expect(r.code).toBe('INVALID_ARG');
     }), opts());
   });
 });

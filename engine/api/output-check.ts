@@ -1,0 +1,112 @@
+// Checks of a response's outputs against the model's config, as Triton's core
+// and backends make them: every output declared (name), of the declared
+// datatype, of a shape the config allows (the request's batch size first
+// when the model batches), holding exactly the bytes its shape needs, and
+// every wanted output present. The infer pipeline runs it on every backend's
+// responses (a model.py or a JS model can return anything); the response
+// cache runs it on every value it reads back. Pure, no I/O.
+import type { ModelConfig, ModelTensorConfig } from './model-config.ts';
+import type { InferRequest, Tensor } from './infer-request.ts';
+import { elementCount, elementSize, fromConfigType, isDatatype, toConfigType, type Datatype } from './datatypes.ts';
+import { invalidArg, type StatusError } from './status.ts';
+
+/** An output as a response holds it; one written into a client's region has `shm` and no bytes here. */
+export type CheckedOutput = Tensor & { shm?: unknown };
+
+const fmt = (s: readonly number[]) => `[${s.join(',')}]`;
+
+/**
+ * The request's batch size when the model batches and the request says it
+ * (first input's first dim, no ragged input); undefined otherwise.
+ */
+export function requestBatch(config: ModelConfig, req: Pick<InferRequest, 'inputs'>): number | undefined {
+  if (!(config.max_batch_size > 0) || req.inputs.length === 0) return undefined;
+  const ragged = new Set(config.input.filter((i) => i.allow_ragged_batch).map((i) => i.name));
+  if (req.inputs.some((t) => ragged.has(t.name))) return undefined;
+  return req.inputs[0]!.shape[0];
+}
+
+/**
+ * The first problem of `outputs` as INVALID_ARG naming the output and the
+ * model (Triton's texts), or undefined. `wanted` names the outputs that must
+ * be there (the requested ones, or all the model's); `batch` is the request's
+ * batch size (requestBatch) when known.
+ */
+export function checkOutputs(
+  config: ModelConfig,
+  outputs: readonly CheckedOutput[],
+  wanted: readonly string[],
+  batch: number | undefined,
+): StatusError | undefined {
+  const model = config.name;
+  const declared = new Map(config.output.map((o) => [o.name, o]));
+  const seen = new Set<string>();
+  for (const o of outputs) {
+    const decl = declared.get(o.name);
+    if (!decl) return invalidArg(`unexpected inference output '${o.name}' for model '${model}'`);
+    if (seen.has(o.name)) return invalidArg(`output '${o.name}' appears twice in the response of model '${model}'`);
+    seen.add(o.name);
+    const problem = checkOne(config, decl, o, batch);
+    if (problem) return problem;
+  }
+  for (const name of wanted) {
+    if (!seen.has(name)) return invalidArg(`output '${name}' of model '${model}' is missing from the response (it was requested)`);
+  }
+  return undefined;
+}
+
+function checkOne(config: ModelConfig, decl: ModelTensorConfig, o: CheckedOutput, batch: number | undefined): StatusError | undefined {
+  const model = config.name;
+  const want = fromConfigType(decl.data_type);
+  if (o.datatype !== want) {
+    const got = isDatatype(o.datatype) ? toConfigType(o.datatype) : `'${String(o.datatype)}'`;
+    return invalidArg(`unexpected datatype ${got} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`);
+  }
+  const shape = o.shape as unknown;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    return invalidArg(`output '${o.name}' of model '${model}' has a malformed shape ${JSON.stringify(shape)}`);
+  }
+  const batched = config.max_batch_size > 0;
+  // A reshaped output may come back in the model's own shape or the config's.
+  const allowed = [decl.dims, ...(decl.reshape ? [decl.reshape.shape ?? []] : [])].map((d) => (batched ? [-1, ...d] : [...d]));
+  const fits = (dims: number[]) => dims.length === shape.length && dims.every((d, i) => d === -1 || d === shape[i]);
+  if (!allowed.some(fits) || (batched && batch !== undefined && shape[0] !== batch)) {
+    const why = batched && batch !== undefined && allowed.some(fits) ? ` (the request's batch size is ${batch})` : '';
+    return invalidArg(
+      `unexpected shape for output '${o.name}', model configuration shape is ${fmt(allowed[0]!)}, inference shape is ${fmt(shape)} for model '${model}'${why}`,
+    );
+  }
+  if (o.shm) return undefined; // the bytes are in a client's region, sized when written
+  return checkBytes(model, o.name, want, shape, o.data);
+}
+
+function checkBytes(model: string, name: string, dt: Datatype, shape: readonly number[], data: Uint8Array): StatusError | undefined {
+  const count = elementCount(shape);
+  if (dt === 'BYTES') {
+    const n = countBytesElements(data);
+    if (n !== count) {
+      return invalidArg(`expected ${count} string elements for inference output '${name}' for model '${model}', got ${n < 0 ? 'a malformed buffer' : n}`);
+    }
+    return undefined;
+  }
+  const expected = elementSize(dt) * count;
+  if (data.byteLength !== expected) {
+    return invalidArg(`output byte size mismatch for output '${name}' for model '${model}'. Expected ${expected}, got ${data.byteLength}`);
+  }
+  return undefined;
+}
+
+/** Elements of a serialized BYTES tensor (4-byte little-endian length, then the bytes), or -1 when malformed. No copies. */
+export function countBytesElements(data: Uint8Array): number {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  let at = 0;
+  let n = 0;
+  while (at < data.byteLength) {
+    if (at + 4 > data.byteLength) return -1;
+    const len = view.getUint32(at, true);
+    at += 4 + len;
+    if (at > data.byteLength) return -1;
+    n++;
+  }
+  return n;
+}
