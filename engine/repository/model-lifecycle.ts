@@ -25,6 +25,8 @@ export class ModelVersion {
   readonly onUnloaded: Array<() => void> = [];
   /** The instance pool its scheduler draws from (absent for ensembles): adaptive instance counts grow and shrink it. */
   pool?: InstancePool;
+  /** Fingerprint of the files and config it was loaded from (version-fingerprint.ts), when the engine has a response cache. */
+  identity?: string;
   readonly #life: Lifecycle<ModelState>;
   #reason = '';
 

@@ -15,6 +15,7 @@ import { runWarmup } from './model-warmup.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import { loadModelConfig, type ConfigSource } from '../config/model-config-loader.ts';
 import { log, tracer } from '../../common/logger.ts';
+import { fingerprintVersion } from './version-fingerprint.ts';
 
 const trace = tracer('repository');
 
@@ -22,6 +23,8 @@ const trace = tracer('repository');
 export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'> & {
   /** --rate-limit=execution_count: instances execute only while their resources are free. */
   rateLimiter?: RateLimiter;
+  /** Fingerprint the version's files and config before the backend reads them (the response cache keys on it). */
+  fingerprint?: boolean;
 };
 
 /** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
@@ -29,6 +32,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   const versionDir = path.join(src.modelDir, String(version));
   log.info(`loading: ${src.modelName}:${version}`);
   const config = loadModelConfig(src, raw, versionDir);
+  const identity = deps.fingerprint ? await fingerprintOrNone(src.modelDir, versionDir, config) : undefined;
   const backend = backendFor(config);
   const bm = await backend.load({
     modelName: src.modelName,
@@ -63,6 +67,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     }
   }
   const mv = new ModelVersion(src.modelName, version, config, bm, scheduler, stats);
+  mv.identity = identity;
   if (limited) mv.onUnloaded.push(limited.unregister);
   mv.pool = pool;
   mv.setState('LOADING');
@@ -78,4 +83,14 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   mv.setState('READY');
   trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
   return mv;
+}
+
+/** The version's fingerprint; none (the cache then keys it to this load alone) when its files cannot be read. */
+async function fingerprintOrNone(modelDir: string, versionDir: string, config: ModelConfig): Promise<string | undefined> {
+  try {
+    return await fingerprintVersion(modelDir, versionDir, config);
+  } catch (err) {
+    log.warn(`model '${config.name}': cannot fingerprint its files for the response cache (${(err as Error).message}); its entries last for this load only`);
+    return undefined;
+  }
 }

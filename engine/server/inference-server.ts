@@ -124,7 +124,7 @@ export class InferenceServer implements ServerApi {
     this.autoscaler = opts.adaptiveInstances
       ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, rateLimiter: this.rateLimiter, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
       : undefined;
-    this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig)) : undefined;
+    this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig), (n, v) => this.repository.readyVersion(n, v)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,

@@ -1,27 +1,46 @@
 // The response cache's key and value formats. The key is a SHA-256 over what
 // makes two requests answer alike (Triton's hash of model name, version and
-// inputs, plus the outputs asked for); the value is one self-describing byte
+// inputs; plus the loaded version's identity, the request parameters a model
+// can read, and the outputs asked for); the value is one self-describing byte
 // string of the response's tensors, so a local LRU and Redis store the same.
 import { createHash } from 'node:crypto';
 import type { InferRequest, Tensor } from '../api/infer-request.ts';
 import { isDatatype } from '../api/datatypes.ts';
 
 /**
- * Hex SHA-256 of model, version, inputs (by name: datatype, shape, bytes) and
- * the outputs the response holds (`outputNames`: the requested ones, or all
- * the model's when none are named, so both spellings share one entry).
+ * Request parameters that only say how the engine schedules or returns a
+ * request: never part of a model's answer, so never part of the key.
  */
-export function cacheKey(model: string, version: number, req: InferRequest, outputNames: readonly string[]): string {
+export const SCHEDULING_PARAMETERS: ReadonlySet<string> = new Set([
+  'priority', 'timeout', 'sequence_id', 'sequence_start', 'sequence_end', 'binary_data_output', 'triton_enable_empty_final_response',
+]);
+
+/**
+ * Hex SHA-256 of model, version, the version's identity (cache-identity.ts:
+ * its files and config), inputs (by name: datatype, shape, bytes), the
+ * request parameters other than the scheduling ones (a model.py or JS model
+ * reads them) and the outputs the response holds (`outputNames`: the
+ * requested ones, or all the model's when none are named, so both spellings
+ * share one entry).
+ */
+export function cacheKey(model: string, version: number, identity: string, req: InferRequest, outputNames: readonly string[]): string {
   const h = createHash('sha256');
   const field = (s: string) => h.update(`${s.length}:${s};`);
   field(model);
   field(String(version));
+  field(identity);
   for (const t of [...req.inputs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     field(t.name);
     field(t.datatype);
     field(t.shape.join(','));
     field(String(t.data.byteLength));
     h.update(t.data);
+  }
+  field('parameters');
+  for (const k of Object.keys(req.parameters).filter((k) => !SCHEDULING_PARAMETERS.has(k)).sort()) {
+    const v = req.parameters[k]!;
+    field(k);
+    field(`${typeof v}:${String(v)}`);
   }
   field('outputs');
   for (const o of [...new Set(outputNames)].sort()) field(o);

@@ -21,6 +21,8 @@ export interface ResponseCacheStore {
   readonly kind: 'local' | 'redis';
   get(key: string): Promise<Uint8Array | undefined>;
   set(key: string, value: Uint8Array): Promise<void>;
+  /** Drop an entry that get() returned but that does not fit its model: deleted, and that lookup counted as a miss. */
+  discard(key: string): Promise<void>;
   stats(): CacheStoreStats;
   close(): Promise<void>;
 }
@@ -30,9 +32,18 @@ export type CacheConfig =
   | { kind: 'redis'; host: string; port: number; password?: string; db?: number; ttlMs?: number; prefix?: string };
 
 /**
+ * How long a Redis entry lives unless `ttl_ms` says otherwise (0: no expiry).
+ * Entries of versions that were reloaded are never asked for again; without
+ * an expiry they would stay until Redis's own eviction, if it has any.
+ */
+export const DEFAULT_REDIS_TTL_MS = 3_600_000;
+
+/**
  * Parse `--cache-config` values: Triton's `local,size=<bytes>` and
- * `redis,host=H,port=P[,password=..][,db=N][,ttl_ms=N]`. Several values for one
- * cache (Triton's repeated `--cache-config redis,host=..` `--cache-config redis,port=..`) merge.
+ * `redis,host=H,port=P[,password=..][,db=N][,ttl_ms=N][,prefix=..]` (ttl_ms
+ * defaults to DEFAULT_REDIS_TTL_MS; 0 keeps entries until Redis evicts them).
+ * Several values for one cache (Triton's repeated `--cache-config
+ * redis,host=..` `--cache-config redis,port=..`) merge.
  */
 export function parseCacheConfig(values: string[]): CacheConfig | undefined {
   if (!values.length) return undefined;
@@ -60,7 +71,7 @@ export function parseCacheConfig(values: string[]): CacheConfig | undefined {
     return { kind: 'local', size };
   }
   if (kind === 'redis') {
-    return { kind: 'redis', host: kv.host ?? '127.0.0.1', port: num('port', 6379)!, password: kv.password, db: num('db'), ttlMs: num('ttl_ms'), prefix: kv.prefix };
+    return { kind: 'redis', host: kv.host ?? '127.0.0.1', port: num('port', 6379)!, password: kv.password, db: num('db'), ttlMs: num('ttl_ms', DEFAULT_REDIS_TTL_MS), prefix: kv.prefix };
   }
   throw new Error(`--cache-config: unknown cache '${kind}' (local or redis)`);
 }
@@ -108,6 +119,16 @@ export class LocalResponseCache implements ResponseCacheStore {
     }
     this.entries.set(key, value);
     this.bytes += cost;
+  }
+
+  async discard(key: string): Promise<void> {
+    const v = this.entries.get(key);
+    if (v) {
+      this.entries.delete(key);
+      this.bytes -= LocalResponseCache.cost(key, v);
+    }
+    this.counts.hits--;
+    this.counts.misses++;
   }
 
   stats(): CacheStoreStats {
@@ -163,10 +184,21 @@ export class RedisResponseCache implements ResponseCacheStore {
   async set(key: string, value: Uint8Array): Promise<void> {
     try {
       const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-      if (this.cfg.ttlMs) await this.redis.set(this.prefix + key, buf, 'PX', this.cfg.ttlMs);
+      const ttl = this.cfg.ttlMs ?? DEFAULT_REDIS_TTL_MS;
+      if (ttl > 0) await this.redis.set(this.prefix + key, buf, 'PX', ttl);
       else await this.redis.set(this.prefix + key, buf);
     } catch {
       // dropped: the next request computes it again
+    }
+  }
+
+  async discard(key: string): Promise<void> {
+    this.counts.hits--;
+    this.counts.misses++;
+    try {
+      await this.redis.del(this.prefix + key);
+    } catch {
+      // unreachable: the fresh answer's set() replaces it, or it expires
     }
   }
 
