@@ -8,14 +8,15 @@
 // runs twice at once (the pool).
 import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
-import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
+import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
-import { StatusError, internal, toStatusError, unavailable, isStatusCode, type StatusCode } from '../../api/status.ts';
+import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubFrame } from './stub-process.ts';
-import { InputArena, decodeFromStub, sweepShm, type WireTensor } from './tensor-transfer.ts';
+import { InputArena, sweepShm } from './tensor-transfer.ts';
+import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
 import { ReadinessProbe, type ReadinessReply } from './readiness-probe.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
@@ -32,8 +33,6 @@ export interface PythonInstanceOptions {
   /** The model's execute_timeout_secs in ms: a longer execute gets its stub killed. */
   executeTimeoutMs?: number;
 }
-
-type Outcome = InferResponse | StatusError;
 
 /** The batch the stub is executing. */
 interface Running {
@@ -150,18 +149,7 @@ export class PythonInstance implements ExecutionInstance {
     const stub = this.stub!;
     const wire = this.arena.encode(requests.map((r) => r.inputs));
     const seq = ++this.seq;
-    const frame = {
-      t: 'exec',
-      seq,
-      model: this.ctx.modelName,
-      requests: requests.map((r, i) => ({
-        id: r.id ?? '',
-        correlation_id: jsonParam(r.parameters.sequence_id ?? 0),
-        parameters: jsonParams(r.parameters),
-        outputs: r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name),
-        inputs: wire[i],
-      })),
-    };
+    const frame = execFrame(seq, this.ctx, requests, wire);
     const done = new Promise<Outcome[]>((resolve) => {
       this.running = { seq, requests, finals: requests.map(() => false), last: requests.map(() => undefined), execDone: false, resolve };
     });
@@ -248,7 +236,7 @@ export class PythonInstance implements ExecutionInstance {
   }
 
   private streamEnd(req: InferRequest): InferResponse {
-    return { modelName: this.ctx.modelName, modelVersion: String(this.ctx.version), id: req.id, outputs: [], streamEnd: true };
+    return streamEnd(this.ctx, req);
   }
 
   private finish(outcomes: Outcome[]): void {
@@ -258,19 +246,7 @@ export class PythonInstance implements ExecutionInstance {
   }
 
   private toOutcome(req: InferRequest, f: StubFrame | undefined): Outcome {
-    if (!f) return internal(`python model '${this.ctx.modelName}' returned no response for a request`);
-    if (f.error) {
-      const code: StatusCode = isStatusCode(f.error.code) ? f.error.code : 'INTERNAL';
-      return new StatusError(code, String(f.error.message));
-    }
-    try {
-      const tensors = decodeFromStub((f.outputs ?? []) as WireTensor[], this.opts.prefix);
-      const want = req.outputs.length ? req.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
-      const outputs = want.flatMap((n) => tensors.filter((t) => t.name === n));
-      return { modelName: this.ctx.modelName, modelVersion: String(this.ctx.version), id: req.id, outputs };
-    } catch (err) {
-      return toStatusError(err);
-    }
+    return frameOutcome(this.ctx, this.opts.prefix, req, f);
   }
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
@@ -351,11 +327,3 @@ export class PythonInstance implements ExecutionInstance {
   }
 }
 
-
-function jsonParam(v: ParamValue): string | number | boolean {
-  return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v;
-}
-
-function jsonParams(p: Record<string, ParamValue>): Record<string, string | number | boolean> {
-  return Object.fromEntries(Object.entries(p).map(([k, v]) => [k, jsonParam(v)]));
-}

@@ -1,0 +1,61 @@
+// The `exec` frame a python instance sends for a batch, and a stub's response
+// frame turned into the request's outcome. Pure but for reading the output
+// tensors the stub left in shm.
+import type { BackendContext } from '../../api/backend.ts';
+import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
+import { StatusError, internal, isStatusCode, toStatusError, type StatusCode } from '../../api/status.ts';
+import { decodeFromStub, type WireTensor } from './tensor-transfer.ts';
+import type { StubFrame } from './stub-process.ts';
+
+/** What one request of a batch comes to: its response, or its error. */
+export type Outcome = InferResponse | StatusError;
+
+type Ctx = Pick<BackendContext, 'modelName' | 'version' | 'config'>;
+
+/** The outputs a request gets: the requested ones, or all the model's. */
+const wanted = (ctx: Ctx, r: InferRequest) => (r.outputs.length ? r.outputs.map((o) => o.name) : ctx.config.output.map((o) => o.name));
+
+/** The `exec` frame of batch `seq`; `wire` holds each request's inputs as encoded into the instance's arena. */
+export function execFrame(seq: number, ctx: Ctx, requests: InferRequest[], wire: unknown[]): StubFrame {
+  return {
+    t: 'exec',
+    seq,
+    model: ctx.modelName,
+    requests: requests.map((r, i) => ({
+      id: r.id ?? '',
+      correlation_id: jsonParam(r.parameters.sequence_id ?? 0),
+      parameters: jsonParams(r.parameters),
+      outputs: wanted(ctx, r),
+      inputs: wire[i],
+    })),
+  };
+}
+
+/** The outcome of `req` from its response frame `f` (undefined: the model gave none): the wanted outputs, or the model's error. */
+export function frameOutcome(ctx: Ctx, prefix: string, req: InferRequest, f: StubFrame | undefined): Outcome {
+  if (!f) return internal(`python model '${ctx.modelName}' returned no response for a request`);
+  if (f.error) {
+    const code: StatusCode = isStatusCode(f.error.code) ? f.error.code : 'INTERNAL';
+    return new StatusError(code, String(f.error.message));
+  }
+  try {
+    const tensors = decodeFromStub((f.outputs ?? []) as WireTensor[], prefix);
+    const outputs = wanted(ctx, req).flatMap((n) => tensors.filter((t) => t.name === n));
+    return { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs };
+  } catch (err) {
+    return toStatusError(err);
+  }
+}
+
+/** A decoupled request's end of stream. */
+export function streamEnd(ctx: Ctx, req: InferRequest): InferResponse {
+  return { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs: [], streamEnd: true };
+}
+
+function jsonParam(v: ParamValue): string | number | boolean {
+  return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v;
+}
+
+function jsonParams(p: Record<string, ParamValue>): Record<string, string | number | boolean> {
+  return Object.fromEntries(Object.entries(p).map(([k, v]) => [k, jsonParam(v)]));
+}
