@@ -36,7 +36,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 triton,log-frequency=N  mode=opentelemetry  opentelemetry,url=URL (repeatable)
   --server-name=triton          server metadata name (Triton's clients compare it)
   --cache-config=local,size=N   response cache: in-process LRU of N bytes (repeatable, Triton's syntax)
-  --cache-config=redis,host=H,port=P   response cache in Redis (shared by every engine on it)
+  --cache-config=redis,host=H,port=P   response cache in Redis (shared by every engine on it);
+                                ,ttl_ms=N entry lifetime (default 3600000; 0 = none)
   --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
   --pin-model=NAME              never evict NAME for the budget (repeatable)
   --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
