@@ -21,12 +21,17 @@ export function checkedResponse(config: ModelConfig, req: InferRequest, res: Inf
   return res;
 }
 
-/** Wrap a streaming request's response callback: each response is checked (a decoupled response may hold any subset of the outputs). */
+/**
+ * Wrap a streaming request's response callback: each response is checked (a
+ * decoupled response may hold any subset of the outputs), and none is
+ * delivered once the request was abandoned (deadline passed, client gone).
+ */
 export function checkStreamedResponses(config: ModelConfig, req: InferRequest): void {
   const deliver = req.onResponse;
   if (!deliver) return;
   const batch = requestBatch(config, req);
   req.onResponse = (r: InferResponse | StatusError) => {
+    if (req.signal?.aborted) return;
     if (r instanceof Error || r.streamEnd) return deliver(r);
     deliver(checkOutputs(config, r.outputs, [], batch) ?? r);
   };
