@@ -34,6 +34,32 @@ class TritonPythonModel:
 `,
 });
 
+/** Decoupled: OUT = 0 at once, OUT = 1 after 1.5 s, then final. */
+const SLOW_STREAM = {
+  config: `name: "slow_stream"
+backend: "python"
+model_transaction_policy { decoupled: true }
+input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]
+output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 1 ] } ]
+`,
+  model: `import threading, time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            threading.Thread(target=self.stream, args=(r.get_response_sender(),)).start()
+        return None
+
+    def stream(self, s):
+        s.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], dtype=np.int32))]))
+        time.sleep(1.5)
+        s.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([1], dtype=np.int32))]))
+        s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+`,
+};
+
 const EXIT_TIMEOUT_SECS = 1;
 let repo: string;
 let eng: RunningEngine;
@@ -44,6 +70,7 @@ beforeAll(async () => {
     hang: hangModel('hang'),
     hang_unload: hangModel('hang_unload'),
     hang_limited: hangModel('hang_limited', 'parameters { key: "execute_timeout_secs" value: { string_value: "1" } }'),
+    slow_stream: SLOW_STREAM,
   });
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'], exitTimeoutSecs: EXIT_TIMEOUT_SECS });
   client = protoLoaderClient(eng.grpcPort);
@@ -115,6 +142,24 @@ describe('L0_python_hung_execute', () => {
     const r = await timed(rawModelInfer(eng.grpcPort, msg, '500m'));
     expect(r.value).toEqual({ status: String(grpc.status.DEADLINE_EXCEEDED), message: 'Deadline exceeded' });
     expect(r.ms).toBeLessThan(3000);
+  });
+
+  it('a streamed request past its timeout gets the error, and no response after it', async () => {
+    const got: Array<number | string> = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[] } }>;
+      call.on('data', (m) => got.push(m.error_message || toI32(m.infer_response.raw_output_contents[0]!)[0]!));
+      call.on('error', reject);
+      call.on('end', resolve);
+      call.write({
+        model_name: 'slow_stream', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([1])],
+        parameters: { timeout: { int64_param: 500_000 } },
+      });
+      // The stream stays open while the model sends its late response.
+      setTimeout(() => call.end(), 2000);
+    });
+    expect(got).toEqual([0, 'Request timeout expired']);
+    expect(await client.call('ServerLive', {})).toEqual({ live: true });
   });
 
   it('unload finishes within --exit-timeout-secs: the stuck stub is killed, the requests it held and queued fail saying so; load again serves', async () => {
