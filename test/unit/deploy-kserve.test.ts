@@ -8,6 +8,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../deploy/tools/k8s-validate.ts';
 import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from '../../deploy/tools/kserve-schema.ts';
+import { BUILT_IN_RUNTIMES, priorityConflicts, runtimeClaims } from '../../deploy/tools/kserve-runtime-claims.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -43,6 +44,40 @@ describe('KServe manifests', () => {
     expect(wrapper).toMatch(/exec node --import tsx (--\S+ )*engine\/main\.ts "\$@"/);
   });
 
+  it("KServe's webhook would admit the runtime next to every built-in runtime (no format claimed at a priority a built-in holds)", () => {
+    expect(priorityConflicts(runtimeClaims(runtime), BUILT_IN_RUNTIMES)).toEqual([]);
+    // What it refused before: onnx auto-selected at priority 1, as kserve-tritonserver claims it.
+    const before = structuredClone(runtime);
+    before.spec.supportedModelFormats[0] = { name: 'onnx', version: '1', autoSelect: true, priority: 1 };
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([
+      'tritonish-runtime: same priority 1 as kserve-tritonserver for the model format onnx version 1',
+    ]);
+    // Priority 2 collides with kserve-openvino's onnx; a priority no built-in holds is admitted.
+    before.spec.supportedModelFormats[0].priority = 2;
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([
+      'tritonish-runtime: same priority 2 as kserve-openvino for the model format onnx version 1',
+    ]);
+    before.spec.supportedModelFormats[0].priority = 10;
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([]);
+  });
+
+  it("the webhook rule's other conditions: disabled, other protocols, multi-model, two priorities for one format", () => {
+    const claim = { name: 'x', protocolVersions: ['v2'], supportedModelFormats: [{ name: 'ONNX', version: '1', autoSelect: true, priority: 1 }] };
+    expect(priorityConflicts(claim, BUILT_IN_RUNTIMES)).toHaveLength(1); // names compare case-insensitively
+    expect(priorityConflicts({ ...claim, disabled: true }, BUILT_IN_RUNTIMES)).toEqual([]);
+    expect(priorityConflicts({ ...claim, multiModel: true }, BUILT_IN_RUNTIMES)).toEqual([]);
+    expect(priorityConflicts({ ...claim, protocolVersions: ['v1'] }, BUILT_IN_RUNTIMES)).toEqual([]);
+    const twice = { ...claim, supportedModelFormats: [...claim.supportedModelFormats, { name: 'ONNX', version: '2', autoSelect: true, priority: 5 }] };
+    expect(priorityConflicts(twice, [])).toEqual(['x: different priorities assigned for the model format ONNX']);
+  });
+
+  it('the runtime container drops every capability, as the chart does; the example uses the deploymentMode name KServe keeps', () => {
+    const sc = runtime.spec.containers[0].securityContext;
+    expect(sc).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    // KServe's constants: RawDeployment is deprecated (LegacyRawDeployment), Standard is its name now.
+    expect(isvc.metadata.annotations['serving.kserve.io/deploymentMode']).toBe('Standard');
+  });
+
   it('refuses unknown fields, wrong types and bad enums, at any depth', () => {
     const bad = structuredClone(isvc);
     bad.spec.predictor.model.storageURI = 'pvc://typo/';
@@ -57,9 +92,11 @@ describe('KServe manifests', () => {
     const rt = structuredClone(runtime);
     rt.spec.containers[0].imagePullPolcy = 'Always';
     rt.spec.supportedModelFormats[0].autoSelect = 'yes';
+    rt.spec.supportedModelFormats[2].priority = 0;
     expect(check(rt).sort()).toEqual([
       "spec.containers[0]: unknown field 'imagePullPolcy'",
       'spec.supportedModelFormats[0].autoSelect: expected a boolean',
+      'spec.supportedModelFormats[2].priority: 0 is less than the minimum 1',
     ]);
   });
 });
