@@ -1,7 +1,8 @@
 // The KServe runtime and example InferenceService against our schema of
 // KServe's documented fields (unknown fields refused, core types checked by
-// kubernetes-models), the runtime's Triton arguments accepted by the engine
-// CLI, the Prometheus Adapter rule's shape, and the Dockerfile's promises.
+// kubernetes-models), KServe's admission rule on runtime priorities, the
+// runtime's Triton arguments accepted by the engine CLI, and the Prometheus
+// Adapter rule's shape.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -109,29 +110,5 @@ describe('Prometheus Adapter rule', () => {
       "rules.custom[0]: missing required field 'metricsQuery'",
       "rules.custom[0]: unknown field 'metricQuery'",
     ]);
-  });
-});
-
-describe('Dockerfile', () => {
-  const text = fs.readFileSync(path.join(ROOT, 'deploy/Dockerfile'), 'utf8');
-  const lines = text.split('\n').filter((l) => !l.startsWith('#'));
-
-  it('Node 20 on Debian slim, addon built in a build stage, production deps only, non-root, tini', () => {
-    expect(lines.filter((l) => l.startsWith('FROM ')).map((l) => l.split(' ')[1])).toEqual(['node:20-bookworm-slim', 'node:20-bookworm-slim']);
-    expect(text).toMatch(/FROM node:20-bookworm-slim AS build[\s\S]*npm ci --omit=dev[\s\S]*\nFROM node:20-bookworm-slim\n/);
-    expect(text).toMatch(/COPY --from=build \/app \/app/);
-    expect(text).toMatch(/\nUSER 10001:10001\n/);
-    expect(text).toMatch(/ENTRYPOINT \["\/usr\/bin\/tini", "--"\]/);
-  });
-
-  it('every COPY source exists and is not excluded by .dockerignore', () => {
-    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
-    const sources = lines.filter((l) => l.startsWith('COPY ') && !l.includes('--from')).flatMap((l) => l.split(/\s+/).slice(1, -1));
-    expect(sources.length).toBeGreaterThan(5);
-    for (const s of sources) {
-      expect(fs.existsSync(path.join(ROOT, s)), s).toBe(true);
-      expect(ignored.filter((i) => s === i || s.startsWith(`${i}/`)), s).toEqual([]);
-    }
-    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'native/build', '.git']));
   });
 });
