@@ -40,6 +40,7 @@ export function assembleDebian(work: string, o: { rebuild?: boolean } = {}): str
     log('base: mmdebstrap bookworm (minbase) from deb.debian.org');
     run('mmdebstrap', [
       '--variant=minbase',
+      '--format=tar',
       '--dpkgopt=path-exclude=/usr/share/doc/*',
       '--dpkgopt=path-include=/usr/share/doc/*/copyright',
       '--dpkgopt=path-exclude=/usr/share/man/*',
