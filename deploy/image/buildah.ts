@@ -1,14 +1,14 @@
 // Thin helpers around Debian's buildah for the image check: daemonless, the
 // vfs storage driver (no overlay or fuse needed), chroot isolation, the
 // host's network (or the network namespace the caller runs in), and a
-// storage root of its own under deploy/.tools/image so the check never
+// storage root of its own (IMAGE_CHECK_DIR, default /var/tmp/tritonish-image-check:
+// gigabytes of unpacked layers, kept out of the repository) so the check never
 // touches another user's containers or images.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-export const IMAGE_WORK = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../.tools/image');
+export const IMAGE_WORK = path.resolve(process.env.IMAGE_CHECK_DIR || '/var/tmp/tritonish-image-check');
 const STORAGE = ['--root', path.join(IMAGE_WORK, 'storage'), '--runroot', path.join(IMAGE_WORK, 'run'), '--storage-driver', 'vfs'];
 
 const t0 = Date.now();

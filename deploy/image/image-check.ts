@@ -13,8 +13,8 @@
 //     and a function call through it; SIGTERM to the gateway, then to the
 //     engine, each exiting 0.
 //
-// Prints the timings and the image size, writes them to
-// deploy/.tools/image/last-run.json, exits 1 naming the first failure.
+// Prints the timings and the image size, writes them to last-run.json in
+// IMAGE_WORK (buildah.ts), exits 1 naming the first failure.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
   }
   summary.total_s = (Date.now() - started) / 1000;
   fs.writeFileSync(path.join(IMAGE_WORK, 'last-run.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  log(`image check passed in ${Number(summary.total_s).toFixed(0)} s; summary in ${path.relative(ROOT, path.join(IMAGE_WORK, 'last-run.json'))}`);
+  log(`image check passed in ${Number(summary.total_s).toFixed(0)} s; summary in ${path.join(IMAGE_WORK, 'last-run.json')}`);
 }
 
 main().catch((e) => {

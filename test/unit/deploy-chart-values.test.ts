@@ -155,6 +155,6 @@ describe('documented helm installs', () => {
       { where: 'x.md:6', release: 'tritonish', args: ['-f', 'v.yaml'] },
     ]);
     // The deploy guide has some, and deploy:check renders them.
-    expect(documentedInstalls(ROOT, ['docs/deploy.md']).length).toBeGreaterThanOrEqual(2);
+    expect(documentedInstalls(ROOT, ['docs/deploy/kubernetes.md']).length).toBeGreaterThanOrEqual(2);
   });
 });

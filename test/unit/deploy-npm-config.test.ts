@@ -3,7 +3,7 @@
 // in the project .npmrc (`onnxruntime-node-install=skip`, the old way) "will
 // stop working in the next major version", so the skip is npm's own install
 // script policy now: `allowScripts` in package.json denies that one script.
-// A GPU host runs it on purpose (docs/deploy.md).
+// A GPU host runs it on purpose (docs/deploy/gpu-hosts.md).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
