@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { helmTemplate } from '../tools/helm-render.ts';
-import { diskBytes, IMAGE_WORK, log } from './buildah.ts';
+import { buildah, diskBytes, IMAGE_WORK, log } from './buildah.ts';
 import { containerPids, netnsPids, removeContainer, startContainer, stopContainer, uidOf, type Running } from './container-run.ts';
 import { buildImage, chooseBases } from './image-build.ts';
 
@@ -113,6 +113,9 @@ async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('image:check needs root (buildah with the vfs driver, network namespaces)');
   for (const tool of ['buildah', 'ip']) if (spawnSync('which', [tool]).status !== 0) throw new Error(`image:check needs '${tool}' (apt-get install -y buildah iproute2 mmdebstrap)`);
   fs.mkdirSync(IMAGE_WORK, { recursive: true });
+  // What an earlier run left in this check's own storage: containers of a run that died, the last run's image.
+  buildah(['rm', '--all']);
+  buildah(['rmi', '--prune']);
   const bases = chooseBases(DOCKERFILE, { rebuildBase: process.argv.includes('--rebuild-base') });
   summary.base = bases;
   summary.build_s = buildImage(ROOT, DOCKERFILE, bases, TAG);
