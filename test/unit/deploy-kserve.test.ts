@@ -1,13 +1,15 @@
 // The KServe runtime and example InferenceService against our schema of
 // KServe's documented fields (unknown fields refused, core types checked by
-// kubernetes-models), the runtime's Triton arguments accepted by the engine
-// CLI, the Prometheus Adapter rule's shape, and the Dockerfile's promises.
+// kubernetes-models), KServe's admission rule on runtime priorities, the
+// runtime's Triton arguments accepted by the engine CLI, and the Prometheus
+// Adapter rule's shape.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../deploy/tools/k8s-validate.ts';
 import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from '../../deploy/tools/kserve-schema.ts';
+import { BUILT_IN_RUNTIMES, priorityConflicts, runtimeClaims } from '../../deploy/tools/kserve-runtime-claims.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -43,6 +45,40 @@ describe('KServe manifests', () => {
     expect(wrapper).toMatch(/exec node --import tsx (--\S+ )*engine\/main\.ts "\$@"/);
   });
 
+  it("KServe's webhook would admit the runtime next to every built-in runtime (no format claimed at a priority a built-in holds)", () => {
+    expect(priorityConflicts(runtimeClaims(runtime), BUILT_IN_RUNTIMES)).toEqual([]);
+    // What it refused before: onnx auto-selected at priority 1, as kserve-tritonserver claims it.
+    const before = structuredClone(runtime);
+    before.spec.supportedModelFormats[0] = { name: 'onnx', version: '1', autoSelect: true, priority: 1 };
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([
+      'tritonish-runtime: same priority 1 as kserve-tritonserver for the model format onnx version 1',
+    ]);
+    // Priority 2 collides with kserve-openvino's onnx; a priority no built-in holds is admitted.
+    before.spec.supportedModelFormats[0].priority = 2;
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([
+      'tritonish-runtime: same priority 2 as kserve-openvino for the model format onnx version 1',
+    ]);
+    before.spec.supportedModelFormats[0].priority = 10;
+    expect(priorityConflicts(runtimeClaims(before), BUILT_IN_RUNTIMES)).toEqual([]);
+  });
+
+  it("the webhook rule's other conditions: disabled, other protocols, multi-model, two priorities for one format", () => {
+    const claim = { name: 'x', protocolVersions: ['v2'], supportedModelFormats: [{ name: 'ONNX', version: '1', autoSelect: true, priority: 1 }] };
+    expect(priorityConflicts(claim, BUILT_IN_RUNTIMES)).toHaveLength(1); // names compare case-insensitively
+    expect(priorityConflicts({ ...claim, disabled: true }, BUILT_IN_RUNTIMES)).toEqual([]);
+    expect(priorityConflicts({ ...claim, multiModel: true }, BUILT_IN_RUNTIMES)).toEqual([]);
+    expect(priorityConflicts({ ...claim, protocolVersions: ['v1'] }, BUILT_IN_RUNTIMES)).toEqual([]);
+    const twice = { ...claim, supportedModelFormats: [...claim.supportedModelFormats, { name: 'ONNX', version: '2', autoSelect: true, priority: 5 }] };
+    expect(priorityConflicts(twice, [])).toEqual(['x: different priorities assigned for the model format ONNX']);
+  });
+
+  it('the runtime container drops every capability, as the chart does; the example uses the deploymentMode name KServe keeps', () => {
+    const sc = runtime.spec.containers[0].securityContext;
+    expect(sc).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    // KServe's constants: RawDeployment is deprecated (LegacyRawDeployment), Standard is its name now.
+    expect(isvc.metadata.annotations['serving.kserve.io/deploymentMode']).toBe('Standard');
+  });
+
   it('refuses unknown fields, wrong types and bad enums, at any depth', () => {
     const bad = structuredClone(isvc);
     bad.spec.predictor.model.storageURI = 'pvc://typo/';
@@ -57,9 +93,11 @@ describe('KServe manifests', () => {
     const rt = structuredClone(runtime);
     rt.spec.containers[0].imagePullPolcy = 'Always';
     rt.spec.supportedModelFormats[0].autoSelect = 'yes';
+    rt.spec.supportedModelFormats[2].priority = 0;
     expect(check(rt).sort()).toEqual([
       "spec.containers[0]: unknown field 'imagePullPolcy'",
       'spec.supportedModelFormats[0].autoSelect: expected a boolean',
+      'spec.supportedModelFormats[2].priority: 0 is less than the minimum 1',
     ]);
   });
 });
@@ -72,29 +110,5 @@ describe('Prometheus Adapter rule', () => {
       "rules.custom[0]: missing required field 'metricsQuery'",
       "rules.custom[0]: unknown field 'metricQuery'",
     ]);
-  });
-});
-
-describe('Dockerfile', () => {
-  const text = fs.readFileSync(path.join(ROOT, 'deploy/Dockerfile'), 'utf8');
-  const lines = text.split('\n').filter((l) => !l.startsWith('#'));
-
-  it('Node 20 on Debian slim, addon built in a build stage, production deps only, non-root, tini', () => {
-    expect(lines.filter((l) => l.startsWith('FROM ')).map((l) => l.split(' ')[1])).toEqual(['node:20-bookworm-slim', 'node:20-bookworm-slim']);
-    expect(text).toMatch(/FROM node:20-bookworm-slim AS build[\s\S]*npm ci --omit=dev[\s\S]*\nFROM node:20-bookworm-slim\n/);
-    expect(text).toMatch(/COPY --from=build \/app \/app/);
-    expect(text).toMatch(/\nUSER 10001:10001\n/);
-    expect(text).toMatch(/ENTRYPOINT \["\/usr\/bin\/tini", "--"\]/);
-  });
-
-  it('every COPY source exists and is not excluded by .dockerignore', () => {
-    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
-    const sources = lines.filter((l) => l.startsWith('COPY ') && !l.includes('--from')).flatMap((l) => l.split(/\s+/).slice(1, -1));
-    expect(sources.length).toBeGreaterThan(5);
-    for (const s of sources) {
-      expect(fs.existsSync(path.join(ROOT, s)), s).toBe(true);
-      expect(ignored.filter((i) => s === i || s.startsWith(`${i}/`)), s).toEqual([]);
-    }
-    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'native/build', '.git']));
   });
 });

@@ -1,0 +1,68 @@
+// The chart checks `npm run deploy:check` runs, with Helm 3 and with Helm 4:
+// `helm lint --strict` and `helm template` for each case (default values, the
+// production values file, every `helm install` the docs show, any extra -f
+// files), every rendered object validated offline (kubernetes-models plus
+// the unknown-field probe), and the two Helms' renders compared: they must
+// produce the same objects (Helm 4 printing 3.3554432e+07 where Helm 3 prints
+// 33554432 is how such a difference shows).
+import { isDeepStrictEqual } from 'node:util';
+import path from 'node:path';
+import { documentedInstalls, docFiles } from './documented-installs.ts';
+import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from './helm-render.ts';
+import type { HelmMajor } from './helm-tools.ts';
+import { validateK8sObject } from './k8s-validate.ts';
+
+export interface ChartCase {
+  label: string;
+  options: HelmOptions;
+}
+
+export const HELM_MAJORS: HelmMajor[] = [3, 4];
+
+/** The cases every run checks, for the repository at `root`. */
+export function chartCases(root: string, extraValues: string[] = []): ChartCase[] {
+  const prod = path.join(root, 'deploy/helm/values-production.yaml');
+  return [
+    { label: 'default values', options: {} },
+    { label: 'values-production.yaml', options: { values: [prod] } },
+    ...documentedInstalls(root, docFiles(root)).map((d) => ({ label: `${d.where} (helm install ${d.release} ...)`, options: { release: d.release, extra: d.args } })),
+    ...extraValues.map((f) => ({ label: path.relative(process.cwd(), f), options: { values: [f] } })),
+  ];
+}
+
+export interface CaseResult {
+  label: string;
+  objects: number;
+  problems: string[];
+}
+
+/** Lint, render and validate one case with both Helms. */
+export function checkChartCase(chartDir: string, c: ChartCase): CaseResult {
+  const problems: string[] = [];
+  const renders = new Map<HelmMajor, RenderedObject[]>();
+  for (const major of HELM_MAJORS) {
+    for (const p of helmLint(major, chartDir, c.options)) problems.push(`helm ${major} lint: ${p}`);
+    try {
+      renders.set(major, helmTemplate(major, chartDir, c.options));
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+  const [h3, h4] = [renders.get(3), renders.get(4)];
+  if (h3 && h4 && !isDeepStrictEqual(h3, h4)) problems.push(`Helm 3 and Helm 4 render different objects:\n${firstDifference(h3, h4)}`);
+  const objects = h3 ?? h4 ?? [];
+  for (const o of objects) for (const e of validateK8sObject(o.object)) problems.push(`${o.source}: ${e}`);
+  return { label: c.label, objects: objects.length, problems };
+}
+
+/** The first field where two renders differ, as "path: helm3 value | helm4 value". */
+export function firstDifference(a: unknown, b: unknown, at = ''): string {
+  if (isDeepStrictEqual(a, b)) return '';
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], at ? `${at}.${k}` : k);
+      if (d) return d;
+    }
+  }
+  return `${at || '(root)'}: ${JSON.stringify(a)} | ${JSON.stringify(b)}`;
+}
