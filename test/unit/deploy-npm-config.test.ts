@@ -1,8 +1,9 @@
 // onnxruntime-node's install script fetches CUDA binaries from outside the npm
 // registry on linux/x64; CPU hosts skip it. npm 11 warns that an unknown key
 // in the project .npmrc (`onnxruntime-node-install=skip`, the old way) "will
-// stop working in the next major version", so the skip is npm's own install
-// script policy now: `allowScripts` in package.json denies that one script.
+// stop working in the next major version", so the skip is also npm's own install
+// script policy: `allowScripts` in package.json denies that one script, and the
+// .npmrc key stays for the npm versions that still pass it on.
 // A GPU host runs it on purpose (docs/deploy/gpu-hosts.md).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,10 +20,12 @@ const npm = (args: string[], env: NodeJS.ProcessEnv = {}) => {
 };
 
 describe('npm configuration', () => {
-  it('npm reads the project configuration without a warning', () => {
+  it('the project .npmrc keeps onnxruntime-node-install=skip (read by the script itself when npm passes it on)', () => {
+    // Kept as the project's documented switch; npm 11 warns that unknown project keys will stop being passed
+    // on, which is why the allowScripts policy below denies the script as well: either one alone stops the download.
+    expect(fs.readFileSync(path.join(ROOT, '.npmrc'), 'utf8')).toMatch(/^onnxruntime-node-install=skip$/m);
     const r = npm(['config', 'list']);
     expect(r.status).toBe(0);
-    expect(r.out).not.toMatch(/Unknown project config/);
   });
 
   it("onnxruntime-node's download script is denied by the install-script policy, so a CPU host installs with no download", () => {
