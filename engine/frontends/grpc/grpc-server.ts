@@ -203,7 +203,7 @@ export async function startGrpcServer(
   api: ServerApi,
   opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures },
 ): Promise<{ port: number; close(): Promise<void> }> {
-  installPooledDecoder();
+  if (process.env.ENGINE_GRPC_POOLED_DECODER !== '0') installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
   server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api), opts.restricted));
