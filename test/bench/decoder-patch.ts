@@ -1,16 +1,18 @@
-// A/B of the pooled grpc-js message decoder (engine/frontends/grpc/grpc-message-decoder.ts):
-// the engine's CPU per inference with it and without it (ENGINE_GRPC_POOLED_DECODER=0),
-// for a tiny and a 10 MiB inline request over gRPC: unary ModelInfer on the
-// direct path, ModelStreamInfer (one request per stream, served by grpc-js),
-// and unary ModelInfer served by grpc-js (ENGINE_GRPC_DIRECT_INFER=0). Rows
-// interleaved, variants alternating, so load on the host falls on both alike.
+// A/B of the receive-pool decoder inside grpc-js (one of the reaches in
+// engine/frontends/grpc/grpc-js-internals.ts): the engine's CPU per inference
+// and its garbage collections with it and without it
+// (ENGINE_GRPC_POOLED_DECODER=0), for a tiny and a 10 MiB inline request over
+// gRPC: unary ModelInfer on the direct path, ModelStreamInfer (one request
+// per stream, served by grpc-js), and unary ModelInfer served by grpc-js
+// (ENGINE_GRPC_DIRECT_INFER=0). Load from h2load (no Node client competes
+// for the cores). Rows interleaved and variants alternated, so load on a
+// shared host falls on both alike; medians over the rounds.
 // Usage: node --import tsx test/bench/decoder-patch.ts [rounds] [seconds]
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bodyDir, grpcFrame, h2loadGrpc } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
-import type { BenchContext } from './context.ts';
-import { cpuRow } from './cpu-row.ts';
+import { cpuSeconds } from './processes.ts';
 import { BUNDLED_REPO, startEngineProc, type EngineProc } from './services.ts';
 import { writeSumVector } from './shm-vs-inline.ts';
 
@@ -18,11 +20,23 @@ const rounds = Number(process.argv[2] ?? 3);
 const secs = Number(process.argv[3] ?? 4);
 const REC = { model: 'product_recommender_model', input: 'user_features', shape: [1, 64] };
 const BIG = { model: 'sum_vector', input: 'x', shape: [(10 * 2 ** 20) / 4] };
-const ctx = { log: (s: string) => console.log(s) } as unknown as BenchContext;
+
+interface Engine { e: EngineProc; gc: { full: number; young: number } }
 
 async function served(e: EngineProc, model: string): Promise<number> {
-  const s = (await e.client.modelStatistics(model)).model_stats[0] as { inference_stats?: { success?: { count?: number } } };
+  const s = (await e.client.modelStatistics(model)).model_stats[0];
   return Number(s?.inference_stats?.success?.count ?? 0);
+}
+
+async function start(name: string, env: Record<string, string>): Promise<Engine> {
+  const e = await startEngineProc(name, repo, [], env, 1, ['--trace-gc']);
+  const gc = { full: 0, young: 0 };
+  e.child.proc.stdout!.on('data', (d: Buffer) => {
+    const s = d.toString();
+    gc.full += s.match(/Mark-Compact/g)?.length ?? 0;
+    gc.young += s.match(/Scavenge/g)?.length ?? 0;
+  });
+  return { e, gc };
 }
 
 const tmp = bodyDir();
@@ -38,12 +52,12 @@ const body = (key: string, m: typeof REC, bytes: Buffer) => {
 const tiny = body('tiny', REC, fp32Bytes(64));
 const big = body('big', BIG, fp32Bytes(BIG.shape[0]!));
 
-const engines: Record<string, EngineProc> = {};
+const engines: Record<string, Engine> = {};
 try {
-  engines['direct+patch'] = await startEngineProc('ab-dp', repo);
-  engines['direct-nopatch'] = await startEngineProc('ab-dn', repo, [], { ENGINE_GRPC_POOLED_DECODER: '0' });
-  engines['grpcjs+patch'] = await startEngineProc('ab-gp', repo, [], { ENGINE_GRPC_DIRECT_INFER: '0' });
-  engines['grpcjs-nopatch'] = await startEngineProc('ab-gn', repo, [], { ENGINE_GRPC_DIRECT_INFER: '0', ENGINE_GRPC_POOLED_DECODER: '0' });
+  engines['direct+patch'] = await start('ab-dp', {});
+  engines['direct-nopatch'] = await start('ab-dn', { ENGINE_GRPC_POOLED_DECODER: '0' });
+  engines['grpcjs+patch'] = await start('ab-gp', { ENGINE_GRPC_DIRECT_INFER: '0' });
+  engines['grpcjs-nopatch'] = await start('ab-gn', { ENGINE_GRPC_DIRECT_INFER: '0', ENGINE_GRPC_POOLED_DECODER: '0' });
   const cases = [
     { id: 'unary-direct tiny', eng: 'direct', method: 'ModelInfer', file: tiny, model: REC.model, clients: 16 },
     { id: 'unary-direct 10MiB', eng: 'direct', method: 'ModelInfer', file: big, model: BIG.model, clients: 1 },
@@ -52,25 +66,32 @@ try {
     { id: 'unary-grpcjs tiny', eng: 'grpcjs', method: 'ModelInfer', file: tiny, model: REC.model, clients: 16 },
     { id: 'unary-grpcjs 10MiB', eng: 'grpcjs', method: 'ModelInfer', file: big, model: BIG.model, clients: 1 },
   ];
-  const results = new Map<string, number[]>();
+  const results = new Map<string, Array<{ cpu: number; full: number; young: number }>>();
   for (let r = 0; r < rounds; r++) {
     for (const c of cases) {
       const variants = r % 2 ? ['-nopatch', '+patch'] : ['+patch', '-nopatch'];
       for (const v of variants) {
-        const e = engines[c.eng + v]!;
-        const row = await cpuRow(ctx, e.child.proc.pid!, c.id, `r${r} ${c.id} ${v}`, () => h2loadGrpc(e.grpcPort, c.method, c.file, c.clients, secs), () => served(e, c.model));
-        if (row.cpuMs !== undefined) results.set(`${c.id} ${v}`, [...(results.get(`${c.id} ${v}`) ?? []), row.cpuMs]);
+        const { e, gc } = engines[c.eng + v]!;
+        const load = () => h2loadGrpc(e.grpcPort, c.method, c.file, c.clients, secs);
+        await load(); // warm-up
+        const [n0, c0, f0, y0] = [await served(e, c.model), cpuSeconds(e.child.proc.pid!).total, gc.full, gc.young];
+        await load();
+        const n = (await served(e, c.model)) - n0;
+        const row = { cpu: ((cpuSeconds(e.child.proc.pid!).total - c0) * 1000) / n, full: ((gc.full - f0) * 100) / n, young: ((gc.young - y0) * 100) / n };
+        console.log(`r${r} ${c.id} ${v}: ${row.cpu.toFixed(3)} ms CPU/inference, ${row.full.toFixed(1)} mark-compacts and ${row.young.toFixed(0)} scavenges per 100 (${n} inferences)`);
+        results.set(`${c.id} ${v}`, [...(results.get(`${c.id} ${v}`) ?? []), row]);
       }
     }
   }
-  console.log('\nmedian engine CPU ms per inference (all threads): with patch / without / without-with');
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
+  console.log('\nmedians: engine CPU ms/inference (all threads); mark-compacts per 100 inferences; scavenges per 100 — with the patch | without');
   for (const c of cases) {
-    const med = (xs: number[] = []) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
-    const a = med(results.get(`${c.id} +patch`));
-    const b = med(results.get(`${c.id} -nopatch`));
-    console.log(`${c.id.padEnd(22)} ${a.toFixed(3)}  ${b.toFixed(3)}  ${(b - a).toFixed(3)}   (runs: ${results.get(`${c.id} +patch`)?.map((x) => x.toFixed(3)).join(' ')} | ${results.get(`${c.id} -nopatch`)?.map((x) => x.toFixed(3)).join(' ')})`);
+    const a = results.get(`${c.id} +patch`) ?? [];
+    const b = results.get(`${c.id} -nopatch`) ?? [];
+    const f = (rows: typeof a) => `${med(rows.map((x) => x.cpu)).toFixed(3)} ms, ${med(rows.map((x) => x.full)).toFixed(1)} MC, ${med(rows.map((x) => x.young)).toFixed(0)} Sc`;
+    console.log(`${c.id.padEnd(20)} ${f(a)} | ${f(b)}`);
   }
 } finally {
-  for (const e of Object.values(engines)) await e.stop();
+  for (const { e } of Object.values(engines)) await e.stop();
   tmp.remove();
 }
