@@ -19,12 +19,13 @@ function startServer(address: string, options: grpc.ServerOptions = {}): Promise
   const server = new grpc.Server({ ...GRPC_OPTIONS, ...options });
   const impl: Record<string, unknown> = {};
   for (const k of Object.keys(inferenceService())) impl[k] = (_c: unknown, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'no' });
-  impl.ModelInfer = (c: grpc.ServerUnaryCall<Record<string, any>, object>, cb: grpc.sendUnaryData<object>) => {
+  impl.ModelInfer = (c: grpc.ServerUnaryCall<ModelInferRequest, object>, cb: grpc.sendUnaryData<object>) => {
     seenTraceparent = c.metadata.get('traceparent')[0] as string | undefined;
     const r = c.request;
     if (r.model_name === 'missing') return cb({ code: grpc.status.NOT_FOUND, details: `unknown model 'missing' (100% "gone")` });
+    const x = r.raw_input_contents![0]!;
     const reply = () =>
-      cb(null, { model_name: r.model_name, id: r.id, parameters: r.parameters, outputs: [{ name: 'Y', datatype: 'UINT8', shape: [r.raw_input_contents[0].length] }], raw_output_contents: [Buffer.from(r.raw_input_contents[0]).reverse()] });
+      cb(null, { model_name: r.model_name, id: r.id, parameters: r.parameters, outputs: [{ name: 'Y', datatype: 'UINT8', shape: [x.length] }], raw_output_contents: [Buffer.from(x).reverse()] });
     if (r.model_name === 'slow') setTimeout(reply, 300);
     else reply();
   };
