@@ -7,8 +7,8 @@
 // (ENGINE_GRPC_DIRECT_INFER=0). Load from h2load (no Node client competes
 // for the cores). Rows interleaved and variants alternated, so load on a
 // shared host falls on both alike; medians over the rounds.
-// Usage: node --import tsx test/bench/decoder-patch.ts [rounds] [seconds]
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+// Usage: node --import tsx test/bench/decoder-patch.ts [rounds] [seconds] [case filter]
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bodyDir, grpcFrame, h2loadGrpc } from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
@@ -18,6 +18,13 @@ import { writeSumVector } from './shm-vs-inline.ts';
 
 const rounds = Number(process.argv[2] ?? 3);
 const secs = Number(process.argv[3] ?? 4);
+const only = process.argv[4] ?? '';
+
+/** Minor page faults of a process, all threads (fresh memory touched: a load-independent cost). */
+function minorFaults(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}
 const REC = { model: 'product_recommender_model', input: 'user_features', shape: [1, 64] };
 const BIG = { model: 'sum_vector', input: 'x', shape: [(10 * 2 ** 20) / 4] };
 
@@ -65,8 +72,8 @@ try {
     { id: 'stream 10MiB', eng: 'direct', method: 'ModelStreamInfer', file: big, model: BIG.model, clients: 1 },
     { id: 'unary-grpcjs tiny', eng: 'grpcjs', method: 'ModelInfer', file: tiny, model: REC.model, clients: 16 },
     { id: 'unary-grpcjs 10MiB', eng: 'grpcjs', method: 'ModelInfer', file: big, model: BIG.model, clients: 1 },
-  ];
-  const results = new Map<string, Array<{ cpu: number; full: number; young: number }>>();
+  ].filter((c) => c.id.includes(only));
+  const results = new Map<string, Array<{ cpu: number; full: number; young: number; faults: number }>>();
   for (let r = 0; r < rounds; r++) {
     for (const c of cases) {
       const variants = r % 2 ? ['-nopatch', '+patch'] : ['+patch', '-nopatch'];
@@ -74,21 +81,22 @@ try {
         const { e, gc } = engines[c.eng + v]!;
         const load = () => h2loadGrpc(e.grpcPort, c.method, c.file, c.clients, secs);
         await load(); // warm-up
-        const [n0, c0, f0, y0] = [await served(e, c.model), cpuSeconds(e.child.proc.pid!).total, gc.full, gc.young];
+        const pid = e.child.proc.pid!;
+        const [n0, c0, f0, y0, p0] = [await served(e, c.model), cpuSeconds(pid).total, gc.full, gc.young, minorFaults(pid)];
         await load();
         const n = (await served(e, c.model)) - n0;
-        const row = { cpu: ((cpuSeconds(e.child.proc.pid!).total - c0) * 1000) / n, full: ((gc.full - f0) * 100) / n, young: ((gc.young - y0) * 100) / n };
-        console.log(`r${r} ${c.id} ${v}: ${row.cpu.toFixed(3)} ms CPU/inference, ${row.full.toFixed(1)} mark-compacts and ${row.young.toFixed(0)} scavenges per 100 (${n} inferences)`);
+        const row = { cpu: ((cpuSeconds(pid).total - c0) * 1000) / n, full: ((gc.full - f0) * 100) / n, young: ((gc.young - y0) * 100) / n, faults: (minorFaults(pid) - p0) / n };
+        console.log(`r${r} ${c.id} ${v}: ${row.cpu.toFixed(3)} ms CPU/inference, ${row.faults.toFixed(0)} page faults/inference, ${row.full.toFixed(1)} mark-compacts and ${row.young.toFixed(0)} scavenges per 100 (${n} inferences)`);
         results.set(`${c.id} ${v}`, [...(results.get(`${c.id} ${v}`) ?? []), row]);
       }
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
-  console.log('\nmedians: engine CPU ms/inference (all threads); mark-compacts per 100 inferences; scavenges per 100 — with the patch | without');
+  console.log('\nmedians: engine CPU ms/inference (all threads); page faults/inference; mark-compacts per 100 inferences; scavenges per 100 — with the patch | without');
   for (const c of cases) {
     const a = results.get(`${c.id} +patch`) ?? [];
     const b = results.get(`${c.id} -nopatch`) ?? [];
-    const f = (rows: typeof a) => `${med(rows.map((x) => x.cpu)).toFixed(3)} ms, ${med(rows.map((x) => x.full)).toFixed(1)} MC, ${med(rows.map((x) => x.young)).toFixed(0)} Sc`;
+    const f = (rows: typeof a) => `${med(rows.map((x) => x.cpu)).toFixed(3)} ms, ${med(rows.map((x) => x.faults)).toFixed(0)} PF, ${med(rows.map((x) => x.full)).toFixed(1)} MC, ${med(rows.map((x) => x.young)).toFixed(0)} Sc`;
     console.log(`${c.id.padEnd(20)} ${f(a)} | ${f(b)}`);
   }
 } finally {
