@@ -10,8 +10,10 @@
 // difference is a third of the gateway's whole CPU per call.
 //
 // Wire behaviour follows gRPC over HTTP/2: POST, application/grpc,
-// grpc-timeout from the deadline, one length-prefixed message each way,
-// status from the trailers (or from a trailers-only answer). Failures are
+// grpc-timeout from the deadline, one length-prefixed message each way (the
+// message sent behind its prefix without a copy), status from the trailers
+// (or from a trailers-only answer); framing, timeout codec, status texts and
+// windows are protocol/'s, shared with the engine's direct path. Failures are
 // errors shaped like grpc-js's ServiceError (code, details, metadata), so
 // callers handle both paths alike. Insecure (h2c) targets only: host:port
 // or unix:/path.

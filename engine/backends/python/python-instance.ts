@@ -327,4 +327,3 @@ export class PythonInstance implements ExecutionInstance {
     return this.stub?.alive ? this.stub.child.pid : undefined;
   }
 }
-
