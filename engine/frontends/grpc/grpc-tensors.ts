@@ -15,7 +15,7 @@ import type {
 const PARAM_FIELDS: readonly InferParameterChoice[] = ['string_param', 'int64_param', 'bool_param', 'double_param', 'uint64_param'];
 
 /** InferParameter (oneof) -> JS value. A decoded one names its field; a plain object is read by which field it has. */
-export function paramValue(p: InferParameter): ParamValue {
+function paramValue(p: InferParameter): ParamValue {
   switch (p.parameter_choice) {
     case 'bool_param': return p.bool_param!;
     case 'int64_param': return Number(p.int64_param);
@@ -31,14 +31,14 @@ export function paramValue(p: InferParameter): ParamValue {
   }
 }
 
-export function paramsOf(map: Parameters | undefined): Record<string, ParamValue> {
+function paramsOf(map: Parameters | undefined): Record<string, ParamValue> {
   const out: Record<string, ParamValue> = {};
   for (const [k, v] of Object.entries(map ?? {})) out[k] = paramValue(v);
   return out;
 }
 
 /** JS value -> InferParameter. */
-export function toParam(v: ParamValue): InferParameter {
+function toParam(v: ParamValue): InferParameter {
   if (typeof v === 'boolean') return { bool_param: v };
   if (typeof v === 'string') return { string_param: v };
   if (typeof v === 'bigint') return { int64_param: Number(v) };
