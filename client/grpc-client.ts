@@ -10,105 +10,33 @@
 import * as grpc from '@grpc/grpc-js';
 import { inferenceService, GRPC_OPTIONS } from '../protocol/index.ts';
 import { DirectUnaryChannel } from './grpc-direct-unary.ts';
+import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../protocol/kserve-messages.ts';
+import type {
+  CudaRegionStatus, InferenceRpcs, LogSettingValue, ModelIndex, ModelMetadataResponse, ModelStatistics, RegionStatus, RepositoryParameter,
+  ServerMetadataResponse, TraceSettingValues, UnaryRpc,
+} from '../protocol/kserve-rpcs.ts';
 
-export type InferParameter =
-  | { bool_param: boolean }
-  | { int64_param: number }
-  | { string_param: string }
-  | { double_param: number }
-  | { uint64_param: number };
-export type Parameters = Record<string, InferParameter>;
-
-export interface InferTensorContents {
-  bool_contents?: boolean[];
-  int_contents?: number[];
-  int64_contents?: number[];
-  uint_contents?: number[];
-  uint64_contents?: number[];
-  fp32_contents?: number[];
-  fp64_contents?: number[];
-  bytes_contents?: Uint8Array[];
-}
-export interface InferInputTensor {
-  name: string;
-  datatype: string;
-  shape: number[];
-  parameters?: Parameters;
-  contents?: InferTensorContents;
-}
-export interface InferRequestedOutputTensor {
-  name: string;
-  parameters?: Parameters;
-}
-export interface ModelInferRequest {
-  model_name: string;
-  model_version?: string;
-  id?: string;
-  parameters?: Parameters;
-  inputs: InferInputTensor[];
-  outputs?: InferRequestedOutputTensor[];
-  raw_input_contents?: Uint8Array[];
-}
-export interface InferOutputTensor {
-  name: string;
-  datatype: string;
-  shape: number[];
-  parameters?: Parameters;
-  contents?: InferTensorContents;
-}
-export interface ModelInferResponse {
-  model_name: string;
-  model_version: string;
-  id: string;
-  parameters?: Parameters;
-  outputs: InferOutputTensor[];
-  raw_output_contents: Buffer[];
-}
-export interface ModelStreamInferResponse {
-  error_message: string;
-  infer_response?: ModelInferResponse;
-}
-export interface TensorMetadata {
-  name: string;
-  datatype: string;
-  shape: number[];
-}
-export interface ModelMetadataResponse {
-  name: string;
-  versions: string[];
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-export interface ServerMetadataResponse {
-  name: string;
-  version: string;
-  extensions: string[];
-}
-export interface ModelIndex {
-  name: string;
-  version: string;
-  state: string;
-  reason: string;
-}
-export interface RegionStatus {
-  name: string;
-  key: string;
-  offset: number;
-  byte_size: number;
-}
-export interface CudaRegionStatus {
-  name: string;
-  device_id: number;
-  byte_size: number;
-}
-export type RepositoryParameter =
-  | { bool_param: boolean }
-  | { int64_param: number }
-  | { string_param: string }
-  | { bytes_param: Uint8Array };
-type SettingValues = Record<string, { value: string[] }>;
-type LogSettingValue = { bool_param: boolean } | { uint32_param: number } | { string_param: string };
+export type {
+  InferParameter,
+  Parameters,
+  InferTensorContents,
+  InferInputTensor,
+  InferRequestedOutputTensor,
+  ModelInferRequest,
+  InferOutputTensor,
+  ModelInferResponse,
+  ModelStreamInferResponse,
+} from '../protocol/kserve-messages.ts';
+export type {
+  TensorMetadata,
+  ModelMetadataResponse,
+  ServerMetadataResponse,
+  ModelIndex,
+  RegionStatus,
+  CudaRegionStatus,
+  RepositoryParameter,
+  LogSettingValue,
+} from '../protocol/kserve-rpcs.ts';
 
 /** Per-call options: a deadline in ms and request metadata (headers). */
 export interface CallOptions {
@@ -176,14 +104,14 @@ export class TritonGrpcClient {
     return this.metadata ? { ...this.metadata, ...o?.metadata } : o?.metadata;
   }
 
-  private unary<T>(method: string, req: object, opts: CallOptions = {}): Promise<T> {
+  private unary<M extends UnaryRpc>(method: M, req: InferenceRpcs[M]['req'], opts: CallOptions = {}): Promise<InferenceRpcs[M]['res']> {
     const md = new grpc.Metadata();
     for (const [k, v] of Object.entries(this.metadataOf(opts) ?? {})) md.set(k, v);
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const callOpts: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
     const fn = (this.raw as unknown as Record<string, Unary>)[method]!;
-    return new Promise<T>((resolve, reject) => {
-      fn.call(this.raw, req, md, callOpts, (err, res) => (err ? reject(err) : resolve(res as T)));
+    return new Promise((resolve, reject) => {
+      fn.call(this.raw, req, md, callOpts, (err, res) => (err ? reject(err) : resolve(res as InferenceRpcs[M]['res'])));
     });
   }
 
@@ -211,13 +139,14 @@ export class TritonGrpcClient {
   }
   /** The model's configuration as a plain object (model_config.proto field names). */
   modelConfig(name: string, version = '', o?: CallOptions): Promise<{ config: Record<string, unknown> }> {
-    return this.unary('ModelConfig', { name, version }, o);
+    // A decoded ModelConfig is a plain object (protocol/kserve-rpcs.ts leaves its fields open).
+    return this.unary('ModelConfig', { name, version }, o) as Promise<{ config: Record<string, unknown> }>;
   }
-  modelStatistics(name = '', version = '', o?: CallOptions): Promise<{ model_stats: Record<string, unknown>[] }> {
+  modelStatistics(name = '', version = '', o?: CallOptions): Promise<{ model_stats: ModelStatistics[] }> {
     return this.unary('ModelStatistics', { name, version }, o);
   }
   async repositoryIndex(ready = false, repositoryName = '', o?: CallOptions): Promise<ModelIndex[]> {
-    const r = await this.unary<{ models?: ModelIndex[] }>('RepositoryIndex', { repository_name: repositoryName, ready }, o);
+    const r = await this.unary('RepositoryIndex', { repository_name: repositoryName, ready }, o);
     return r.models ?? [];
   }
   async repositoryModelLoad(modelName: string, parameters: Record<string, RepositoryParameter> = {}, o?: CallOptions): Promise<void> {
@@ -228,7 +157,7 @@ export class TritonGrpcClient {
   }
   /** Registered system shm regions (all, or the one named), keyed by name. */
   async systemSharedMemoryStatus(name = '', o?: CallOptions): Promise<Record<string, RegionStatus>> {
-    const r = await this.unary<{ regions?: Record<string, RegionStatus> }>('SystemSharedMemoryStatus', { name }, o);
+    const r = await this.unary('SystemSharedMemoryStatus', { name }, o);
     return r.regions ?? {};
   }
   async systemSharedMemoryRegister(name: string, key: string, byteSize: number, offset = 0, o?: CallOptions): Promise<void> {
@@ -239,7 +168,7 @@ export class TritonGrpcClient {
     await this.unary('SystemSharedMemoryUnregister', { name }, o);
   }
   async cudaSharedMemoryStatus(name = '', o?: CallOptions): Promise<Record<string, CudaRegionStatus>> {
-    const r = await this.unary<{ regions?: Record<string, CudaRegionStatus> }>('CudaSharedMemoryStatus', { name }, o);
+    const r = await this.unary('CudaSharedMemoryStatus', { name }, o);
     return r.regions ?? {};
   }
   async cudaSharedMemoryRegister(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number, o?: CallOptions): Promise<void> {
@@ -248,12 +177,12 @@ export class TritonGrpcClient {
   async cudaSharedMemoryUnregister(name: string, o?: CallOptions): Promise<void> {
     await this.unary('CudaSharedMemoryUnregister', { name }, o);
   }
-  async traceSetting(settings: SettingValues = {}, modelName = '', o?: CallOptions): Promise<SettingValues> {
-    const r = await this.unary<{ settings?: SettingValues }>('TraceSetting', { settings, model_name: modelName }, o);
+  async traceSetting(settings: TraceSettingValues = {}, modelName = '', o?: CallOptions): Promise<TraceSettingValues> {
+    const r = await this.unary('TraceSetting', { settings, model_name: modelName }, o);
     return r.settings ?? {};
   }
   async logSettings(settings: Record<string, LogSettingValue> = {}, o?: CallOptions): Promise<Record<string, LogSettingValue>> {
-    const r = await this.unary<{ settings?: Record<string, LogSettingValue> }>('LogSettings', { settings }, o);
+    const r = await this.unary('LogSettings', { settings }, o);
     return r.settings ?? {};
   }
 
@@ -286,9 +215,9 @@ export class TritonGrpcClient {
   }
 }
 
-/** True when err is a grpc-js error carrying the given status code. */
-export function isGrpcStatus(err: unknown, code: grpc.status): boolean {
+/** True when err is a gRPC error (grpc-js's or the direct path's) carrying the given status code. */
+export function isGrpcStatus(err: unknown, code: number): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }
 
-export { status as GrpcStatus } from '@grpc/grpc-js';
+export { GrpcStatus } from '../protocol/grpc-status.ts';

@@ -10,8 +10,10 @@
 // difference is a third of the gateway's whole CPU per call.
 //
 // Wire behaviour follows gRPC over HTTP/2: POST, application/grpc,
-// grpc-timeout from the deadline, one length-prefixed message each way,
-// status from the trailers (or from a trailers-only answer). Failures are
+// grpc-timeout from the deadline, one length-prefixed message each way (the
+// message sent behind its prefix without a copy), status from the trailers
+// (or from a trailers-only answer); framing, timeout codec, status texts and
+// windows are protocol/'s, shared with the engine's direct path. Failures are
 // errors shaped like grpc-js's ServiceError (code, details, metadata), so
 // callers handle both paths alike. Insecure (h2c) targets only: host:port
 // or unix:/path.
@@ -24,10 +26,11 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-
-/** The windows we advertise for answers (large outputs arrive without WINDOW_UPDATE stalls). */
-const STREAM_WINDOW = 16 << 20;
-const CONNECTION_WINDOW = 32 << 20;
+import { endWithMessage, messagePrefix, READ_OK, UnaryMessageReader } from '../protocol/grpc-framing.ts';
+import { decodeGrpcMessage, GrpcStatus, grpcStatusName, GrpcText, type GrpcOutcome } from '../protocol/grpc-status.ts';
+import { formatGrpcTimeout } from '../protocol/grpc-timeout.ts';
+// The windows we advertise for answers (large outputs arrive without WINDOW_UPDATE stalls).
+import { CONNECTION_WINDOW, STREAM_WINDOW } from '../protocol/http2-settings.ts';
 
 export interface DirectCallOptions {
   timeoutMs?: number;
@@ -35,8 +38,8 @@ export interface DirectCallOptions {
 }
 
 /** An error shaped like grpc-js's ServiceError. */
-export function grpcError(code: grpc.status, details: string): grpc.ServiceError {
-  const e = new Error(`${code} ${grpc.status[code]}: ${details}`) as grpc.ServiceError;
+export function grpcError(code: number, details: string): grpc.ServiceError {
+  const e = new Error(`${code} ${grpcStatusName(code)}: ${details}`) as grpc.ServiceError;
   e.code = code;
   e.details = details;
   e.metadata = new grpc.Metadata();
@@ -56,7 +59,7 @@ interface Conn {
   limit: number;
 }
 
-type Outcome = { ok: Buffer } | { code: grpc.status; details: string; refused?: boolean };
+type Outcome = { ok: Buffer } | (GrpcOutcome & { refused?: boolean });
 
 export class DirectUnaryChannel {
   private conn: Conn | undefined;
@@ -77,22 +80,18 @@ export class DirectUnaryChannel {
    * concurrent-stream limit wait for a slot (within their deadline).
    */
   call(path: string, message: Uint8Array, opts: DirectCallOptions = {}): Promise<Buffer> {
-    if (this.closed) return Promise.reject(grpcError(grpc.status.CANCELLED, 'Channel has been shut down'));
+    if (this.closed) return Promise.reject(grpcError(GrpcStatus.CANCELLED, GrpcText.CHANNEL_SHUT_DOWN));
     const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' };
     if (opts.metadata) for (const k in opts.metadata) headers[k] = opts.metadata[k];
-    const framed = Buffer.allocUnsafe(5 + message.byteLength);
-    framed[0] = 0;
-    framed.writeUInt32BE(message.byteLength, 1);
-    framed.set(message, 5);
     return new Promise((resolve, reject) => {
-      this.waiting.push(new UnaryCall(this, headers, framed, opts.timeoutMs, resolve, reject));
+      this.waiting.push(new UnaryCall(this, headers, message, opts.timeoutMs, resolve, reject));
       this.pump();
     });
   }
 
   close(): void {
     this.closed = true;
-    for (const c of this.waiting.splice(0)) c.finish({ code: grpc.status.CANCELLED, details: 'Channel has been shut down' });
+    for (const c of this.waiting.splice(0)) c.finish({ code: GrpcStatus.CANCELLED, details: GrpcText.CHANNEL_SHUT_DOWN });
     this.conn?.s.close();
     this.conn = undefined;
   }
@@ -153,22 +152,27 @@ export class DirectUnaryChannel {
   }
 }
 
-/** One call: its deadline spans waiting for a slot and every attempt; it settles once. */
+/**
+ * One call: its deadline spans waiting for a slot and every attempt; it
+ * settles once. The message is sent behind its prefix as it is (no copy).
+ */
 class UnaryCall {
   attempts = 0;
   settled = false;
   private readonly deadlineAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
   private attempt: Attempt | undefined;
+  private readonly prefix: Buffer;
 
   constructor(
     private readonly channel: DirectUnaryChannel,
     private readonly headers: http2.OutgoingHttpHeaders,
-    private readonly framed: Buffer,
+    private readonly message: Uint8Array,
     timeoutMs: number | undefined,
     private readonly resolve: (b: Buffer) => void,
     private readonly reject: (e: grpc.ServiceError) => void,
   ) {
+    this.prefix = messagePrefix(message.byteLength);
     if (timeoutMs) {
       this.deadlineAt = Date.now() + timeoutMs;
       this.timer = setTimeout(() => this.expire(), timeoutMs);
@@ -177,8 +181,8 @@ class UnaryCall {
 
   send(session: http2.ClientHttp2Session, done: (o: Outcome) => void): void {
     this.attempts++;
-    if (this.deadlineAt !== undefined) this.headers['grpc-timeout'] = `${Math.max(1, this.deadlineAt - Date.now())}m`;
-    this.attempt = new Attempt(session, this.headers, this.framed, (o) => {
+    if (this.deadlineAt !== undefined) this.headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - Date.now());
+    this.attempt = new Attempt(session, this.headers, this.prefix, this.message, (o) => {
       this.attempt = undefined;
       done(o);
     });
@@ -194,14 +198,16 @@ class UnaryCall {
 
   private expire(): void {
     this.channel.forget(this);
-    this.finish({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded' });
+    this.finish({ code: GrpcStatus.DEADLINE_EXCEEDED, details: GrpcText.DEADLINE_EXCEEDED });
     this.attempt?.cancel(); // after finish: its outcome only frees the stream slot
   }
 }
 
-/** One stream on the session: collects the answer and reports it once. */
+/** One stream on the session: reads the one answer message and reports the outcome once. */
 class Attempt {
-  private readonly parts: Buffer[] = [];
+  private readonly reader = new UnaryMessageReader(-1, Buffer.allocUnsafe);
+  /** Something other than one whole message arrived. */
+  private malformed = false;
   private status: string | undefined;
   private message: string | undefined;
   private responded = false;
@@ -211,29 +217,34 @@ class Attempt {
   constructor(
     session: http2.ClientHttp2Session,
     headers: http2.OutgoingHttpHeaders,
-    framed: Buffer,
+    prefix: Buffer,
+    message: Uint8Array,
     private readonly done: (o: Outcome) => void,
   ) {
     let s: http2.ClientHttp2Stream;
     try {
       s = session.request(headers);
     } catch (e) {
-      this.end({ code: grpc.status.UNAVAILABLE, details: `No connection established: ${(e as Error).message}` });
+      this.end({ code: GrpcStatus.UNAVAILABLE, details: `${GrpcText.NO_CONNECTION}: ${(e as Error).message}` });
       return;
     }
     this.stream = s;
     s.on('response', (h) => this.onHeaders(h, true));
     s.on('trailers', (h) => this.onHeaders(h, false));
-    s.on('data', (d: Buffer) => this.parts.push(d));
+    s.on('data', (d: Buffer) => this.onData(d));
     s.on('error', (e: Error) => this.end(this.broken(e.message)));
     s.on('close', () => this.onClose());
-    s.end(framed);
+    endWithMessage(s, prefix, message);
   }
 
   /** The caller gave up (deadline): reset the stream and report it, which frees its slot. */
   cancel(): void {
     this.stream?.close(http2.constants.NGHTTP2_CANCEL);
-    this.end({ code: grpc.status.CANCELLED, details: 'Cancelled on client' });
+    this.end({ code: GrpcStatus.CANCELLED, details: GrpcText.CANCELLED_ON_CLIENT });
+  }
+
+  private onData(d: Buffer): void {
+    if (!this.malformed && this.reader.write(d) !== READ_OK) this.malformed = true;
   }
 
   private onHeaders(h: http2.IncomingHttpHeaders, response: boolean): void {
@@ -241,7 +252,7 @@ class Attempt {
     if (h['grpc-status'] !== undefined) this.status = String(h['grpc-status']);
     if (h['grpc-message'] !== undefined) this.message = String(h['grpc-message']);
     else if (h[':status'] !== undefined && Number(h[':status']) !== 200 && this.status === undefined) {
-      this.message = `Received HTTP status code ${h[':status']}`;
+      this.message = GrpcText.httpStatus(String(h[':status']));
     }
   }
 
@@ -249,37 +260,26 @@ class Attempt {
     if (this.ended) return;
     if (this.status === undefined) return this.end(this.broken(this.message ?? 'Connection dropped before the call ended'));
     const code = Number(this.status);
-    if (code !== grpc.status.OK) return this.end({ code, details: this.message === undefined ? '' : decodeMessage(this.message) });
-    const body = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
-    if (body.length < 5 || body.readUInt32BE(1) !== body.length - 5 || body[0] !== 0) {
-      return this.end({ code: grpc.status.INTERNAL, details: 'Expected one uncompressed response message' });
-    }
+    if (code !== GrpcStatus.OK) return this.end({ code, details: this.message === undefined ? '' : decodeGrpcMessage(this.message) });
+    const body = this.reader.message;
+    if (this.malformed || !body || body[0] !== 0) return this.end({ code: GrpcStatus.INTERNAL, details: 'Expected one uncompressed response message' });
     this.end({ ok: body.subarray(5) });
   }
 
   /** A stream that ended without a status, classified as grpc-js does; a refusal before any answer may be sent again. */
   private broken(details: string): Outcome {
     const s = this.stream;
-    if (s && !this.responded && s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: grpc.status.UNAVAILABLE, details, refused: true };
-    if (!s || s.session === undefined || s.session.destroyed || s.session.closed) return { code: grpc.status.UNAVAILABLE, details };
-    if (s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: grpc.status.UNAVAILABLE, details };
-    if (s.rstCode === http2.constants.NGHTTP2_CANCEL) return { code: grpc.status.CANCELLED, details };
-    if (s.rstCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM) return { code: grpc.status.RESOURCE_EXHAUSTED, details };
-    return { code: s.rstCode ? grpc.status.INTERNAL : grpc.status.UNAVAILABLE, details };
+    if (s && !this.responded && s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: GrpcStatus.UNAVAILABLE, details, refused: true };
+    if (!s || s.session === undefined || s.session.destroyed || s.session.closed) return { code: GrpcStatus.UNAVAILABLE, details };
+    if (s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: GrpcStatus.UNAVAILABLE, details };
+    if (s.rstCode === http2.constants.NGHTTP2_CANCEL) return { code: GrpcStatus.CANCELLED, details };
+    if (s.rstCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM) return { code: GrpcStatus.RESOURCE_EXHAUSTED, details };
+    return { code: s.rstCode ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, details };
   }
 
   private end(o: Outcome): void {
     if (this.ended) return;
     this.ended = true;
     this.done(o);
-  }
-}
-
-/** grpc-message is percent-encoded; a malformed one is shown as sent. */
-function decodeMessage(m: string): string {
-  try {
-    return decodeURI(m);
-  } catch {
-    return m;
   }
 }

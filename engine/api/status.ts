@@ -1,6 +1,6 @@
 // The engine's closed set of error codes (Triton's TRITONSERVER_Error_Code),
 // mapped once to HTTP and once to gRPC. Every engine error is a StatusError.
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { GrpcStatus } from '../../protocol/grpc-status.ts';
 import { IllegalTransition } from '../../common/lifecycle.ts';
 
 export type StatusCode =

@@ -12,7 +12,8 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW, widenConnectionWindows, widenSettings } from '../../engine/frontends/grpc/grpc-http2-window.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../protocol/http2-settings.ts';
+import { reachIntoGrpcJs } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 
 const [mode, portArg] = process.argv.slice(2);
 const port = Number(portArg);
@@ -22,7 +23,7 @@ const reply = Buffer.alloc(48, 7);
 const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, reply.byteLength]), reply]);
 
 function h2(): void {
-  // The engine's HTTP/2 settings (engine/frontends/grpc/grpc-http2-window.ts), so only the server code differs.
+  // The engine's HTTP/2 settings (protocol/http2-settings.ts), so only the server code differs.
   const server = http2.createServer({ settings: { maxFrameSize: MAX_FRAME_SIZE, initialWindowSize: STREAM_WINDOW } });
   server.on('session', (session) => session.setLocalWindowSize(CONNECTION_WINDOW));
   server.on('stream', (stream) => {
@@ -44,11 +45,10 @@ function grpcjs(): void {
     ModelInfer: { path: METHOD, requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id },
   };
   const server = new grpc.Server({ 'grpc.max_receive_message_length': -1, 'grpc.enable_channelz': 0 });
-  widenSettings(server);
   server.addService(service, { ModelInfer: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, reply) });
   server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => {
     if (err) throw err;
-    widenConnectionWindows(server);
+    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: false }); // the engine's frames and windows, nothing else
     console.log(`listening ${port}`);
   });
 }

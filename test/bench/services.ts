@@ -30,7 +30,7 @@ export interface EngineProc {
  * them, so when other test runs share the host one may be taken meanwhile:
  * an engine that exits before it is ready is started once more on fresh ports.
  */
-export async function startEngineProc(name: string, repo: string, extraArgs: string[] = [], env: Record<string, string> = {}, attempt = 1): Promise<EngineProc> {
+export async function startEngineProc(name: string, repo: string, extraArgs: string[] = [], env: Record<string, string> = {}, attempt = 1, nodeFlags: string[] = []): Promise<EngineProc> {
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const sock = path.join(os.tmpdir(), `bench-${process.pid}-${name}.sock`);
   const child = spawnTs(name, 'engine/main.ts', [
@@ -42,14 +42,14 @@ export async function startEngineProc(name: string, repo: string, extraArgs: str
     '--http-address=127.0.0.1',
     '--allow-client-shm=true',
     ...extraArgs,
-  ], env, ENGINE_NODE_FLAGS);
+  ], env, [...ENGINE_NODE_FLAGS, ...nodeFlags]);
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
   try {
     await waitUntil(child, async () => (await client.serverReady({ timeoutMs: 1000 })).ready, 60_000);
   } catch (e) {
     client.close();
     await stopChild(child);
-    if (attempt === 1 && child.proc.exitCode !== null) return startEngineProc(name, repo, extraArgs, env, 2);
+    if (attempt === 1 && child.proc.exitCode !== null) return startEngineProc(name, repo, extraArgs, env, 2, nodeFlags);
     throw e;
   }
   const pool: TritonGrpcClient[] = [];

@@ -133,6 +133,24 @@ describe('L0_grpc: health and metadata', () => {
   });
 });
 
+describe('L0_grpc: LogSettings', () => {
+  it('reads each value by its oneof field, uint32 included (log_verbose_level), and answers in kind', async () => {
+    type Setting = { bool_param?: boolean; uint32_param?: number; string_param?: string };
+    const before = (await client.call<{ settings: Record<string, Setting> }>('LogSettings', {})).settings;
+    expect(typeof before.log_verbose_level?.uint32_param).toBe('number');
+    try {
+      const set = await client.call<{ settings: Record<string, Setting> }>('LogSettings', {
+        settings: { log_verbose_level: { uint32_param: 2 }, log_info: { bool_param: before.log_info?.bool_param ?? true } },
+      });
+      expect(set.settings.log_verbose_level?.uint32_param).toBe(2);
+      const wrong = await grpcError(client.call('LogSettings', { settings: { log_info: { uint32_param: 1 } } }));
+      expect([wrong.code, wrong.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringMatching(/boolean.*'log_info'|'log_info'.*boolean/)]);
+    } finally {
+      await client.call('LogSettings', { settings: { log_verbose_level: { uint32_param: before.log_verbose_level?.uint32_param ?? 0 } } });
+    }
+  });
+});
+
 describe('L0_grpc: clip_encoder_model inference', () => {
   it('matches a direct onnxruntime session over gRPC raw_input_contents', async () => {
     const px = images(1, 11);

@@ -3,16 +3,16 @@
 // sent as raw HTTP/2 to an engine with the direct path and to one without it
 // (ENGINE_GRPC_DIRECT_INFER=0), and the answers (status, headers, trailers,
 // message bytes) are compared. Also: compressed calls still reach grpc-js,
-// a client reset mid-inference leaves the engine serving, and the installer
-// accepts the grpc-js version in the tree.
+// a client reset mid-inference leaves the engine serving, and the shape check
+// of grpc-js's internals (grpc-js-internals.ts) accepts the grpc-js in the tree.
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
-import { installDirectInfer, MessageReader, MODEL_INFER_PATH } from '../../engine/frontends/grpc/grpc-direct-infer.ts';
+import { MODEL_INFER_PATH } from '../../engine/frontends/grpc/grpc-direct-infer.ts';
+import { reachIntoGrpcJs, shapeProblem } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 import { messageType } from '../../protocol/index.ts';
-import type { ServerApi } from '../../engine/api/server-api.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
 
 let repo: string;
@@ -142,6 +142,9 @@ describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like 
   it('grpc-timeout: an invalid value, and a deadline that expires during the inference', async () => {
     const bad = await same([frame(encodeReq(SIMPLE))], { 'grpc-timeout': 'soon' });
     expect(bad.headers['grpc-status']).toBe(String(grpc.status.INTERNAL));
+    // grpc-js reads the value with an unanchored pattern that allows blanks before the unit.
+    const spaced = await same([frame(encodeReq(SIMPLE))], { 'grpc-timeout': '5 S' });
+    expect(spaced.trailers['grpc-status']).toBe('0');
     const slow: ModelInferRequest = {
       model_name: 'js_echo',
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
@@ -183,35 +186,29 @@ describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like 
   });
 });
 
-describe('MessageReader', () => {
-  it('enforces the receive limit with grpc-js text, in one chunk or split', () => {
-    const f = frame(Buffer.alloc(100));
-    expect(new MessageReader(99).write(f)).toEqual({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'Received message larger than max (100 vs 99)' });
-    const r = new MessageReader(99);
-    expect(r.write(f.subarray(0, 2))).toBeUndefined();
-    expect(r.write(f.subarray(2))?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-  });
-
-  it('uses a one-chunk message in place and copies a split one', () => {
-    const f = frame(Buffer.from('abc'));
-    const whole = new MessageReader(-1);
-    whole.write(f);
-    expect(whole.message()).toBe(f);
-    const split = new MessageReader(-1);
-    split.write(f.subarray(0, 4));
-    expect(split.message()).toBeUndefined();
-    split.write(f.subarray(4));
-    expect(split.message()!.equals(f)).toBe(true);
-  });
-});
-
-describe('installDirectInfer', () => {
-  it('recognizes the grpc-js in the tree (else the engine silently falls back to grpc-js)', async () => {
+describe('grpc-js internals', () => {
+  it('the shape check accepts the grpc-js in the tree (else the engine silently falls back to grpc-js alone)', async () => {
     const server = new grpc.Server();
     await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
     try {
-      const codec = { maxReceiveBytes: -1, maxSendBytes: -1, decode: () => ({}), encode: () => Buffer.alloc(0) };
-      expect(installDirectInfer(server, {} as ServerApi, codec)).toBe(true);
+      expect(shapeProblem(server)).toBeUndefined();
+    } finally {
+      server.forceShutdown();
+    }
+  });
+
+  it('a grpc-js of another shape: one log line, and none of the reaches applied', async () => {
+    const server = new grpc.Server();
+    await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    try {
+      const h2 = [...(server as unknown as { http2Servers: Map<http2.Http2Server, unknown> }).http2Servers.keys()][0]!;
+      h2.on('stream', () => undefined); // a second stream listener: not what the direct path was written for
+      const sessionListeners = h2.listeners('session').length;
+      expect(shapeProblem(server)).toMatch(/exactly one stream listener/);
+      const route = { accepts: () => true, serve: () => undefined };
+      expect(reachIntoGrpcJs(server, { widenHttp2: true, route, pooledDecoder: false })).toBe(false);
+      expect(h2.listeners('stream').length).toBe(2);
+      expect(h2.listeners('session').length).toBe(sessionListeners);
     } finally {
       server.forceShutdown();
     }

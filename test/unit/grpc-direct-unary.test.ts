@@ -19,12 +19,14 @@ function startServer(address: string, options: grpc.ServerOptions = {}): Promise
   const server = new grpc.Server({ ...GRPC_OPTIONS, ...options });
   const impl: Record<string, unknown> = {};
   for (const k of Object.keys(inferenceService())) impl[k] = (_c: unknown, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'no' });
-  impl.ModelInfer = (c: grpc.ServerUnaryCall<Record<string, any>, object>, cb: grpc.sendUnaryData<object>) => {
+  impl.ModelInfer = (c: grpc.ServerUnaryCall<ModelInferRequest, object>, cb: grpc.sendUnaryData<object>) => {
     seenTraceparent = c.metadata.get('traceparent')[0] as string | undefined;
     const r = c.request;
     if (r.model_name === 'missing') return cb({ code: grpc.status.NOT_FOUND, details: `unknown model 'missing' (100% "gone")` });
+    const x = r.raw_input_contents![0]!;
     const reply = () =>
-      cb(null, { model_name: r.model_name, id: r.id, parameters: r.parameters, outputs: [{ name: 'Y', datatype: 'UINT8', shape: [r.raw_input_contents[0].length] }], raw_output_contents: [Buffer.from(r.raw_input_contents[0]).reverse()] });
+      cb(null, { model_name: r.model_name, id: r.id, parameters: r.parameters, outputs: [{ name: 'Y', datatype: 'UINT8', shape: [x.length] }], raw_output_contents: [Buffer.from(x).reverse()] });
+    if (r.model_name === 'sink') return cb(null, { model_name: r.model_name, outputs: [], raw_output_contents: [] });
     if (r.model_name === 'slow') setTimeout(reply, 300);
     else reply();
   };
@@ -149,6 +151,25 @@ describe('direct ModelInfer client', () => {
     } finally {
       c.close();
       s.server.forceShutdown();
+    }
+  });
+
+  it('sends a large message behind its prefix as it is, never copied into a framed buffer', async () => {
+    const req: ModelInferRequest = { ...REQ, model_name: 'sink', inputs: [{ name: 'X', datatype: 'UINT8', shape: [1 << 20] }], raw_input_contents: [Buffer.alloc(1 << 20, 7)] };
+    const framed = 5 + inferenceService().ModelInfer!.requestSerialize(req).length;
+    // The server is in this process too (grpc-js assembles what it receives): only the client's allocations count.
+    const big: string[] = [];
+    const original = Buffer.allocUnsafe;
+    const spy = vi.spyOn(Buffer, 'allocUnsafe').mockImplementation((n: number) => {
+      if (n >= framed) big.push(new Error().stack ?? '');
+      return original(n);
+    });
+    try {
+      expect(await outcome(direct.modelInfer(req))).toHaveProperty('ok');
+      expect(big.length).toBeGreaterThan(0); // the server's, so the check sees allocations at all
+      expect(big.filter((stack) => stack.includes('client/grpc-direct-unary.ts'))).toEqual([]);
+    } finally {
+      spy.mockRestore();
     }
   });
 

@@ -1,17 +1,29 @@
 // The receive pool (engine/frontends/grpc/receive-pool.ts) and the pooled gRPC message
-// decoder (engine/frontends/grpc/grpc-message-decoder.ts): buffers are reused only
-// after release, and messages split at any byte boundary decode exactly as
-// grpc-js's own decoder assembles them.
+// decoder (one of the reaches in engine/frontends/grpc/grpc-js-internals.ts): buffers
+// are reused only after release, and messages split at any byte boundary
+// decode exactly as grpc-js's own decoder assembles them.
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { freeCount, POOLED_MAX_BYTES, POOLED_MIN_BYTES, release, take } from '../../engine/frontends/grpc/receive-pool.ts';
-import { installPooledDecoder } from '../../engine/frontends/grpc/grpc-message-decoder.ts';
+import { reachIntoGrpcJs } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 
 const require = createRequire(import.meta.url);
 const { StreamDecoder } = require(path.join(path.dirname(require.resolve('@grpc/grpc-js')), 'stream-decoder.js')) as {
   StreamDecoder: new (max: number) => { write(b: Buffer): Buffer[] };
 };
+
+/** Install the pooled decoder the way the engine does: on a bound grpc-js server, after its shape check. */
+async function installPooledDecoder(): Promise<boolean> {
+  const server = new grpc.Server();
+  await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+  try {
+    return reachIntoGrpcJs(server, { widenHttp2: false, pooledDecoder: true });
+  } finally {
+    server.forceShutdown();
+  }
+}
 
 function frame(body: Buffer, compressed = 0): Buffer {
   const h = Buffer.alloc(5);
@@ -90,9 +102,9 @@ describe('pooled gRPC message decoder', () => {
   };
   const reference = decodeAll(split(stream.length));
 
-  it('installs, and decodes every message exactly as grpc-js does at any chunking', () => {
+  it('installs, and decodes every message exactly as grpc-js does at any chunking', async () => {
     expect(reference.length).toBe(6);
-    expect(installPooledDecoder()).toBe(true);
+    expect(await installPooledDecoder()).toBe(true);
     for (const chunk of [1, 3, 5, 4096, 16_384, 65_536, stream.length]) {
       const got = decodeAll(split(chunk));
       expect(got.length, `chunk ${chunk}`).toBe(reference.length);
@@ -100,8 +112,8 @@ describe('pooled gRPC message decoder', () => {
     }
   });
 
-  it('assembles large messages into pool buffers that can be released and reused', () => {
-    installPooledDecoder();
+  it('assembles large messages into pool buffers that can be released and reused', async () => {
+    await installPooledDecoder();
     const d = new StreamDecoder(-1);
     const [m] = d.write(frame(bytes(300_000, 9)));
     expect(m!.length).toBe(300_005);
@@ -111,9 +123,9 @@ describe('pooled gRPC message decoder', () => {
     expect(n!.subarray(5).equals(bytes(250_000, 10))).toBe(true);
   });
 
-  it('still enforces the receive limit', () => {
-    installPooledDecoder();
+  it('still enforces the receive limit, with grpc-js\'s text', async () => {
+    await installPooledDecoder();
     const d = new StreamDecoder(100);
-    expect(() => d.write(frame(bytes(101, 1)))).toThrow(/larger than max/);
+    expect(() => d.write(frame(bytes(101, 1)))).toThrow('Received message larger than max (101 vs 100)');
   });
 });

@@ -3,13 +3,13 @@
 // and its answer goes back as a `bls_reply` frame. Large outputs travel in a
 // new shm object the stub unlinks after reading.
 import type { BackendContext } from '../../api/backend.ts';
-import type { InferRequest, ParamValue } from '../../api/infer-request.ts';
+import type { InferRequest } from '../../api/infer-request.ts';
 import { toStatusError } from '../../api/status.ts';
-import type { StubFrame } from './stub-process.ts';
-import { decodeFromStub, encodeOwned, type WireTensor } from './tensor-transfer.ts';
+import type { BlsReplyBody, StubFrameOf } from './stub-frames.ts';
+import { decodeFromStub, encodeOwned } from './tensor-transfer.ts';
 
 /** Run the BLS request in `m`; `reply` gets {outputs} or {error, code}. `nextKey` names a fresh shm object. */
-export function serveBls(m: StubFrame, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: Record<string, unknown>) => void): void {
+export function serveBls(m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: BlsReplyBody) => void): void {
   const fail = (err: unknown) => {
     const se = toStatusError(err);
     reply({ error: se.message, code: se.code });
@@ -20,9 +20,9 @@ export function serveBls(m: StubFrame, ctx: BackendContext, prefix: string, next
       modelName: String(m.model),
       modelVersion: Number(m.version) > 0 ? String(m.version) : '',
       id: m.id || undefined,
-      inputs: decodeFromStub((m.inputs ?? []) as WireTensor[], prefix),
-      outputs: ((m.outputs ?? []) as string[]).map((name) => ({ name })),
-      parameters: (m.parameters ?? {}) as Record<string, ParamValue>,
+      inputs: decodeFromStub(m.inputs ?? [], prefix),
+      outputs: (m.outputs ?? []).map((name) => ({ name })),
+      parameters: m.parameters ?? {},
     };
   } catch (err) {
     fail(err);

@@ -5,7 +5,7 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
 import { StatusError, internal, isStatusCode, toStatusError, type StatusCode } from '../../api/status.ts';
 import { decodeFromStub, type WireTensor } from './tensor-transfer.ts';
-import type { StubFrame } from './stub-process.ts';
+import type { EngineFrame, ResponseBody } from './stub-frames.ts';
 
 /** What one request of a batch comes to: its response, or its error. */
 export type Outcome = InferResponse | StatusError;
@@ -16,7 +16,7 @@ type Ctx = Pick<BackendContext, 'modelName' | 'version' | 'config'>;
 const wanted = (ctx: Ctx, r: InferRequest) => (r.outputs.length ? r.outputs.map((o) => o.name) : ctx.config.output.map((o) => o.name));
 
 /** The `exec` frame of batch `seq`; `wire` holds each request's inputs as encoded into the instance's arena. */
-export function execFrame(seq: number, ctx: Ctx, requests: InferRequest[], wire: unknown[]): StubFrame {
+export function execFrame(seq: number, ctx: Ctx, requests: InferRequest[], wire: WireTensor[][]): EngineFrame {
   return {
     t: 'exec',
     seq,
@@ -26,20 +26,20 @@ export function execFrame(seq: number, ctx: Ctx, requests: InferRequest[], wire:
       correlation_id: jsonParam(r.parameters.sequence_id ?? 0),
       parameters: jsonParams(r.parameters),
       outputs: wanted(ctx, r),
-      inputs: wire[i],
+      inputs: wire[i]!,
     })),
   };
 }
 
 /** The outcome of `req` from its response frame `f` (undefined: the model gave none): the wanted outputs, or the model's error. */
-export function frameOutcome(ctx: Ctx, prefix: string, req: InferRequest, f: StubFrame | undefined): Outcome {
+export function frameOutcome(ctx: Ctx, prefix: string, req: InferRequest, f: ResponseBody | undefined): Outcome {
   if (!f) return internal(`python model '${ctx.modelName}' returned no response for a request`);
   if (f.error) {
     const code: StatusCode = isStatusCode(f.error.code) ? f.error.code : 'INTERNAL';
     return new StatusError(code, String(f.error.message));
   }
   try {
-    const tensors = decodeFromStub((f.outputs ?? []) as WireTensor[], prefix);
+    const tensors = decodeFromStub(f.outputs ?? [], prefix);
     const outputs = wanted(ctx, req).flatMap((n) => tensors.filter((t) => t.name === n));
     return { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs };
   } catch (err) {

@@ -14,10 +14,11 @@ import { StatusError, internal, toStatusError, unavailable } from '../../api/sta
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
-import { StubProcess, type StubFrame } from './stub-process.ts';
+import { StubProcess } from './stub-process.ts';
+import type { ResponseBody, StubFrame, StubFrameOf } from './stub-frames.ts';
 import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
-import { ReadinessProbe, type ReadinessReply } from './readiness-probe.ts';
+import { ReadinessProbe } from './readiness-probe.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
 const trace = tracer('python');
@@ -171,7 +172,7 @@ export class PythonInstance implements ExecutionInstance {
         return;
       case 'config':
         if (m.config) {
-          const filled = mergeAutoComplete(this.ctx.config, m.config as Record<string, unknown>);
+          const filled = mergeAutoComplete(this.ctx.config, m.config);
           if (filled.length) log.info(`python model '${this.ctx.modelName}': auto_complete_config filled ${filled.join(', ')}`);
         }
         this.starting?.resolve();
@@ -191,15 +192,15 @@ export class PythonInstance implements ExecutionInstance {
       case 'bls':
         return this.onBls(stub, m);
       case 'is_ready_reply':
-        return this.probe.reply(m as unknown as ReadinessReply);
+        return this.probe.reply(m);
       case 'fini_done':
         return; // the exit follows
       default:
-        log.warn(`python ${this.name}: unknown frame '${m.t}' from stub`);
+        log.warn(`python ${this.name}: unknown frame '${(m as { t: unknown }).t}' from stub`);
     }
   }
 
-  private onExecDone(m: StubFrame): void {
+  private onExecDone(m: StubFrameOf<'exec_done'>): void {
     const r = this.running;
     if (!r || r.seq !== m.seq) return;
     if (m.error !== undefined) {
@@ -210,15 +211,15 @@ export class PythonInstance implements ExecutionInstance {
       r.execDone = true;
       return this.maybeFinishStream(r);
     }
-    const frames = (m.responses ?? []) as StubFrame[];
+    const frames = m.responses ?? [];
     this.finish(r.requests.map((req, i) => this.toOutcome(req, frames[i])));
   }
 
   /** A decoupled model's response (from any of its threads). */
-  private onStreamed(m: StubFrame): void {
+  private onStreamed(m: StubFrameOf<'resp'>): void {
     const r = this.running;
     if (!r || r.seq !== m.seq) return;
-    const i = m.index as number;
+    const i = m.index;
     const req = r.requests[i];
     if (!req || r.finals[i]) return;
     if (m.has_response) {
@@ -226,7 +227,7 @@ export class PythonInstance implements ExecutionInstance {
       if (req.onResponse) req.onResponse(out);
       else r.last[i] = out;
     }
-    if ((m.flags as number) & FINAL) r.finals[i] = true;
+    if (m.flags & FINAL) r.finals[i] = true;
     this.maybeFinishStream(r);
   }
 
@@ -245,12 +246,12 @@ export class PythonInstance implements ExecutionInstance {
     r?.resolve(outcomes);
   }
 
-  private toOutcome(req: InferRequest, f: StubFrame | undefined): Outcome {
+  private toOutcome(req: InferRequest, f: ResponseBody | undefined): Outcome {
     return frameOutcome(this.ctx, this.opts.prefix, req, f);
   }
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
-  private onBls(stub: StubProcess, m: StubFrame): void {
+  private onBls(stub: StubProcess, m: StubFrameOf<'bls'>): void {
     serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
   }
 
@@ -326,4 +327,3 @@ export class PythonInstance implements ExecutionInstance {
     return this.stub?.alive ? this.stub.child.pid : undefined;
   }
 }
-

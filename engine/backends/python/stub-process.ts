@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable, Duplex } from 'node:stream';
 import { FrameDecoder, encodeFrame } from './frame-codec.ts';
+import type { EngineFrame, StubFrame } from './stub-frames.ts';
 import { log } from '../../../common/logger.ts';
 
 /** stub.py, shipped next to this file together with triton_python_backend_utils.py. */
@@ -21,8 +22,6 @@ export interface StubSpawn {
   /** For log lines: model and instance. */
   label: string;
 }
-
-export type StubFrame = { t: string } & Record<string, any>;
 
 /** A running stub; `exited` settles once the process is gone (how, in words). */
 export class StubProcess {
@@ -51,6 +50,7 @@ export class StubProcess {
         this.kill();
         return;
       }
+      // The stub is our own stub.py: its frames are taken as typed (an unknown kind is logged by the owner).
       for (const f of frames) onFrame(f as StubFrame);
     });
     this.channel.on('error', () => undefined); // the exit below reports it
@@ -72,7 +72,7 @@ export class StubProcess {
     return !this.gone;
   }
 
-  send(msg: unknown): void {
+  send(msg: EngineFrame): void {
     if (!this.gone) this.channel.write(encodeFrame(msg));
   }
 

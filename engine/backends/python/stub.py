@@ -20,6 +20,8 @@ import sys
 import threading
 import traceback
 
+import stub_frames as F  # the frame kinds, shared by name with stub-frames.ts
+
 CHANNEL_FD = 3
 _write_lock = threading.Lock()
 
@@ -55,7 +57,7 @@ def read_frame():
 try:
     import numpy as np
 except Exception as e:  # the engine reports this reason verbatim
-    write_frame({"t": "init_error", "kind": "numpy", "message": f"{type(e).__name__}: {e}"})
+    write_frame({"t": F.INIT_ERROR, "kind": "numpy", "message": f"{type(e).__name__}: {e}"})
     sys.exit(3)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -113,7 +115,7 @@ class Channel:
         return {"outputs": self.writer.encode([(t.name(), t.as_numpy()) for t in response.output_tensors()])}
 
     def send_response(self, seq, index, response, flags):
-        frame = {"t": "resp", "seq": seq, "index": index, "flags": flags}
+        frame = {"t": F.RESP, "seq": seq, "index": index, "flags": flags}
         frame.update(self.response_frame(response))
         frame["has_response"] = response is not None
         write_frame(frame)
@@ -124,7 +126,7 @@ class Channel:
             bid = self.next_bid
             self.pending[bid] = deliver
         write_frame({
-            "t": "bls", "bid": bid, "model": req.model_name(), "version": req._model_version,
+            "t": F.BLS, "bid": bid, "model": req.model_name(), "version": req._model_version,
             "id": req.request_id(), "outputs": req.requested_output_names(), "parameters": json.loads(req.parameters()),
             "inputs": self.writer.encode([(t.name(), t.as_numpy()) for t in req.inputs()]),
         })
@@ -165,9 +167,9 @@ def reader_loop(work, channel):
         m = read_frame()
         if m is None:  # the engine went away: nothing left to serve
             os._exit(0)
-        if m["t"] == "bls_reply":
+        if m["t"] == F.BLS_REPLY:
             channel.reply(m)
-        elif m["t"] == "is_ready":
+        elif m["t"] == F.IS_READY:
             threading.Thread(target=answer_is_ready, args=(channel, m["rid"]), daemon=True).start()
         else:
             work.put(m)
@@ -175,7 +177,7 @@ def reader_loop(work, channel):
 
 def answer_is_ready(channel, rid):
     """The model's is_ready(): True/False as it says; an exception or a non-bool is "not ready" with the reason."""
-    reply = {"t": "is_ready_reply", "rid": rid, "ready": False}
+    reply = {"t": F.IS_READY_REPLY, "rid": rid, "ready": False}
     try:
         r = channel.model.is_ready()
         if inspect.isawaitable(r):
@@ -212,17 +214,17 @@ def main():
     while True:
         m = work.get()
         t = m["t"]
-        if t == "autocomplete":
+        if t == F.AUTOCOMPLETE:
             # Triton calls the static auto_complete_config before initialize.
             try:
                 cls = load_model_class(model_file)
                 done = None
                 if hasattr(cls, "auto_complete_config"):
                     done = cls.auto_complete_config(pb_utils.ModelConfig(m["config"])).as_dict()
-                write_frame({"t": "config", "config": done})
+                write_frame({"t": F.CONFIG, "config": done})
             except BaseException as e:
-                write_frame({"t": "init_error", "kind": "python", "message": where(e, os.path.abspath(m["model_dir"]))})
-        elif t == "init":
+                write_frame({"t": F.INIT_ERROR, "kind": "python", "message": where(e, os.path.abspath(m["model_dir"]))})
+        elif t == F.INIT:
             args = m["args"]
             model_dir = os.path.abspath(args["model_repository"])
             decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
@@ -233,18 +235,18 @@ def main():
                     if inspect.isawaitable(r):
                         loop.run_until_complete(r)
                 channel.model, channel.model_dir = model, model_dir
-                write_frame({"t": "ready", "has_is_ready": callable(getattr(model, "is_ready", None))})
+                write_frame({"t": F.READY, "has_is_ready": callable(getattr(model, "is_ready", None))})
             except BaseException as e:
-                write_frame({"t": "init_error", "kind": "python", "message": where(e, model_dir)})
-        elif t == "exec":
+                write_frame({"t": F.INIT_ERROR, "kind": "python", "message": where(e, model_dir)})
+        elif t == F.EXEC:
             run_execute(m, model, model_dir, decoupled, reader, channel, loop)
-        elif t == "fini":
+        elif t == F.FINI:
             try:
                 if model is not None and hasattr(model, "finalize"):
                     model.finalize()
             except BaseException as e:
                 sys.stderr.write(f"finalize failed: {where(e, model_dir)}\n")
-            write_frame({"t": "fini_done"})
+            write_frame({"t": F.FINI_DONE})
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -267,7 +269,7 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
         if inspect.isawaitable(result):
             result = loop.run_until_complete(result)
         if decoupled:
-            write_frame({"t": "exec_done", "seq": seq})
+            write_frame({"t": F.EXEC_DONE, "seq": seq})
             return
         if result is None or len(result) != len(requests):
             got = "None" if result is None else f"{len(result)} responses"
@@ -278,11 +280,11 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
             if not f:
                 f = {"error": {"message": "execute returned None for a request", "code": "INTERNAL"}}
             frames.append(f)
-        write_frame({"t": "exec_done", "seq": seq, "responses": frames})
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": frames})
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        write_frame({"t": "exec_done", "seq": seq, "error": where(e, model_dir)})
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "error": where(e, model_dir)})
 
 
 if __name__ == "__main__":

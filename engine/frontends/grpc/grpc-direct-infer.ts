@@ -8,48 +8,36 @@
 // and ModelInfer is the one RPC that carries the load.
 //
 // What: grpc-js keeps its http2 servers, sessions, settings, keepalive and
-// shutdown. We take its one 'stream' listener off each of its http2 servers
-// and put ours in front: a plain unary ModelInfer (POST, application/grpc,
-// no compression) is answered here, with grpc-js's wire behaviour (headers,
-// one length-prefixed message, trailers; a trailers-only answer on error;
+// shutdown. A plain unary ModelInfer (POST, application/grpc, no
+// compression) is answered here, with grpc-js's wire behaviour (headers, one
+// length-prefixed message, trailers; a trailers-only answer on error;
 // grpc-timeout; its message-size limits and texts); every other stream goes
-// to grpc-js's listener untouched. The installer checks grpc-js's shape
-// first and stays off, logging why, if a grpc-js update changed it;
-// ENGINE_GRPC_DIRECT_INFER=0 turns it off too (then grpc-js serves every
+// to grpc-js untouched. The routing is one of the reaches into grpc-js
+// (grpc-js-internals.ts), off with the others if grpc-js changed shape;
+// ENGINE_GRPC_DIRECT_INFER=0 turns it off alone (then grpc-js serves every
 // call, as before).
-import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import type * as grpc from '@grpc/grpc-js';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { take } from './receive-pool.ts';
 import { log } from '../../../common/logger.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
+import type { StreamRoute } from './grpc-js-internals.ts';
+import { endWithMessage, messagePrefix, PREFIX_BYTES, READ_OK, READ_TOO_LARGE, UnaryMessageReader } from '../../../protocol/grpc-framing.ts';
+import { encodeGrpcMessage, GrpcStatus, GrpcText } from '../../../protocol/grpc-status.ts';
+import { parseGrpcTimeout } from '../../../protocol/grpc-timeout.ts';
+import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 
 export const MODEL_INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
-
-type Msg = Record<string, any>;
-type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) => void;
-
-interface GrpcServerInternals {
-  http2Servers?: Map<Http2Server, unknown>;
-  onStreamOpened?: (stream: ServerHttp2Stream) => void;
-}
 
 export interface DirectInferOptions {
   /** grpc.max_receive_message_length / max_send_message_length (-1: no limit). */
   maxReceiveBytes: number;
   maxSendBytes: number;
   /** ModelInfer's protobuf codec (the same functions grpc-js is given). */
-  decode: (b: Buffer) => Msg;
-  encode: (m: Msg) => Buffer;
+  decode: (b: Buffer) => ModelInferRequest;
+  encode: (m: ModelInferResponse<Uint8Array>) => Buffer;
 }
-
-// grpc-js's status codes used here.
-const OK = 0;
-const DEADLINE_EXCEEDED = 4;
-const RESOURCE_EXHAUSTED = 8;
-const UNIMPLEMENTED = 12;
-const INTERNAL = 13;
 
 /** The headers grpc-js answers a call with (so clients see the same server), and those of its trailers-only answers. */
 const RESPONSE_HEADERS = {
@@ -59,8 +47,7 @@ const RESPONSE_HEADERS = {
   'grpc-encoding': 'identity',
 } as const;
 const TRAILERS_ONLY_HEADERS = { ':status': 200, 'content-type': 'application/grpc+proto' } as const;
-const TIMEOUT = /^(\d{1,8})([HMSmun])$/;
-const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+const OK_TRAILERS = { 'grpc-status': GrpcStatus.OK, 'grpc-message': GrpcText.OK } as const;
 
 /** True for a stream this path answers: the rest goes to grpc-js. */
 export function isDirectInfer(headers: IncomingHttpHeaders): boolean {
@@ -70,36 +57,10 @@ export function isDirectInfer(headers: IncomingHttpHeaders): boolean {
   return typeof type === 'string' && type.startsWith('application/grpc') && (enc === undefined || enc === 'identity');
 }
 
-/**
- * Put the direct path in front of grpc-js's stream listener on every http2
- * server `server` has bound (call after the last bindAsync). False, with a
- * log line, when grpc-js is not the shape this was written for.
- */
-export function installDirectInfer(server: grpc.Server, api: ServerApi, opts: DirectInferOptions): boolean {
-  if (process.env.ENGINE_GRPC_DIRECT_INFER === '0') return false;
-  const s = server as unknown as GrpcServerInternals;
-  const servers = s.http2Servers;
-  const opened = typeof s.onStreamOpened === 'function' ? s.onStreamOpened.bind(server) : undefined;
-  if (!(servers instanceof Map) || servers.size === 0 || !opened) {
-    log.info('grpc-js Server has changed shape: ModelInfer is served by grpc-js (no direct path)');
-    return false;
-  }
-  for (const h2 of servers.keys()) {
-    if (typeof h2?.listeners !== 'function' || h2.listeners('stream').length !== 1) {
-      log.info('grpc-js http2 server does not have exactly one stream listener: ModelInfer is served by grpc-js (no direct path)');
-      return false;
-    }
-  }
-  for (const h2 of servers.keys()) {
-    const grpcJs = h2.listeners('stream')[0] as StreamListener;
-    h2.removeListener('stream', grpcJs);
-    h2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) => {
-      if (!isDirectInfer(headers)) return grpcJs.call(h2, stream, headers, flags);
-      opened(stream); // grpc-js's idle-connection accounting
-      new DirectInferCall(stream, headers, api, opts);
-    });
-  }
-  return true;
+/** The direct path as a route in front of grpc-js (grpc-js-internals.ts); undefined when ENGINE_GRPC_DIRECT_INFER=0. */
+export function directInferRoute(api: ServerApi, opts: DirectInferOptions): StreamRoute | undefined {
+  if (process.env.ENGINE_GRPC_DIRECT_INFER === '0') return undefined;
+  return { accepts: isDirectInfer, serve: (stream, headers) => new DirectInferCall(stream, headers, api, opts) };
 }
 
 /**
@@ -109,7 +70,7 @@ export function installDirectInfer(server: grpc.Server, api: ServerApi, opts: Di
  */
 class DirectInferCall {
   private readonly signal = new RequestCancel();
-  private readonly reader: MessageReader;
+  private readonly reader: UnaryMessageReader;
   private answered = false;
   private deadline: NodeJS.Timeout | undefined;
 
@@ -119,7 +80,7 @@ class DirectInferCall {
     private readonly api: ServerApi,
     private readonly opts: DirectInferOptions,
   ) {
-    this.reader = new MessageReader(opts.maxReceiveBytes);
+    this.reader = new UnaryMessageReader(opts.maxReceiveBytes, take);
     // Errors on the stream always come with a 'close' (handled there); this only keeps them from being uncaught.
     stream.on('error', ignore);
     stream.once('close', () => this.onClose());
@@ -130,15 +91,15 @@ class DirectInferCall {
   }
 
   private startDeadline(value: string): boolean {
-    const m = TIMEOUT.exec(value);
-    if (!m) {
-      this.answer(INTERNAL, `Invalid grpc-timeout value "${value}"`);
+    const ms = parseGrpcTimeout(value);
+    if (ms === undefined) {
+      this.answer(GrpcStatus.INTERNAL, GrpcText.invalidTimeout(value));
       return false;
     }
     this.deadline = setTimeout(() => {
-      this.answer(DEADLINE_EXCEEDED, 'Deadline exceeded');
+      this.answer(GrpcStatus.DEADLINE_EXCEEDED, GrpcText.DEADLINE_EXCEEDED);
       this.signal.abort();
-    }, (Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!) | 0);
+    }, ms);
     return true;
   }
 
@@ -151,26 +112,29 @@ class DirectInferCall {
 
   private onData(chunk: Buffer): void {
     if (this.answered) return;
-    const problem = this.reader.write(chunk);
-    if (problem) this.answer(problem.code, problem.details);
+    const r = this.reader.write(chunk);
+    if (r === READ_OK) return;
+    if (r === READ_TOO_LARGE) this.answer(GrpcStatus.RESOURCE_EXHAUSTED, GrpcText.receivedTooLarge(this.reader.oversize, this.opts.maxReceiveBytes));
+    else this.answer(GrpcStatus.UNIMPLEMENTED, GrpcText.secondRequestMessage(MODEL_INFER_PATH));
   }
 
   private onEnd(): void {
     if (this.answered) return;
-    const received = this.reader.message();
-    if (!received) return this.answer(UNIMPLEMENTED, `Received no request message for server streaming method ${MODEL_INFER_PATH}`);
-    let msg: Msg;
+    const received = this.reader.message;
+    if (!received) return this.answer(GrpcStatus.UNIMPLEMENTED, GrpcText.noRequestMessage(MODEL_INFER_PATH));
+    let msg: ModelInferRequest;
     try {
-      msg = this.opts.decode(received.subarray(5));
+      msg = this.opts.decode(received.subarray(PREFIX_BYTES));
     } catch {
-      return this.answer(INTERNAL, 'Error deserializing request');
+      return this.answer(GrpcStatus.INTERNAL, GrpcText.DESERIALIZE_REQUEST);
     }
     const tp = this.headers.traceparent;
-    modelInferCall(this.api, msg, this.reader.pooled, Array.isArray(tp) ? tp[0] : tp, this.signal, (err, res) => this.onResult(err, res));
+    const pooled = this.reader.messageInPlace ? undefined : received;
+    modelInferCall(this.api, msg, pooled, Array.isArray(tp) ? tp[0] : tp, this.signal, (err, res) => this.onResult(err, res));
   }
 
   /** Serialize now: the request's tensors (and the pooled buffer) are given back right after this returns. */
-  private onResult(err: unknown, res: Msg | undefined): void {
+  private onResult(err: unknown, res: ModelInferResponse<Uint8Array> | undefined): void {
     if (!res) {
       const f = grpcFailure(err);
       return this.answer(f.code, f.details);
@@ -180,12 +144,12 @@ class DirectInferCall {
       body = this.opts.encode(res);
     } catch (e) {
       log.error('ModelInfer: serializing the response failed', e);
-      return this.answer(INTERNAL, 'Error serializing response');
+      return this.answer(GrpcStatus.INTERNAL, GrpcText.SERIALIZE_RESPONSE);
     }
     if (this.opts.maxSendBytes !== -1 && body.length > this.opts.maxSendBytes) {
-      return this.answer(RESOURCE_EXHAUSTED, `Sent message larger than max (${body.length + 5} vs. ${this.opts.maxSendBytes})`);
+      return this.answer(GrpcStatus.RESOURCE_EXHAUSTED, GrpcText.sentTooLarge(body.length + PREFIX_BYTES, this.opts.maxSendBytes));
     }
-    this.answer(OK, 'OK', body);
+    this.answer(GrpcStatus.OK, GrpcText.OK, body);
   }
 
   /** The one exit: `message` (serialized, unprefixed) then OK trailers, or a trailers-only answer carrying `code` (grpc-js's shapes). */
@@ -196,94 +160,14 @@ class DirectInferCall {
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
     if (message === undefined) {
-      stream.respond({ ...TRAILERS_ONLY_HEADERS, 'grpc-status': code, 'grpc-message': encodeURI(details) }, { endStream: true });
+      stream.respond({ ...TRAILERS_ONLY_HEADERS, 'grpc-status': code, 'grpc-message': encodeGrpcMessage(details) }, { endStream: true });
       stream.resume(); // drop any body still arriving
       return;
     }
     stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
     stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-    // The 5-byte prefix and the message go out as one write (corked), without copying the message behind the prefix.
-    const prefix = Buffer.allocUnsafe(5);
-    prefix[0] = 0;
-    prefix.writeUInt32BE(message.length, 1);
-    stream.cork();
-    stream.write(prefix);
-    stream.end(message);
+    endWithMessage(stream, messagePrefix(message.length), message);
   }
 }
 
 const ignore = () => undefined;
-const OK_TRAILERS = { 'grpc-status': OK, 'grpc-message': 'OK' } as const;
-
-/**
- * Assembles the one length-prefixed message of a unary call from DATA
- * chunks. A message that arrives in one chunk is used in place (no copy);
- * otherwise it is copied into a buffer from the receive pool, which the call
- * gives back once answered (`pooled`). Only identity-encoded calls come
- * here, and like grpc-js it then reads a message flagged compressed as it is.
- */
-export class MessageReader {
-  private head = Buffer.alloc(5);
-  private headAt = 0;
-  private buf: Buffer | undefined;
-  private at = 0;
-  private whole: Buffer | undefined;
-  /** The receive-pool buffer holding the message, when it was assembled. */
-  pooled: Buffer | undefined;
-
-  constructor(private readonly maxBytes: number) {}
-
-  /** Take one chunk; a gRPC status for what is wrong with the stream, else undefined. */
-  write(chunk: Buffer): { code: number; details: string } | undefined {
-    let o = 0;
-    if (this.whole || (this.buf && this.at === this.buf.length)) {
-      return { code: UNIMPLEMENTED, details: `Received a second request message for server streaming method ${MODEL_INFER_PATH}` };
-    }
-    if (this.headAt < 5) {
-      // The common case: the whole message in this chunk, used in place.
-      if (this.headAt === 0 && chunk.length >= 5) {
-        const size = chunk.readUInt32BE(1);
-        const bad = this.check(size);
-        if (bad) return bad;
-        if (chunk.length === size + 5) {
-          this.whole = chunk;
-          this.headAt = 5;
-          return undefined;
-        }
-      }
-      const n = Math.min(5 - this.headAt, chunk.length);
-      chunk.copy(this.head, this.headAt, 0, n);
-      this.headAt += n;
-      o = n;
-      if (this.headAt < 5) return undefined;
-      const size = this.head.readUInt32BE(1);
-      const bad = this.check(size);
-      if (bad) return bad;
-      this.buf = take(size + 5);
-      this.head.copy(this.buf, 0);
-      this.at = 5;
-      this.pooled = this.buf;
-    }
-    const buf = this.buf!;
-    const n = Math.min(chunk.length - o, buf.length - this.at);
-    chunk.copy(buf, this.at, o, o + n);
-    this.at += n;
-    if (o + n < chunk.length) {
-      return { code: UNIMPLEMENTED, details: `Received a second request message for server streaming method ${MODEL_INFER_PATH}` };
-    }
-    return undefined;
-  }
-
-  /** The whole framed message (5-byte prefix included), or undefined when none (or only part of one) arrived. */
-  message(): Buffer | undefined {
-    if (this.whole) return this.whole;
-    return this.buf && this.at === this.buf.length ? this.buf : undefined;
-  }
-
-  private check(size: number): { code: number; details: string } | undefined {
-    if (this.maxBytes !== -1 && size > this.maxBytes) {
-      return { code: RESOURCE_EXHAUSTED, details: `Received message larger than max (${size} vs ${this.maxBytes})` };
-    }
-    return undefined;
-  }
-}

@@ -6,7 +6,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { failedRestriction, grpcRestrictedText, GRPC_RPC_GROUPS, type RestrictedFeatures } from '../restricted-api.ts';
 
-type Msg = Record<string, any>;
+/** Messages pass through unread: the check is on metadata only. */
+type Msg = unknown;
 
 /** A call's metadata value by (lowercase) name, for the restriction check. */
 const metadataReader = (md: grpc.Metadata) => (name: string) => {

@@ -6,27 +6,29 @@ import { lstatSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../../api/server-api.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../../protocol/index.ts';
+import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
+import type { HealthCheckRpc, InferenceRpcs, LogSettingValue, RepositoryParameter, StreamInferRpc, UnaryRpc } from '../../../protocol/kserve-rpcs.ts';
 import { capMessage, invalidArg, toStatusError } from '../../api/status.ts';
-import { paramValue, toInferRequest, toInferResponse } from './grpc-tensors.ts';
+import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
-import { installDirectInfer } from './grpc-direct-infer.ts';
-import { installPooledDecoder } from './grpc-message-decoder.ts';
-import { widenConnectionWindows, widenSettings } from './grpc-http2-window.ts';
+import { directInferRoute } from './grpc-direct-infer.ts';
+import { reachIntoGrpcJs } from './grpc-js-internals.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
 import { restricted } from './grpc-restricted.ts';
 
 /** The received message buffer of a ModelInferRequest (set by our deserializer), to give back to the receive pool. */
 const RECEIVED = Symbol('received message buffer');
+type ReceivedRequest = ModelInferRequest & { [RECEIVED]?: Buffer };
 
-type Msg = Record<string, any>;
-type Unary = (req: Msg, call: grpc.ServerUnaryCall<Msg, Msg>) => Promise<Msg> | Msg;
+type Rpcs = InferenceRpcs<Uint8Array>;
+type UnaryHandlers = { [M in UnaryRpc]: grpc.handleUnaryCall<Rpcs[M]['req'], Rpcs[M]['res']> };
 
-function replyError(cb: grpc.sendUnaryData<Msg>, err: unknown): void {
+function replyError<Res>(cb: grpc.sendUnaryData<Res>, err: unknown): void {
   cb(grpcFailure(err) as grpc.ServiceError, null);
 }
 
-function unary(fn: Unary): grpc.handleUnaryCall<Msg, Msg> {
+function unary<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res> | Res): grpc.handleUnaryCall<Req, Res> {
   return (call, cb) => {
     Promise.resolve()
       .then(() => fn(call.request, call))
@@ -49,24 +51,38 @@ const peer = (call: { getPeer(): string }) => {
   }
 };
 
-function repositoryParams(p: Msg | undefined): { config?: string; files: Record<string, Uint8Array>; unloadDependents: boolean } {
+function repositoryParams(p: Record<string, RepositoryParameter> | undefined): { config?: string; files: Record<string, Uint8Array>; unloadDependents: boolean } {
   const files: Record<string, Uint8Array> = {};
   let config: string | undefined;
   let unloadDependents = false;
-  for (const [k, v] of Object.entries(p ?? {})) {
-    const m = v as Msg;
+  for (const [k, m] of Object.entries(p ?? {})) {
     const choice = m.parameter_choice;
     if (k === 'config') config = String(m.string_param ?? '');
     else if (k.startsWith('file:')) {
       if (choice !== 'bytes_param') throw invalidArg(`load parameter '${k}' must be bytes`);
-      files[k.slice(5)] = m.bytes_param;
+      files[k.slice(5)] = m.bytes_param ?? new Uint8Array(0);
     } else if (k === 'unload_dependents') unloadDependents = !!m.bool_param;
     else throw invalidArg(`unknown repository parameter '${k}'`);
   }
   return { config, files, unloadDependents };
 }
 
-function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
+/** LogSettings' SettingValue (a oneof) -> JS value. */
+function logSettingValue(v: LogSettingValue): boolean | number | string {
+  switch (v.parameter_choice) {
+    case 'bool_param':
+      return !!v.bool_param;
+    case 'uint32_param':
+      return Number(v.uint32_param);
+    default:
+      return v.string_param ?? '';
+  }
+}
+
+const toLogSettingValue = (v: boolean | number | string): LogSettingValue =>
+  typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: String(v) };
+
+function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
     ServerReady: unary(() => ({ ready: api.isReady() })),
@@ -110,21 +126,19 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
     }),
     TraceSetting: unary((r) => {
       const update: Record<string, string[]> = {};
-      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = [...((v as Msg).value ?? [])];
+      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = [...(v.value ?? [])];
       const s = api.traceSettings(r.model_name || undefined, Object.keys(update).length ? update : undefined);
       return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, { value: v }])) };
     }),
     LogSettings: unary((r) => {
       const update: Record<string, boolean | number | string> = {};
-      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = paramValue(v as Msg) as boolean | number | string;
+      for (const [k, v] of Object.entries(r.settings ?? {})) update[k] = logSettingValue(v);
       const s = api.logSettings(Object.keys(update).length ? update : undefined);
-      const enc = (v: unknown) =>
-        typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: String(v) };
-      return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, enc(v)])) };
+      return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, toLogSettingValue(v)])) };
     }),
-    ModelInfer: (call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) => {
+    ModelInfer: (call: grpc.ServerUnaryCall<ModelInferRequest, ModelInferResponse<Uint8Array>>, cb: grpc.sendUnaryData<ModelInferResponse<Uint8Array>>) => {
       // grpc-js serializes synchronously inside cb, as modelInferCall needs.
-      const received = (call.request as Record<symbol, unknown>)[RECEIVED] as Buffer | undefined;
+      const received = (call.request as ReceivedRequest)[RECEIVED];
       let settled = false;
       // Not an AbortController: a cheaper signal the schedulers accept (cancel-signal.ts).
       const ac = new RequestCancel();
@@ -137,11 +151,11 @@ function handlers(api: ServerApi): grpc.UntypedServiceImplementation {
         else replyError(cb, err);
       });
     },
-    ModelStreamInfer: (call: grpc.ServerDuplexStream<Msg, Msg>) => {
+    ModelStreamInfer: (call: grpc.ServerDuplexStream<StreamInferRpc['req'], StreamInferRpc['res']>) => {
       let pending = 0;
       let ended = false;
       const maybeEnd = () => ended && pending === 0 && call.end();
-      call.on('data', (m: Msg) => {
+      call.on('data', (m: ModelInferRequest) => {
         pending++;
         Promise.resolve()
           .then(() => {
@@ -186,8 +200,8 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
     ModelInfer: {
       ...m,
       requestDeserialize: (b: Buffer) => {
-        const msg = deserialize(b) as Msg;
-        (msg as Record<symbol, unknown>)[RECEIVED] = b;
+        const msg = deserialize(b) as ReceivedRequest;
+        msg[RECEIVED] = b;
         return msg;
       },
     },
@@ -203,13 +217,12 @@ export async function startGrpcServer(
   api: ServerApi,
   opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures },
 ): Promise<{ port: number; close(): Promise<void> }> {
-  installPooledDecoder();
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
-  widenSettings(server); // 1 MiB frames, 16 MiB stream windows: see grpc-http2-window.ts
   server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api), opts.restricted));
-  server.addService(healthService(), restricted({
+  const health: { Check: grpc.handleUnaryCall<HealthCheckRpc['req'], HealthCheckRpc['res']> } = {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
-  }, opts.restricted));
+  };
+  server.addService(healthService(), restricted(health, opts.restricted));
   const bind = (address: string) =>
     new Promise<number>((resolve, reject) =>
       server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
@@ -220,14 +233,20 @@ export async function startGrpcServer(
     removeStaleSocket(sock);
     await bind(`unix:${sock}`);
   }
-  widenConnectionWindows(server);
   const infer = inferenceService().ModelInfer!;
+  // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
   // The direct path does not check restrictions: with `inference` restricted, grpc-js serves ModelInfer.
-  if (!opts.restricted?.has('inference')) installDirectInfer(server, api, {
-    maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
-    maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
-    decode: infer.requestDeserialize as (b: Buffer) => Msg,
-    encode: infer.responseSerialize as (m: Msg) => Buffer,
+  reachIntoGrpcJs(server, {
+    widenHttp2: true,
+    route: opts.restricted?.has('inference')
+      ? undefined
+      : directInferRoute(api, {
+          maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
+          maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
+          decode: infer.requestDeserialize as (b: Buffer) => ModelInferRequest,
+          encode: infer.responseSerialize as (m: ModelInferResponse<Uint8Array>) => Buffer,
+        }),
+    pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0',
   });
   return {
     port,

@@ -6,42 +6,47 @@ import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutp
 import { isDatatype, serializeBytes, type Datatype, numberToFp16 } from '../../api/datatypes.ts';
 import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
+import type {
+  InferInputTensor, InferOutputTensor, InferParameter, InferParameterChoice, InferRequestedOutputTensor, InferTensorContents, ModelInferRequest,
+  ModelInferResponse, Parameters,
+} from '../../../protocol/kserve-messages.ts';
 
-type Msg = Record<string, any>; // decoded protobufjs message (snake_case fields)
+/** The oneof's fields, in the order a value without parameter_choice is looked for. */
+const PARAM_FIELDS: readonly InferParameterChoice[] = ['string_param', 'int64_param', 'bool_param', 'double_param', 'uint64_param'];
 
-/** InferParameter (oneof) -> JS value. */
-export function paramValue(p: Msg): ParamValue {
+/** InferParameter (oneof) -> JS value. A decoded one names its field; a plain object is read by which field it has. */
+function paramValue(p: InferParameter): ParamValue {
   switch (p.parameter_choice) {
-    case 'bool_param': return p.bool_param;
+    case 'bool_param': return p.bool_param!;
     case 'int64_param': return Number(p.int64_param);
     case 'uint64_param': return Number(p.uint64_param);
-    case 'double_param': return p.double_param;
-    case 'string_param': return p.string_param;
+    case 'double_param': return p.double_param!;
+    case 'string_param': return p.string_param!;
     default: {
-      for (const k of ['string_param', 'int64_param', 'bool_param', 'double_param', 'uint64_param']) {
-        if (Object.prototype.hasOwnProperty.call(p, k)) return p[k];
+      for (const k of PARAM_FIELDS) {
+        if (Object.prototype.hasOwnProperty.call(p, k)) return p[k]!;
       }
       return '';
     }
   }
 }
 
-export function paramsOf(map: Msg | undefined): Record<string, ParamValue> {
+function paramsOf(map: Parameters | undefined): Record<string, ParamValue> {
   const out: Record<string, ParamValue> = {};
-  for (const [k, v] of Object.entries(map ?? {})) out[k] = paramValue(v as Msg);
+  for (const [k, v] of Object.entries(map ?? {})) out[k] = paramValue(v);
   return out;
 }
 
 /** JS value -> InferParameter. */
-export function toParam(v: ParamValue): Msg {
+function toParam(v: ParamValue): InferParameter {
   if (typeof v === 'boolean') return { bool_param: v };
   if (typeof v === 'string') return { string_param: v };
   if (typeof v === 'bigint') return { int64_param: Number(v) };
   return Number.isInteger(v) ? { int64_param: v } : { double_param: v };
 }
 
-function typedContents(dt: Datatype, c: Msg, name: string): Uint8Array {
-  const pick = (field: string) => (c[field] ?? []) as any[];
+function typedContents(dt: Datatype, c: InferTensorContents, name: string): Uint8Array {
+  const pick = <K extends keyof InferTensorContents>(field: K): NonNullable<InferTensorContents[K]> => c[field] ?? [];
   const pack = <T extends ArrayBufferView>(arr: T) => new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
   switch (dt) {
     case 'BOOL': return Uint8Array.from(pick('bool_contents'), (b) => (b ? 1 : 0));
@@ -55,7 +60,7 @@ function typedContents(dt: Datatype, c: Msg, name: string): Uint8Array {
     case 'UINT64': return pack(BigUint64Array.from(pick('uint64_contents'), (x) => BigInt(x)));
     case 'FP32': return pack(Float32Array.from(pick('fp32_contents')));
     case 'FP64': return pack(Float64Array.from(pick('fp64_contents')));
-    case 'BYTES': return serializeBytes(pick('bytes_contents') as Uint8Array[]);
+    case 'BYTES': return serializeBytes(pick('bytes_contents'));
     case 'FP16': {
       if (pick('fp32_contents').length) return pack(Uint16Array.from(pick('fp32_contents'), numberToFp16));
       return new Uint8Array(0);
@@ -66,9 +71,9 @@ function typedContents(dt: Datatype, c: Msg, name: string): Uint8Array {
 }
 
 /** Decode a ModelInferRequest into an engine request. */
-export function toInferRequest(m: Msg): InferRequest {
+export function toInferRequest(m: ModelInferRequest): InferRequest {
   const raw: Uint8Array[] = m.raw_input_contents ?? [];
-  const inputsMsg: Msg[] = m.inputs ?? [];
+  const inputsMsg: InferInputTensor[] = m.inputs ?? [];
   if (raw.length) {
     for (const i of inputsMsg) {
       if (i.contents) {
@@ -96,7 +101,7 @@ export function toInferRequest(m: Msg): InferRequest {
   if (raw.length && rawIdx !== raw.length) {
     throw invalidArg(`${raw.length} raw_input_contents given for ${rawIdx} input(s) that take raw data, model '${m.model_name}'`);
   }
-  const outputs: RequestedOutput[] = (m.outputs ?? []).map((o: Msg) => {
+  const outputs: RequestedOutput[] = (m.outputs ?? []).map((o: InferRequestedOutputTensor) => {
     const p = paramsOf(o.parameters);
     const shm = parseShmParams(p, o.name, 'output');
     const out: RequestedOutput = shm ? { name: o.name, shm } : { name: o.name };
@@ -108,7 +113,7 @@ export function toInferRequest(m: Msg): InferRequest {
     return out;
   });
   const parameters = paramsOf(m.parameters);
-  const sid = (m.parameters as Msg | undefined)?.sequence_id as Msg | undefined;
+  const sid = m.parameters?.sequence_id;
   if (sid) {
     // Triton's type check: a correlation ID is an integer or a string parameter.
     if (sid.parameter_choice === 'double_param' || sid.parameter_choice === 'bool_param') {
@@ -129,11 +134,11 @@ export function toInferRequest(m: Msg): InferRequest {
 }
 
 /** Encode an engine response as a ModelInferResponse (bytes in raw_output_contents). */
-export function toInferResponse(r: InferResponse): Msg {
-  const outputs: Msg[] = [];
+export function toInferResponse(r: InferResponse): ModelInferResponse<Uint8Array> {
+  const outputs: InferOutputTensor[] = [];
   const raw: Uint8Array[] = [];
   for (const o of r.outputs) {
-    const t: Msg = { name: o.name, datatype: o.datatype, shape: o.shape };
+    const t: InferOutputTensor = { name: o.name, datatype: o.datatype, shape: o.shape };
     if (o.shm) {
       t.parameters = {
         shared_memory_region: { string_param: o.shm.region },
@@ -145,7 +150,7 @@ export function toInferResponse(r: InferResponse): Msg {
     raw.push(o.shm ? new Uint8Array(0) : o.data);
     outputs.push(t);
   }
-  const res: Msg = { model_name: r.modelName, model_version: r.modelVersion, outputs, raw_output_contents: raw };
+  const res: ModelInferResponse<Uint8Array> = { model_name: r.modelName, model_version: r.modelVersion, outputs, raw_output_contents: raw };
   if (r.id) res.id = r.id;
   if (r.parameters) res.parameters = Object.fromEntries(Object.entries(r.parameters).map(([k, v]) => [k, toParam(v)]));
   return res;

@@ -11,8 +11,8 @@ import type { RequestCancel } from '../../api/cancel-signal.ts';
 import { capMessage, grpcStatusOf, toStatusError } from '../../api/status.ts';
 import { log } from '../../../common/logger.ts';
 import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
-
-type Msg = Record<string, any>;
+import type { GrpcOutcome } from '../../../protocol/grpc-status.ts';
+import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 
 /**
  * Run the decoded request `msg`. `answer` is called exactly once, with the
@@ -22,11 +22,11 @@ type Msg = Record<string, any>;
  */
 export function modelInferCall(
   api: ServerApi,
-  msg: Msg,
+  msg: ModelInferRequest,
   received: Buffer | undefined,
   traceparent: string | undefined,
   signal: RequestCancel,
-  answer: (err: unknown, res?: Msg) => void,
+  answer: (err: unknown, res?: ModelInferResponse<Uint8Array>) => void,
 ): void {
   const finish = (err: unknown, res?: InferResponse) => {
     try {
@@ -51,7 +51,7 @@ export function modelInferCall(
 }
 
 /** The gRPC status of a failure: Triton's code mapped once, the message capped; INTERNAL ones logged with detail. */
-export function grpcFailure(err: unknown): { code: number; details: string } {
+export function grpcFailure(err: unknown): GrpcOutcome {
   const se = toStatusError(err);
   if (se.code === 'INTERNAL') log.error(se.message, se.detail ?? err);
   return { code: grpcStatusOf(se.code), details: capMessage(se.message) };
