@@ -181,6 +181,7 @@ export class InferenceServer implements ServerApi {
     try {
       return this.repository.get(name, version).state === 'READY';
     } catch {
+      // get() throws NOT_FOUND for an unknown model or version: that model is not ready.
       return false;
     }
   }

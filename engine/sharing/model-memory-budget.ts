@@ -42,7 +42,7 @@ export class MemoryBudget {
   /** Run `fn` with no other budgeted load or eviction at the same time. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.lock.then(fn, fn);
-    this.lock = run.catch(() => undefined);
+    this.lock = run.catch(() => undefined); // the chain only orders sections: run's own rejection reaches the caller
     return run;
   }
 
