@@ -1,3 +1,4 @@
+// over 300 lines: scan, load, unload, reload and shutdown all decide under one per-model lock and one model table
 // The model repository manager (Triton's model_repository_manager): scans the
 // repository, loads/unloads/reloads models under the control mode, and owns
 // every loaded ModelVersion. Loads of one model are serialized; a reload
