@@ -37,6 +37,14 @@ module.exports = {
       to: { path: '^(gateway|client|functions|scripts|deploy|test)/' },
     },
     {
+      // The contract holds only types and small shared helpers; implementations depend on it, never the reverse.
+      name: 'api-is-the-contract',
+      severity: 'error',
+      comment: 'engine/api/ imports only engine/api/, protocol/ and common/: the contract never reaches an implementation',
+      from: { path: '^engine/api/' },
+      to: { path: '^(engine/(?!api/)|gateway/|client/)' },
+    },
+    {
       // Backends execute models; they never know which protocol a request came in on.
       name: 'backends-not-frontends',
       severity: 'error',

@@ -53,6 +53,11 @@ describe('layering (dependency-cruiser)', () => {
       files: { 'engine/frontends/grpc/grpc-server.ts': "import { x } from '../../scheduling/instance-pool.ts';\nexport const y = x;\n", 'engine/scheduling/instance-pool.ts': leaf },
     },
     {
+      rule: 'api-is-the-contract',
+      from: 'engine/api/sharing-status.ts',
+      files: { 'engine/api/sharing-status.ts': "import type { x } from '../sharing/response-cache.ts';\nexport type Y = typeof x;\n", 'engine/sharing/response-cache.ts': leaf },
+    },
+    {
       rule: 'backends-not-frontends',
       from: 'engine/backends/js/js-backend.ts',
       files: { 'engine/backends/js/js-backend.ts': "import { x } from '../../frontends/http/http-util.ts';\nexport const y = x;\n", 'engine/frontends/http/http-util.ts': leaf },
