@@ -2,14 +2,14 @@
 // 404: calls to a name the gateway has not seen as an ensemble (an implicit
 // function it cannot look up while the engine is away), to a gateway started
 // while the engine was already down, and again within the registry's refresh
-// interval. The real engine (a two-step js ensemble) and real gateways.
+// interval. The real engine (a two-step js ensemble) and real gateways
+// (quiet under vitest: its ENGINE_QUIET=1 silences both processes' logs).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
 import { ENS_ECHO_CONFIG, writeTestRepository } from '../fixtures/test-models.ts';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
@@ -29,7 +29,6 @@ const call = (base: string, fn: string) =>
   fetch(`${base}/fn/${fn}`, { method: 'POST', body: JSON.stringify({ inputs: { X: [1, 2] } }), headers: { 'Content-Type': 'application/json' } });
 
 beforeAll(async () => {
-  setQuiet(true);
   repo = writeTestRepository(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-outage-')), ['js_echo']);
   fs.mkdirSync(path.join(repo, 'ens_echo', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'ens_echo', 'config.pbtxt'), ENS_ECHO_CONFIG);
