@@ -120,6 +120,7 @@ export function listSharedMemoryKeys(prefix = '/'): string[] {
   try {
     names = readdirSync('/dev/shm');
   } catch {
+    // No /dev/shm (not Linux, or not mounted): there are no POSIX shm objects to list.
     return [];
   }
   return names

@@ -23,7 +23,6 @@ async function main(): Promise<void> {
   const engine = await startEngine(opts);
   const index = engine.server.repositoryIndex(false);
   for (const m of index) log.info(`model ${m.name}${m.version ? `:${m.version}` : ''} ${m.state}${m.reason ? ` (${m.reason})` : ''}`);
-  log.info(`engine ready: ${index.filter((m) => m.state === 'READY').length}/${index.length} models READY`);
   let stopping = false;
   const shutdown = (sig: string) => {
     if (stopping) return;
@@ -42,6 +41,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Ready is said only once SIGTERM/SIGINT are handled: a supervisor that stops the engine on this line gets a drain, not a kill.
+  log.info(`engine ready: ${index.filter((m) => m.state === 'READY').length}/${index.length} models READY`);
 }
 
 main().catch((err) => {

@@ -16,6 +16,7 @@ import type { FunctionDeployer } from './deploy/function-deployer.ts';
 import { openApiDocument } from './openapi.ts';
 import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
 import { log } from './trace.ts';
+import type { GatewayEnv } from './gateway-env.ts';
 
 export interface AppDeps extends InvokeDeps {
   store: LeaseStore;
@@ -32,7 +33,7 @@ export interface AppDeps extends InvokeDeps {
 }
 
 export interface GatewayApp {
-  app: Hono;
+  app: Hono<GatewayEnv>;
   /** Calls being served now. */
   inflight(): number;
   /** Stop background work the app owns (the console's chart sampler). */
@@ -42,13 +43,13 @@ export interface GatewayApp {
 }
 
 export function createApp(deps: AppDeps): GatewayApp {
-  const app = new Hono();
+  const app = new Hono<GatewayEnv>();
   let inflight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
 
   app.onError((err, c) => {
-    const transfer = (c.get('transfer' as never) as string | undefined) ?? 'inline';
+    const transfer = c.get('transfer') ?? 'inline';
     c.header('X-Payload-Transfer', transfer);
     if (err instanceof GatewayError) {
       if (err.status >= 500) log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
@@ -107,9 +108,9 @@ export function createApp(deps: AppDeps): GatewayApp {
       await next();
     } finally {
       inflight--;
-      const transfer = (c.get('transfer' as never) as string | undefined) ?? 'inline';
+      const transfer = c.get('transfer') ?? 'inline';
       c.res.headers.set('X-Payload-Transfer', transfer);
-      deps.metrics?.observe((c.get('fn' as never) as string | undefined) ?? '(unknown)', c.res.status, transfer, (performance.now() - t0) / 1000);
+      deps.metrics?.observe(c.get('fn') ?? '(unknown)', c.res.status, transfer, (performance.now() - t0) / 1000);
       if (draining && inflight === 0) drained?.();
     }
   });

@@ -92,7 +92,7 @@ export function tooLarge(c: Context, fn: string, limit: number): Error {
   c.header('Connection', 'close');
   const incoming = incomingOf(c);
   if (incoming && !incoming.destroyed) {
-    incoming.on('error', () => undefined);
+    incoming.on('error', () => undefined); // the 413 is already decided; a reset while draining changes nothing
     incoming.resume();
   }
   return gatewayError('BODY_TOO_LARGE', { name: fn, limit });

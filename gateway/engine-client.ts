@@ -220,6 +220,7 @@ export class EngineClient extends EventEmitter implements EngineApi {
     try {
       return (await this.client.serverLive({ timeoutMs: 500 })).live;
     } catch {
+      // No answer to a liveness question is the answer: not live (the caller reports ENGINE_UNAVAILABLE).
       return false;
     }
   }

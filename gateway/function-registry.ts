@@ -122,11 +122,19 @@ export function implicitDefinition(model: string): FunctionDefinition {
   return FunctionDefinitionSchema.parse({ name: model, target: { model } });
 }
 
+/** True for the engine client's errors that mean the engine itself could not answer. */
+function engineDown(e: unknown): boolean {
+  const code = (e as { code?: string }).code;
+  return code === 'ENGINE_UNAVAILABLE' || code === 'ENGINE_TIMEOUT';
+}
+
 export class FunctionRegistry {
   private defs = new Map<string, FunctionDefinition>();
   private bundleVersion = '0';
   private ensembles = new Set<string>();
   private lastRefresh = 0;
+  /** Why the last refresh failed (undefined: it succeeded). */
+  private refreshFailure: unknown;
   private readonly cache = new Map<string, { md: ModelMetadataResponse; fn: ResolvedFunction }>();
 
   constructor(
@@ -154,23 +162,38 @@ export class FunctionRegistry {
     return [...this.defs.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** Re-read which ensembles the engine serves (rate-limited unless forced). */
+  /**
+   * Re-read which ensembles the engine serves (rate-limited unless forced).
+   * Throws the engine client's catalog error (ENGINE_UNAVAILABLE, _TIMEOUT,
+   * _ERROR) when the engine cannot be asked; within the rate limit a failed
+   * refresh throws again, so an outage never reads as "no such ensemble".
+   */
   async refreshEnsembles(force = false): Promise<void> {
     const now = Date.now();
-    if (!force && now - this.lastRefresh < this.refreshIntervalMs) return;
-    this.lastRefresh = now;
-    const found = new Set<string>();
-    const models = await this.engine.listModels();
-    for (const m of models) {
-      if (m.state && m.state !== 'READY') continue;
-      try {
-        const md = await this.engine.modelMetadata(m.name);
-        if (md.platform === 'ensemble') found.add(m.name);
-      } catch {
-        // not ready after all: leave it out
-      }
+    if (!force && now - this.lastRefresh < this.refreshIntervalMs) {
+      if (this.refreshFailure !== undefined) throw this.refreshFailure;
+      return;
     }
-    this.ensembles = found;
+    this.lastRefresh = now;
+    try {
+      const found = new Set<string>();
+      const models = await this.engine.listModels();
+      for (const m of models) {
+        if (m.state && m.state !== 'READY') continue;
+        try {
+          const md = await this.engine.modelMetadata(m.name);
+          if (md.platform === 'ensemble') found.add(m.name);
+        } catch (e) {
+          if (engineDown(e)) throw e;
+          // Unloaded between the index and this question: not an ensemble we serve now.
+        }
+      }
+      this.ensembles = found;
+      this.refreshFailure = undefined;
+    } catch (e) {
+      this.refreshFailure = e;
+      throw e;
+    }
   }
 
   /** Names of every callable function (explicit + implicit ensembles). */
@@ -184,7 +207,8 @@ export class FunctionRegistry {
     let def = this.defs.get(name);
     let implicit = false;
     if (!def) {
-      if (!this.ensembles.has(name)) await this.refreshEnsembles().catch(() => undefined);
+      // An engine that cannot be asked answers with its own error (503/504/502), never FUNCTION_NOT_FOUND.
+      if (!this.ensembles.has(name)) await this.refreshEnsembles();
       if (!this.ensembles.has(name)) throw gatewayError('FUNCTION_NOT_FOUND', { name });
       def = implicitDefinition(name);
       implicit = true;
@@ -210,7 +234,12 @@ export class FunctionRegistry {
 
   /** Every function that resolves now, plus the names that do not and why. */
   async list(): Promise<{ functions: ResolvedFunction[]; unavailable: Array<{ name: string; reason: string }> }> {
-    await this.refreshEnsembles().catch(() => undefined);
+    try {
+      await this.refreshEnsembles();
+    } catch {
+      // Dropped on purpose: the listing still answers, each explicit function below says in `unavailable` that the
+      // engine is not reachable, and the engine client logged the outage once when it saw it.
+    }
     const functions: ResolvedFunction[] = [];
     const unavailable: Array<{ name: string; reason: string }> = [];
     for (const n of this.names()) {

@@ -6,6 +6,7 @@
 // reply JSON or one output's raw bytes. Slices go back to the arena when the
 // reply has been built.
 import type { Context } from 'hono';
+import type { GatewayEnv } from './gateway-env.ts';
 import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
 import { checkApiKey } from './api-key.ts';
 import { contentLength, readBody, readBodyInto, tooLarge } from './body-reader.ts';
@@ -228,7 +229,7 @@ export async function runFunction(
     // Only then: any other failure (a corrupt image) would do the work twice and send the body over gRPC.
     const used = [...inputs.map((t) => t.at?.region), ...[...at.values()].map((p) => p.slice.region)];
     const retry = staged && deps.arena && mayBeRegionLost(e)
-      && retryInline(used, await deps.arena.verifyRegistration().catch(() => []));
+      && retryInline(used, await deps.arena.verifyRegistration().catch(() => [])); // cannot re-register: no retry, the call's own error is thrown
     if (!retry) throw e;
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;
@@ -246,9 +247,9 @@ export async function runFunction(
 }
 
 /** Handle one HTTP call; records the function and payload transfer in c.var for the app's middleware. */
-export async function invoke(c: Context, deps: InvokeDeps, name: string): Promise<Response> {
+export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: string): Promise<Response> {
   const fn = await deps.registry.resolve(name);
-  c.set('fn' as never, fn.name as never);
+  c.set('fn', fn.name);
   checkApiKey(fn.definition, (h) => c.req.header(h));
   const id = c.req.header('x-request-id') ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
@@ -260,7 +261,7 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
     const { specs, binary } = selectOutputs(fn, wanted, c);
     const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
     status = 200;
-    c.set('transfer' as never, transfer as never);
+    c.set('transfer', transfer);
     if (binary) {
       const o = outputs.find((x) => x.spec.tensor === binary.tensor);
       if (!o) throw gatewayError('ENGINE_ERROR', { name: fn.name });
@@ -272,7 +273,7 @@ export async function invoke(c: Context, deps: InvokeDeps, name: string): Promis
     return c.json(replyJson(fn, outputs) as Record<string, unknown>);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
-    c.set('transfer' as never, slices.transfer as never); // a staged call the engine refused was still staged
+    c.set('transfer', slices.transfer); // a staged call the engine refused was still staged
     throw e;
   } finally {
     span?.end(status);

@@ -106,7 +106,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   }
   const registry = new FunctionRegistry(engine, definitions);
   if (!(await engine.check())) log.warn(`engine at ${engine.address} is not ready yet; calls answer 503 until it is`);
-  await registry.refreshEnsembles(true).catch(() => undefined);
+  await registry.refreshEnsembles(true).catch(() => undefined); // engine not ready (warned above): the first call asks again
   for (const d of definitions) {
     await registry.resolve(d.name).catch((e) => log.warn(`function '${d.name}': ${(e as Error).message}`));
   }
@@ -209,6 +209,6 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
 async function retrySync(deployer: FunctionDeployer, definitions: FunctionDefinition[]): Promise<void> {
   for (let delay = 500; !deployer.active; delay = Math.min(delay * 2, 10_000)) {
     await new Promise((r) => setTimeout(r, delay).unref());
-    await deployer.start(definitions).catch(() => undefined);
+    await deployer.start(definitions).catch(() => undefined); // still down (its first failure was logged): retried with backoff
   }
 }

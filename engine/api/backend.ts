@@ -4,7 +4,6 @@
 import type { ModelConfig } from './model-config.ts';
 import type { Datatype } from './datatypes.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from './scheduler.ts';
-import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import { unsupported } from './status.ts';
 
@@ -23,7 +22,6 @@ export interface BackendContext {
   /** <repo>/<model>/<version> */
   versionDir: string;
   config: ModelConfig;
-  shm: SharedMemoryManager;
   /** Run a request on another model of this engine through its own scheduler (ensembles). */
   infer: (request: InferRequest) => Promise<InferResponse>;
   /** Normalized configs of the engine's other loaded models (ensembles). */

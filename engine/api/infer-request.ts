@@ -5,27 +5,10 @@ import type { Datatype } from './datatypes.ts';
 import type { StatusError } from './status.ts';
 import type { RequestTrace } from './request-trace.ts';
 import type { CancelSignal } from './cancel-signal.ts';
+import type { ShmRef, Tensor } from './tensor.ts';
 
-/** Where a tensor's bytes live in a registered system shared-memory region. */
-export interface ShmRef {
-  /** Registered region name (as given to SystemSharedMemoryRegister). */
-  region: string;
-  /** Offset inside the registered region (not the shm object). */
-  offset: number;
-  byteSize: number;
-}
-
-/**
- * A tensor. `data` holds its bytes (little-endian, BYTES serialized with
- * 4-byte lengths). The bytes may be a view over a shm mapping: consumers must
- * not keep them past the request's completion.
- */
-export interface Tensor {
-  name: string;
-  datatype: Datatype;
-  shape: number[];
-  data: Uint8Array;
-}
+// Importers keep reading the tensor types from infer-request.ts.
+export type { ShmRef, Tensor } from './tensor.ts';
 
 /** Where the engine found an input's shm bytes: enough for a worker thread to map them itself. */
 export interface ShmLocation {

@@ -3,8 +3,14 @@
 // TENSORS, its tensors. Built by the TraceManager when a request is sampled;
 // the schedulers report through InferRequest.onExecuted and the server marks
 // the end. Timestamps are process.hrtime ns (monotonic), always in order.
-import type { Tensor } from './infer-request.ts';
-import type { ExecutionTiming } from './scheduler.ts';
+import type { Tensor } from './tensor.ts';
+
+/** Time spent by one execution of a batch, in nanoseconds. */
+export interface ExecutionTiming {
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+}
 
 export type TraceActivity =
   | 'REQUEST_START'

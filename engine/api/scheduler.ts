@@ -3,6 +3,10 @@
 // a model only delegates to its scheduler.
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import { StatusError } from './status.ts';
+import type { ExecutionTiming } from './request-trace.ts';
+
+// Importers keep reading ExecutionTiming from scheduler.ts.
+export type { ExecutionTiming } from './request-trace.ts';
 
 export interface Scheduler {
   /** Queue a request; resolves with its response or rejects with a StatusError. */
@@ -11,13 +15,6 @@ export interface Scheduler {
   inflightCount(): number;
   /** Stop accepting (new enqueues reject UNAVAILABLE) and resolve once in-flight work is done. */
   stop(): Promise<void>;
-}
-
-/** Time spent by one execution of a batch, in nanoseconds. */
-export interface ExecutionTiming {
-  computeInputNs: number;
-  computeInferNs: number;
-  computeOutputNs: number;
 }
 
 export interface ExecuteResult {

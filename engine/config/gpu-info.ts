@@ -15,6 +15,7 @@ export function usableGpuCount(): number {
   try {
     visible = fs.readdirSync('/proc/driver/nvidia/gpus').length;
   } catch {
+    // no NVIDIA driver here: no GPUs
     visible = 0;
   }
   cached = cuda ? visible : 0;

@@ -8,13 +8,10 @@ import { validateAgainstModel, validateModelConfig, type Fail } from './model-co
 import { fromConfigType, toConfigType, type Datatype } from '../api/datatypes.ts';
 import { engineSuppliedInputs, sequenceSpecOf, stateOutputs } from './sequence-config.ts';
 import type { ModelConfig, ModelTensorConfig, ModelInstanceGroup, DynamicBatching, QueuePolicy } from '../api/model-config.ts';
+import { ENSEMBLE_PLATFORM, isEnsemble, type IOInfo } from './model-config-tensors.ts';
 
-/** One input/output as the model file declares it; -1 marks a dynamic dim. */
-export interface IOInfo {
-  name: string;
-  datatype: Datatype;
-  shape: number[];
-}
+// Importers keep reading these from model-config-utils.ts.
+export { ENSEMBLE_PLATFORM, dimsCompatible, findInput, findOutput, isEnsemble, modelTensorShape, tensorDatatype, type IOInfo } from './model-config-tensors.ts';
 
 export interface NormalizeOptions {
   /** The model's directory name. */
@@ -31,7 +28,6 @@ export interface NormalizeOptions {
   inferredBackend?: string;
 }
 
-export const ENSEMBLE_PLATFORM = 'ensemble';
 /** Triton's default-max-batch-size used by autocomplete. */
 export const DEFAULT_MAX_BATCH_SIZE = 4;
 
@@ -46,33 +42,6 @@ const BACKEND_TO_PLATFORM: Record<string, string> = { onnxruntime: 'onnxruntime_
 const DEFAULT_FILENAME: Record<string, string> = { onnxruntime: 'model.onnx' };
 /** Instances per CPU group when the config has no instance_group. */
 const DEFAULT_CPU_COUNT: Record<string, number> = { onnxruntime: 2, js: 1 };
-
-/** True for `platform: "ensemble"`. */
-export function isEnsemble(config: ModelConfig): boolean {
-  return config.platform === ENSEMBLE_PLATFORM;
-}
-
-/** The full tensor shape a request carries: dims with a -1 batch dim first when the model batches. */
-export function modelTensorShape(config: ModelConfig, tensor: ModelTensorConfig): number[] {
-  return config.max_batch_size > 0 ? [-1, ...tensor.dims] : [...tensor.dims];
-}
-
-/** The wire datatype (FP32) of a config tensor (TYPE_FP32). */
-export function tensorDatatype(tensor: ModelTensorConfig): Datatype {
-  return fromConfigType(tensor.data_type);
-}
-
-export function findInput(config: ModelConfig, name: string): ModelTensorConfig | undefined {
-  return config.input.find((t) => t.name === name);
-}
-export function findOutput(config: ModelConfig, name: string): ModelTensorConfig | undefined {
-  return config.output.find((t) => t.name === name);
-}
-
-/** True when `actual` fits `pattern`, -1 in either matching any size. */
-export function dimsCompatible(pattern: readonly number[], actual: readonly number[]): boolean {
-  return pattern.length === actual.length && pattern.every((d, i) => d === -1 || actual[i] === -1 || d === actual[i]);
-}
 
 /** Fill defaults, autocomplete when allowed, then validate; returns a new config. */
 export function normalizeModelConfig(raw: ModelConfig, opts: NormalizeOptions): ModelConfig {

@@ -4,7 +4,7 @@
 import { invalidArg } from '../api/status.ts';
 import { toConfigType } from '../api/datatypes.ts';
 import type { ModelConfig, ModelTensorConfig } from '../api/model-config.ts';
-import { ENSEMBLE_PLATFORM, dimsCompatible, findInput, isEnsemble, type IOInfo } from './model-config-utils.ts';
+import { ENSEMBLE_PLATFORM, dimsCompatible, findInput, isEnsemble, type IOInfo } from './model-config-tensors.ts';
 
 /** Builds the INVALID_ARG for a field path. */
 export type Fail = (path: string, what: string) => Error;

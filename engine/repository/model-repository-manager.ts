@@ -1,3 +1,4 @@
+// over 300 lines: scan, load, unload, reload and shutdown all decide under one per-model lock and one model table
 // The model repository manager (Triton's model_repository_manager): scans the
 // repository, loads/unloads/reloads models under the control mode, and owns
 // every loaded ModelVersion. Loads of one model are serialized; a reload
@@ -114,6 +115,7 @@ export class ModelRepositoryManager {
       try {
         return backendNameOf(readRawConfig(this.source(n))) === 'ensemble';
       } catch {
+        // Only orders the loads: an unreadable config fails that model's own load below, with its reason.
         return false;
       }
     };
@@ -130,7 +132,9 @@ export class ModelRepositoryManager {
     const until = Date.now() + this.exitTimeoutMs;
     // Ensembles first: they hold requests on their composing models.
     const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
-    for (const e of entries) await this.withLock(e, () => this.unloadLocked(e, false, Math.max(0, until - Date.now()))).catch(() => undefined);
+    for (const e of entries) {
+      await this.withLock(e, () => this.unloadLocked(e, false, Math.max(0, until - Date.now()))).catch((err: unknown) => log.error(`unload of '${e.name}' at shutdown failed`, err));
+    }
   }
 
   private get exitTimeoutMs(): number {
@@ -169,7 +173,7 @@ export class ModelRepositoryManager {
 
   private withLock<T>(e: ModelEntry, fn: () => Promise<T>): Promise<T> {
     const run = e.lock.then(fn, fn);
-    e.lock = run.catch(() => undefined);
+    e.lock = run.catch(() => undefined); // the chain only orders sections: run's own rejection reaches the caller
     return run;
   }
 
@@ -235,7 +239,7 @@ export class ModelRepositoryManager {
         }, loadAll);
       }
     } catch (err) {
-      await Promise.all(loaded.map((v) => v.unload().catch(() => undefined)));
+      await Promise.all(loaded.map((v) => v.unload().catch((ue: unknown) => log.warn(`unload of '${name}' v${v.version} after its failed load: ${(ue as Error).message}`))));
       const se = toStatusError(err);
       // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
       const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);

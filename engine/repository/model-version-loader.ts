@@ -20,7 +20,7 @@ import { fingerprintVersion } from './version-fingerprint.ts';
 const trace = tracer('repository');
 
 /** What a version needs from the engine around it. */
-export type VersionLoadDeps = Pick<BackendContext, 'shm' | 'infer' | 'lookupConfig' | 'backendConfig'> & {
+export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'lookupConfig' | 'backendConfig'> & {
   /** --rate-limit=execution_count: instances execute only while their resources are free. */
   rateLimiter?: RateLimiter;
   /** Fingerprint the version's files and config before the backend reads them (the response cache keys on it). */
@@ -40,7 +40,6 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     modelDir: src.modelDir,
     versionDir,
     config,
-    shm: deps.shm,
     infer: deps.infer,
     lookupConfig: deps.lookupConfig,
     backendConfig: deps.backendConfig,

@@ -49,7 +49,7 @@ async function hashTree(h: Hash, field: (s: string) => void, dir: string, rel: s
 }
 
 async function hashFile(h: Hash, field: (s: string) => void, file: string, rel: string): Promise<void> {
-  const st = await fs.stat(file).catch(() => undefined);
+  const st = await fs.stat(file).catch(() => undefined); // gone or unreadable: not part of the version's files
   if (!st?.isFile()) return;
   field(rel);
   field(String(st.size));

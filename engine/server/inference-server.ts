@@ -1,3 +1,4 @@
+// over 300 lines: the facade still holds the request pipeline; issue 22 moves that pipeline to infer-pipeline.ts
 // The engine's ServerApi (Triton's TRITONSERVER_Server): owns the repository
 // manager and the shared-memory manager, checks requests, resolves shm
 // tensors, routes each request to its model's scheduler and writes shm
@@ -181,6 +182,7 @@ export class InferenceServer implements ServerApi {
     try {
       return this.repository.get(name, version).state === 'READY';
     } catch {
+      // get() throws NOT_FOUND for an unknown model or version: that model is not ready.
       return false;
     }
   }

@@ -24,6 +24,7 @@ function gc(): (() => void) | undefined {
       v8.setFlagsFromString('--expose-gc');
       gcFn = vm.runInNewContext('gc') as () => void;
     } catch {
+      // V8 refused the flag: release without a forced collection
       gcFn = null;
     }
   }

@@ -5,23 +5,10 @@
 // it what the load cost; one budgeted load at a time (exclusive), so the
 // books and the RSS measurement of a load are not mixed with another's.
 import { chooseEvictions, type EvictionCandidate } from './eviction-decision.ts';
+import type { BudgetStatus, ModelCost } from '../api/sharing-status.ts';
 
-export interface ModelCost {
-  /** Bytes charged against the budget. */
-  bytes: number;
-  /** The process RSS growth seen across the load (shown, not charged when the backend reports its own figure). */
-  rssDeltaBytes: number;
-}
-
-export interface BudgetStatus {
-  budgetBytes: number;
-  usedBytes: number;
-  loads: number;
-  loadFailures: number;
-  evictions: number;
-  loadNsTotal: number;
-  models: Array<{ name: string } & ModelCost>;
-}
+// Importers keep reading the budget's report types from here.
+export type { BudgetStatus, ModelCost } from '../api/sharing-status.ts';
 
 export class MemoryBudget {
   private readonly cost = new Map<string, ModelCost>();
@@ -42,7 +29,7 @@ export class MemoryBudget {
   /** Run `fn` with no other budgeted load or eviction at the same time. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.lock.then(fn, fn);
-    this.lock = run.catch(() => undefined);
+    this.lock = run.catch(() => undefined); // the chain only orders sections: run's own rejection reaches the caller
     return run;
   }
 

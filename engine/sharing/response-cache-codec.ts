@@ -81,6 +81,7 @@ export function decodeTensors(bytes: Uint8Array): Tensor[] | undefined {
     }
     return at === buf.byteLength ? out : undefined;
   } catch {
+    // A value that does not decode is a miss: the request runs the model, and the bad entry is overwritten.
     return undefined;
   }
 }

@@ -6,16 +6,10 @@
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import { log } from '../../common/logger.ts';
+import type { CacheStoreStats } from '../api/sharing-status.ts';
 
-export interface CacheStoreStats {
-  entries: number;
-  bytes: number;
-  capacity: number;
-  lookups: number;
-  hits: number;
-  misses: number;
-  evictions: number;
-}
+// Importers keep reading the store counters' type from here.
+export type { CacheStoreStats } from '../api/sharing-status.ts';
 
 export interface ResponseCacheStore {
   readonly kind: 'local' | 'redis';

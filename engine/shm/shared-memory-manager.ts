@@ -1,3 +1,4 @@
+// over 300 lines: register, status, acquire/release and bounded reads/writes share one region table and its checks
 // The engine's registered system shared-memory regions (Triton's
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes

@@ -5,6 +5,7 @@
 //   GET /console/api/jobs      recent async jobs with status and callback attempts
 // Read-only; admin actions (rollback) go to /admin/* with the admin token.
 import type { Hono } from 'hono';
+import type { GatewayEnv } from '../gateway-env.ts';
 import type { ModelIndex } from '../../client/grpc-client.ts';
 import type { FunctionDeployer } from '../deploy/function-deployer.ts';
 import { describeFunction, type FunctionRegistry, type ResolvedFunction } from '../function-registry.ts';
@@ -94,16 +95,16 @@ export function jobRow(r: JobRecord) {
   };
 }
 
-export function mountConsoleApi(app: Hono, d: ConsoleApiDeps): void {
+export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void {
   app.get('/console/api/overview', async (c) => {
     const ready = await d.engine.check();
     let models: unknown[] = [];
     let engineError: string | null = null;
     try {
-      const [index, stats] = await Promise.all([d.engine.listModels(), d.engine.modelStatistics().catch(() => [])]);
+      const [index, stats] = await Promise.all([d.engine.listModels(), d.engine.modelStatistics().catch(() => [])]); // without statistics the page still lists models (no memory figure)
       models = await Promise.all(
         index.map(async (m) => {
-          const cfg = m.state === 'READY' ? await d.engine.modelConfig(m.name, m.version).catch(() => undefined) : undefined;
+          const cfg = m.state === 'READY' ? await d.engine.modelConfig(m.name, m.version).catch(() => undefined) : undefined; // unloaded meanwhile: listed without its config
           return { name: m.name, version: m.version, state: m.state, reason: m.reason, config: configDigest(cfg), memoryBytes: memoryBytes(stats, m.name, m.version) };
         }),
       );

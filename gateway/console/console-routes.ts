@@ -8,6 +8,7 @@
 //
 // Ownership: owns the sampler (stopped by stop()) and the loaded assets.
 import type { Hono, MiddlewareHandler } from 'hono';
+import type { GatewayEnv } from '../gateway-env.ts';
 import { gatewayError } from '../errors.ts';
 import { checkConsoleLocal, checkConsoleToken } from './console-access.ts';
 import { loadAssets } from './console-assets.ts';
@@ -26,7 +27,7 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
 
 
 /** Mount the console on `app`; returns stop() for the sampler. */
-export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
+export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): void } {
   const assets = loadAssets();
   const consoleToken = d.consoleToken ?? (() => process.env.GATEWAY_CONSOLE_TOKEN);
   const adminToken = d.adminToken ?? (() => process.env.GATEWAY_ADMIN_TOKEN);
@@ -35,7 +36,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): { stop(): void } {
   });
 
   // No console token: nothing under /console answers anyone but this machine.
-  const localUnlessToken: MiddlewareHandler = async (c, next) => {
+  const localUnlessToken: MiddlewareHandler<GatewayEnv> = async (c, next) => {
     if (!consoleToken()) checkConsoleLocal(c);
     await next();
   };

@@ -6,6 +6,7 @@
 // Without GATEWAY_ADMIN_TOKEN the routes answer ADMIN_DISABLED.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono, MiddlewareHandler } from 'hono';
+import type { GatewayEnv } from '../gateway-env.ts';
 import { gatewayError, GatewayError } from '../errors.ts';
 import { BundleVersionConflict } from './bundle-store.ts';
 import { BundleRefused, type FunctionDeployer } from './function-deployer.ts';
@@ -23,8 +24,8 @@ export function checkAdminToken(expected: string | undefined, authorization: str
   if (!sameToken(m[1]!.trim(), expected)) throw gatewayError('ADMIN_TOKEN_INVALID');
 }
 
-export function mountAdminRoutes(app: Hono, deployer: FunctionDeployer, adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN): void {
-  const auth: MiddlewareHandler = async (c, next) => {
+export function mountAdminRoutes(app: Hono<GatewayEnv>, deployer: FunctionDeployer, adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN): void {
+  const auth: MiddlewareHandler<GatewayEnv> = async (c, next) => {
     checkAdminToken(adminToken(), c.req.header('authorization'));
     await next();
   };

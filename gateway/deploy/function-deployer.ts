@@ -187,7 +187,7 @@ export class FunctionDeployer {
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const p = this.chain.then(fn, fn);
-    this.chain = p.catch(() => undefined);
+    this.chain = p.catch(() => undefined); // the chain only orders sections: p's own rejection reaches the caller
     return p;
   }
 }

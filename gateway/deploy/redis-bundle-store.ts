@@ -91,7 +91,7 @@ export class RedisBundleStore implements BundleStore {
     this.channel = `${ns}:deploy:events`;
     this.pollMs = opts.pollMs ?? 5000;
     this.redis = new Redis(url, { connectTimeout: 2000, maxRetriesPerRequest: 1, commandTimeout: 2000, retryStrategy: (n) => Math.min(100 * n, 1000) });
-    this.redis.on('error', () => undefined);
+    this.redis.on('error', () => undefined); // ioredis reconnects; failures surface through the commands that fail (DEPLOY_UNAVAILABLE)
     this.redis.defineCommand('tgwBundlePut', { numberOfKeys: 2, lua: PUT });
     this.redis.defineCommand('tgwBundleRollback', { numberOfKeys: 2, lua: ROLLBACK });
     this.redis.defineCommand('tgwBundleActive', { numberOfKeys: 2, lua: ACTIVE });
@@ -146,8 +146,9 @@ export class RedisBundleStore implements BundleStore {
   watch(onChange: (version: string | null) => void): void {
     if (!this.sub) {
       this.sub = new Redis(this.url, { connectTimeout: 2000, retryStrategy: (n) => Math.min(100 * n, 1000) });
+      // A lost subscription is covered by the poll below, which reads the same list head every pollMs.
       this.sub.on('error', () => undefined);
-      this.sub.subscribe(this.channel).catch(() => undefined);
+      this.sub.subscribe(this.channel).catch(() => undefined); // see above: the poll covers it
     }
     this.sub.on('message', (ch: string, v: string) => {
       if (ch === this.channel) onChange(v);
@@ -158,7 +159,7 @@ export class RedisBundleStore implements BundleStore {
       this.redis
         .lindex(this.keys[1], -1)
         .then((v) => onChange(v))
-        .catch(() => undefined);
+        .catch(() => undefined); // Redis away: the next tick asks again
     };
     this.poll = setInterval(check, this.pollMs);
     this.poll.unref();

@@ -10,6 +10,7 @@
 //  - anything else goes on to the synchronous handler.
 // GET /jobs/<id> answers only whoever may call the job's function (job-access.ts).
 import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { GatewayEnv } from '../gateway-env.ts';
 import { checkApiKey, presentedKey } from '../api-key.ts';
 import { readBody } from '../body-reader.ts';
 import { gatewayError } from '../errors.ts';
@@ -78,7 +79,7 @@ async function accept(c: Context, deps: AsyncDeps, fn: ResolvedFunction, call: S
   return c.json({ id: rec.id, status_url: statusUrl }, 202);
 }
 
-async function inbound(c: Context, invokeDeps: InvokeDeps, deps: AsyncDeps, fn: ResolvedFunction): Promise<Response> {
+async function inbound(c: Context<GatewayEnv>, invokeDeps: InvokeDeps, deps: AsyncDeps, fn: ResolvedFunction): Promise<Response> {
   const w = fn.definition.webhook!;
   const env = deps.env ?? process.env;
   const secret = env[w.secretEnv];
@@ -100,12 +101,12 @@ async function inbound(c: Context, invokeDeps: InvokeDeps, deps: AsyncDeps, fn: 
   try {
     return c.json((await runStoredCall(invokeDeps, fn, call, id, slices)).body as object);
   } finally {
-    c.set('transfer' as never, slices.transfer as never); // refused after staging: still 'shm'
+    c.set('transfer', slices.transfer); // refused after staging: still 'shm'
   }
 }
 
 /** Middleware for POST /fn/:name (mounted between app.ts's in-flight counter and invoke). */
-export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareHandler {
+export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareHandler<GatewayEnv> {
   // Which names declare inbound webhooks, per registry version: a plain call pays one Set lookup.
   let hooks = { version: '', names: new Set<string>() };
   const webhookNames = () => {
@@ -118,11 +119,11 @@ export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareH
       if (!webhookNames().has(c.req.param('name')!)) return next();
       const fn = await invokeDeps.registry.resolve(c.req.param('name')!);
       if (!fn.definition.webhook) return next();
-      c.set('fn' as never, fn.name as never);
+      c.set('fn', fn.name);
       return inbound(c, invokeDeps, deps, fn);
     }
     const fn = await invokeDeps.registry.resolve(c.req.param('name')!);
-    c.set('fn' as never, fn.name as never);
+    c.set('fn', fn.name);
     if (fn.definition.webhook) return inbound(c, invokeDeps, deps, fn);
     checkApiKey(fn.definition, (h) => c.req.header(h));
     if (fn.definition.async && !fn.definition.async.enabled) throw gatewayError('ASYNC_DISABLED', { name: fn.name });
@@ -139,7 +140,7 @@ export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareH
  * to whoever may call its function; `definition` looks the function up as
  * defined now.
  */
-export function mountJobRoutes(app: Hono, deps: AsyncDeps, definition: (name: string) => FunctionDefinition | undefined): void {
+export function mountJobRoutes(app: Hono<GatewayEnv>, deps: AsyncDeps, definition: (name: string) => FunctionDefinition | undefined): void {
   app.get('/jobs/:id', async (c) => {
     const id = c.req.param('id');
     if (!isJobId(id)) throw gatewayError('JOB_NOT_FOUND', { id: id.slice(0, 64) });

@@ -10,24 +10,14 @@
 // - A job without a key hash whose function declares `auth` now (an inbound
 //   webhook's job, or `auth` added by a deploy since) needs a key the
 //   function accepts now.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { keyAccepted } from '../api-key.ts';
 import { gatewayError } from '../errors.ts';
 import type { FunctionDefinition } from '../function-schema.ts';
 import type { JobRecord } from './job-state.ts';
 
-/** A fresh job id: 18 random bytes as base64url (24 characters, 144 bits). */
-export function newJobId(): string {
-  return randomBytes(18).toString('base64url');
-}
-
-/** Ids this gateway issues (and the UUIDs it issued before); anything else is not a job. */
-const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** True when `id` has the shape of a job id (checked before any store is asked). */
-export function isJobId(id: string): boolean {
-  return JOB_ID.test(id);
-}
+// Importers keep reading the id helpers from job-access.ts.
+export { isJobId, newJobId } from './job-id.ts';
 
 /** The credential hash kept with a job: HMAC-SHA256 of the API key, keyed by the job id (base64url). */
 export function jobKeyHash(jobId: string, apiKey: string): string {

@@ -92,7 +92,7 @@ export class JobRunner {
     const all = Promise.allSettled([...this.inHand.values()]);
     await Promise.race([all, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
     if (this.heartbeat) clearInterval(this.heartbeat);
-    await this.loop?.catch(() => undefined);
+    await this.loop?.catch((e: unknown) => log.warn(`job runner loop ended with an error: ${(e as Error).message}`));
   }
 
   private async run(): Promise<void> {

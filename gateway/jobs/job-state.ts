@@ -5,7 +5,7 @@
 // delivered, or dead when the attempts ran out. A job whose runner died, or
 // whose run met a retryable error (engine unavailable), goes back to queued.
 import { checkTransition, type TransitionTable } from '../../common/lifecycle.ts';
-import { newJobId } from './job-access.ts';
+import { newJobId } from './job-id.ts';
 
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'delivering', 'delivered', 'dead'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -35,6 +35,8 @@ export function matchesPrefix(url: URL, entry: string): boolean {
   try {
     p = new URL(entry);
   } catch {
+    // Fail closed: an entry that is not a URL allows nothing (a function's entries are refused at deploy by its
+    // schema; a bad GATEWAY_CALLBACK_ALLOW entry simply matches no callback).
     return false;
   }
   if (p.protocol !== url.protocol || (p.protocol !== 'http:' && p.protocol !== 'https:')) return false;

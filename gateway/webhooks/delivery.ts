@@ -51,7 +51,7 @@ export async function attemptDelivery(r: DeliveryRequest): Promise<string | null
       body: r.body,
       signal: AbortSignal.timeout(r.attemptTimeoutMs),
     });
-    await res.arrayBuffer().catch(() => undefined);
+    await res.arrayBuffer().catch(() => undefined); // only drains the socket: the status decides the delivery
     if (res.status >= 200 && res.status < 300) return null;
     return `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   } catch (e) {

@@ -3,6 +3,7 @@
 // and its routes through Hono's app.request(): token rules, cached assets,
 // page shells, and the JSON the pages poll.
 import { Hono } from 'hono';
+import type { GatewayEnv } from '../../gateway/gateway-env.ts';
 import { describe, expect, it } from 'vitest';
 import { configDigest, jobRow, type ConsoleEngine } from '../../gateway/console/console-api.ts';
 import { mountConsole } from '../../gateway/console/console-routes.ts';
@@ -155,7 +156,7 @@ describe('console routes', () => {
   /** @hono/node-server's bindings as a request from `remoteAddress` would carry them. */
   const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
   function app(tokens: { console?: string; admin?: string } = {}, peer = '127.0.0.1') {
-    const hono = new Hono();
+    const hono = new Hono<GatewayEnv>();
     hono.onError((err, c) => c.json((err as ReturnType<typeof gatewayError>).toJSON(), (err as ReturnType<typeof gatewayError>).status));
     const jobs = new MemoryJobQueue();
     const ui = mountConsole(hono, { engine, registry, jobs, consoleToken: () => tokens.console, adminToken: () => tokens.admin });

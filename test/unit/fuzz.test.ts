@@ -19,6 +19,7 @@ import type { ModelConfig } from '../../engine/api/model-config.ts';
 import { StatusError } from '../../engine/api/status.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { Hono } from 'hono';
+import type { GatewayEnv } from '../../gateway/gateway-env.ts';
 import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
 import { jobKeyHash } from '../../gateway/jobs/job-access.ts';
 import { mountJobRoutes } from '../../gateway/jobs/async-routes.ts';
@@ -398,7 +399,7 @@ describe('fuzz: job reads (GET /jobs/<id>)', () => {
   ];
   async function setup() {
     const queue = new MemoryJobQueue();
-    const app = new Hono();
+    const app = new Hono<GatewayEnv>();
     app.onError((e, c) => (e instanceof GatewayError ? c.json(e.toJSON(), e.status) : c.json({ crashed: String(e) }, 500)));
     app.notFound((c) => c.json({ error: { code: 'ROUTE_NOT_FOUND' } }, 404)); // '', '.', '..' leave /jobs/:id
     mountJobRoutes(app, { queue, env }, (n) => defs.find((d) => d.name === n));

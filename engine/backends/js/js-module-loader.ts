@@ -61,6 +61,7 @@ export function modelRequire(file: string): NodeJS.Require {
     try {
       resolved = own.resolve(id);
     } catch {
+      // not beside the model: the engine's own installation is the documented second place
       resolved = engineRequire.resolve(id);
     }
     return own(resolved);
@@ -69,6 +70,7 @@ export function modelRequire(file: string): NodeJS.Require {
     try {
       return own.resolve(id, opts);
     } catch {
+      // as above: fall back to the engine's installation (its error names the module if absent there too)
       return engineRequire.resolve(id, opts);
     }
   }) as NodeJS.RequireResolve;

@@ -106,7 +106,7 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
       } else fetches[o.name] = null;
     }
     const t0 = process.hrtime.bigint();
-    const res = await session.run(feeds, msg.outputs.length ? (fetches as ort.InferenceSession.FetchesType) : undefined as never);
+    const res = msg.outputs.length ? await session.run(feeds, fetches as ort.InferenceSession.FetchesType) : await session.run(feeds);
     const inferNs = Number(process.hrtime.bigint() - t0);
     const faulted = inUse.find((m) => m.mapping.faulted);
     if (faulted) throw new Error(`shared memory object '${faulted.key}' shrank while the model read it (its pages read as zeros); results discarded`);

@@ -21,11 +21,15 @@ export function mergeAutoComplete(config: ModelConfig, completed: Record<string,
     config.max_batch_size = mbs;
     filled.push('max_batch_size');
   }
-  for (const key of ['dynamic_batching', 'model_transaction_policy'] as const) {
-    if (completed[key] && typeof completed[key] === 'object' && config[key] === undefined) {
-      config[key] = structuredClone(completed[key]) as never;
-      filled.push(key);
-    }
+  const given = (key: 'dynamic_batching' | 'model_transaction_policy'): boolean =>
+    !!completed[key] && typeof completed[key] === 'object' && config[key] === undefined;
+  if (given('dynamic_batching')) {
+    config.dynamic_batching = structuredClone(completed.dynamic_batching) as ModelConfig['dynamic_batching'];
+    filled.push('dynamic_batching');
+  }
+  if (given('model_transaction_policy')) {
+    config.model_transaction_policy = structuredClone(completed.model_transaction_policy) as ModelConfig['model_transaction_policy'];
+    filled.push('model_transaction_policy');
   }
   return filled;
 }

@@ -1,3 +1,4 @@
+// over 300 lines: exec, streamed responses, BLS, overruns and stub exits all settle the one table of running requests
 // One python backend execution instance: a stub process (stub-process.ts)
 // hosting the model's TritonPythonModel. Sends each batch as one `exec` frame
 // and answers with the stub's responses; serves the stub's BLS calls through

@@ -82,6 +82,7 @@ export class StubProcess {
     try {
       process.kill(-this.child.pid, 'SIGKILL');
     } catch {
+      // no process group (already gone, or not a group leader): kill the stub itself
       this.child.kill('SIGKILL');
     }
   }

@@ -144,6 +144,7 @@ export function sweepShm(prefix: string): number {
   try {
     names = fs.readdirSync('/dev/shm');
   } catch {
+    // No /dev/shm to read: no stub segments can be left there to remove.
     return 0;
   }
   for (const name of names) if (name.startsWith(stem) && shmUnlinkIfExists(`/${name}`)) n++;
@@ -156,6 +157,7 @@ export function sweepStaleShm(): number {
   try {
     names = fs.readdirSync('/dev/shm');
   } catch {
+    // No /dev/shm to read: no stub segments can be left there to remove.
     return 0;
   }
   let n = 0;

@@ -126,6 +126,7 @@ class DirectInferCall {
     try {
       msg = this.opts.decode(received.subarray(PREFIX_BYTES));
     } catch {
+      // grpc-js answers an undecodable message with this status and text, without the parser's detail
       return this.answer(GrpcStatus.INTERNAL, GrpcText.DESERIALIZE_REQUEST);
     }
     const tp = this.headers.traceparent;

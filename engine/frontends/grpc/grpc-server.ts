@@ -47,6 +47,7 @@ const peer = (call: { getPeer(): string }) => {
   try {
     return call.getPeer();
   } catch {
+    // a call whose stream already closed has no peer: the log line says so
     return 'unknown';
   }
 };

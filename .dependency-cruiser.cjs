@@ -1,0 +1,95 @@
+// Who may import what: the project's layering rules, checked by
+// dependency-cruiser (`npm run lint:deps`, run by `npm test`). Each rule is
+// named; a wrong import fails with the rule's name and the offending edge.
+// Type-only imports count: a type reached across a wall is still coupling.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      // Two processes: the gateway talks to the engine over gRPC only (client/ and protocol/).
+      name: 'gateway-not-engine',
+      severity: 'error',
+      comment: 'gateway/ never imports engine/: it reaches the engine through client/ over gRPC',
+      from: { path: '^gateway/' },
+      to: { path: '^engine/' },
+    },
+    {
+      // The console is part of the gateway process; named apart because it renders engine data.
+      name: 'console-not-engine',
+      severity: 'error',
+      comment: 'gateway/console/ never imports engine/: it reads the engine through the gateway engine client',
+      from: { path: '^gateway/console/' },
+      to: { path: '^engine/' },
+    },
+    {
+      // Frontends see the engine only through its contract (our tritonserver.h).
+      name: 'frontends-only-api',
+      severity: 'error',
+      comment: 'engine/frontends/ imports only engine/api/, protocol/, common/ and engine/frontends/ itself',
+      from: { path: '^engine/frontends/' },
+      to: { path: '^engine/', pathNot: ['^engine/api/', '^engine/frontends/'] },
+    },
+    {
+      name: 'frontends-no-other-roots',
+      severity: 'error',
+      comment: 'engine/frontends/ reaches no top-level folder but protocol/ and common/ (and packages)',
+      from: { path: '^engine/frontends/' },
+      to: { path: '^(gateway|client|functions|scripts|deploy|test)/' },
+    },
+    {
+      // The contract holds only types and small shared helpers; implementations depend on it, never the reverse.
+      name: 'api-is-the-contract',
+      severity: 'error',
+      comment: 'engine/api/ imports only engine/api/, protocol/ and common/: the contract never reaches an implementation',
+      from: { path: '^engine/api/' },
+      to: { path: '^(engine/(?!api/)|gateway/|client/)' },
+    },
+    {
+      // Backends execute models; they never know which protocol a request came in on.
+      name: 'backends-not-frontends',
+      severity: 'error',
+      comment: 'engine/backends/ never imports engine/frontends/',
+      from: { path: '^engine/backends/' },
+      to: { path: '^engine/frontends/' },
+    },
+    {
+      // The client library and the wire types are shared by both processes and by users.
+      name: 'client-protocol-not-processes',
+      severity: 'error',
+      comment: 'client/ and protocol/ never import engine/ or gateway/',
+      from: { path: '^(client|protocol)/' },
+      to: { path: '^(engine|gateway)/' },
+    },
+    {
+      // common/ sits under both processes.
+      name: 'common-not-processes',
+      severity: 'error',
+      comment: 'common/ never imports engine/, gateway/ or client/',
+      from: { path: '^common/' },
+      to: { path: '^(engine|gateway|client)/' },
+    },
+    {
+      // The engine is one process; it does not borrow the gateway's code.
+      name: 'engine-not-gateway',
+      severity: 'error',
+      comment: 'engine/ never imports gateway/',
+      from: { path: '^engine/' },
+      to: { path: '^gateway/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'no import cycles anywhere: a cycle makes load order matter and hides which module owns what',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)node_modules/|^native/build/' },
+    tsPreCompilationDeps: true,
+    parser: 'swc',
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.cjs', '.mjs', '.json', '.node'] },
+  },
+};
