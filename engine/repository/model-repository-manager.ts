@@ -15,6 +15,7 @@ import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from '../config/model-config-loader.ts';
 import { StatusError, internal, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
+import { SerialLock } from '../../common/serial-lock.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import { budgetedLoad } from '../sharing/budgeted-load.ts';
@@ -56,7 +57,7 @@ interface ModelEntry {
   reason: string;
   fingerprint?: string;
   /** Serializes load/unload of this model. */
-  lock: Promise<unknown>;
+  lock: SerialLock;
   /** Temp dir of a load with file overrides. */
   tmpDir?: string;
   /** Unloaded on request (not failed): readiness does not wait for it. */
@@ -153,7 +154,7 @@ export class ModelRepositoryManager {
 
   private entry(name: string): ModelEntry {
     let e = this.models.get(name);
-    if (!e) this.models.set(name, (e = { name, versions: new Map(), state: 'UNKNOWN', reason: '', lock: Promise.resolve() }));
+    if (!e) this.models.set(name, (e = { name, versions: new Map(), state: 'UNKNOWN', reason: '', lock: new SerialLock() }));
     return e;
   }
 
@@ -168,9 +169,7 @@ export class ModelRepositoryManager {
   }
 
   private withLock<T>(e: ModelEntry, fn: () => Promise<T>): Promise<T> {
-    const run = e.lock.then(fn, fn);
-    e.lock = run.catch(() => undefined);
-    return run;
+    return e.lock.run(fn);
   }
 
   /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */

@@ -5,6 +5,7 @@
 // it what the load cost; one budgeted load at a time (exclusive), so the
 // books and the RSS measurement of a load are not mixed with another's.
 import { chooseEvictions, type EvictionCandidate } from './eviction-decision.ts';
+import { SerialLock } from '../../common/serial-lock.ts';
 
 export interface ModelCost {
   /** Bytes charged against the budget. */
@@ -28,7 +29,7 @@ export class MemoryBudget {
   private readonly lastUsed = new Map<string, number>();
   private readonly active = new Map<string, number>();
   private readonly pins: Set<string>;
-  private lock: Promise<unknown> = Promise.resolve();
+  private readonly lock = new SerialLock();
   private readonly counts = { loads: 0, loadFailures: 0, evictions: 0, loadNsTotal: 0 };
 
   constructor(
@@ -41,9 +42,7 @@ export class MemoryBudget {
 
   /** Run `fn` with no other budgeted load or eviction at the same time. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(fn, fn);
-    this.lock = run.catch(() => undefined);
-    return run;
+    return this.lock.run(fn);
   }
 
   /** A request reached model `name` (or an ensemble): it is in use until end(). */
