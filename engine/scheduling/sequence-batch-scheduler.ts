@@ -20,7 +20,7 @@ import { OneShotTimer, SchedulerCore } from './scheduler-core.ts';
 import type { InstancePool } from './instance-pool.ts';
 import { sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSequenceInputs, type SequenceSpec } from '../config/sequence-config.ts';
 import { SequenceSlots, type LiveSequence } from './sequence-slots.ts';
-import { cancelled, invalidArg, StatusError, unavailable } from '../api/status.ts';
+import { cancelled, invalidArg, StatusError } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('sequence');
