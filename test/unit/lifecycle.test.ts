@@ -7,7 +7,8 @@ import { toStatusError } from '../../engine/api/status.ts';
 import { transition as jobTransition } from '../../gateway/jobs/job-state.ts';
 import { leaseTransition } from '../../gateway/region-lease.ts';
 import { checkTransition, IllegalTransition, Lifecycle } from '../../common/lifecycle.ts';
-import { INSTANCE_TRANSITIONS, PythonInstance } from '../../engine/backends/python/python-instance.ts';
+import { PythonInstance } from '../../engine/backends/python/python-instance.ts';
+import { INSTANCE_TRANSITIONS } from '../../engine/backends/python/instance-state.ts';
 import type { BackendContext } from '../../engine/api/backend.ts';
 
 type S = 'a' | 'b' | 'c';

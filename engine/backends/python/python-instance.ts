@@ -16,7 +16,8 @@ import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
 import { StubProcess, type StubExit } from './stub-process.ts';
-import { Lifecycle, type TransitionTable } from '../../../common/lifecycle.ts';
+import { Lifecycle } from '../../../common/lifecycle.ts';
+import { INSTANCE_TRANSITIONS, type InstanceState } from './instance-state.ts';
 import type { ResponseBody, StubFrame, StubFrameOf } from './stub-frames.ts';
 import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
@@ -25,17 +26,6 @@ import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execu
 
 const trace = tracer('python');
 const FINAL = 1;
-
-/** A python execution instance's states: no live stub, a stub starting, a stub ready, unloaded for good. */
-export type InstanceState = 'STOPPED' | 'STARTING' | 'READY' | 'CLOSED';
-
-/** The allowed moves; READY -> STARTING is a restart after a stub died but before its exit was seen. */
-export const INSTANCE_TRANSITIONS: TransitionTable<InstanceState> = {
-  STOPPED: ['STARTING', 'CLOSED'],
-  STARTING: ['READY', 'STOPPED', 'CLOSED'],
-  READY: ['STARTING', 'STOPPED', 'CLOSED'],
-  CLOSED: [],
-};
 
 export interface PythonInstanceOptions {
   interpreter: string;
