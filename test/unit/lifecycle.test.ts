@@ -9,6 +9,7 @@ import { leaseTransition } from '../../gateway/region-lease.ts';
 import { checkTransition, IllegalTransition, Lifecycle } from '../../common/lifecycle.ts';
 import { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { INSTANCE_TRANSITIONS } from '../../engine/backends/python/instance-state.ts';
+import { ONNX_INSTANCE_TRANSITIONS } from '../../engine/backends/onnxruntime/onnxruntime-instance.ts';
 import type { BackendContext } from '../../engine/api/backend.ts';
 
 type S = 'a' | 'b' | 'c';
@@ -74,6 +75,12 @@ describe('python execution instance lifecycle', () => {
     expect(() => l.to('STARTING')).toThrow("python instance pm_0 of model 'pm': illegal transition from CLOSED to STARTING");
     expect(toStatusError(new IllegalTransition('w', 'STOPPED', 'READY')).code).toBe('INTERNAL');
     expect(INSTANCE_TRANSITIONS.STOPPED).not.toContain('READY');
+    // An onnxruntime instance: a dead worker is respawned, a closed one never.
+    const o = new Lifecycle(ONNX_INSTANCE_TRANSITIONS, 'RUNNING', "instance m_0 of model 'm'");
+    o.to('DEAD');
+    o.to('RUNNING');
+    o.to('CLOSED');
+    expect(() => o.to('RUNNING')).toThrow("instance m_0 of model 'm': illegal transition from CLOSED to RUNNING");
   });
 
   it('a stub that never spawns is told by its exit kind, not its text: the reason is the spawn error itself', async () => {
