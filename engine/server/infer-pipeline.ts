@@ -1,7 +1,7 @@
 // The request pipeline (Triton's InferenceRequest path through the server
 // core), one named step after another: shm inputs, on-demand load, validate,
 // trace, cache or enqueue, order outputs, classify, shm outputs, release.
-// run() is a client's request; runValidated() is also where ensemble steps
+// run() is a client's request; runOnModel() is also where ensemble steps
 // and BLS calls enter. Hot path: no allocation beyond what a request needs
 // (one closure for the trace, one for the scheduler's answer); main thread.
 import path from 'node:path';
@@ -46,7 +46,7 @@ export class InferPipeline {
     const held: ShmAcquired[] = [];
     try {
       this.acquireShmInputs(req, held);
-      const res = await this.runValidated(req);
+      const res = await this.runOnModel(req);
       checkHeldInputs(held);
       refuseIfAbandoned(req);
       this.classifyOutputs(req, res);
@@ -58,21 +58,21 @@ export class InferPipeline {
   }
 
   /** Step 2 on: on-demand load, then the model's own steps; the budget never evicts the model meanwhile. */
-  async runValidated(req: InferRequest): Promise<InferResponse> {
+  async runOnModel(req: InferRequest): Promise<InferResponse> {
     req.arrivalNs ??= process.hrtime.bigint();
     // Step 2, on-demand: in on-demand mode the model is loaded first (the only await before begin).
     const mv = this.d.controlMode === 'on-demand' ? await readyOnDemand(this.d.repository, req, this.d.onDemandTimeoutMs) : this.d.repository.get(req.modelName, req.modelVersion);
     // In use from here to the answer (no await between the lookup and begin).
     this.d.budget?.begin(req.modelName);
     try {
-      return await this.runOn(mv, req);
+      return await this.modelSteps(mv, req);
     } finally {
       this.d.budget?.end(req.modelName);
     }
   }
 
   /** Steps 3 to 6: validate, trace, answer from the cache or the model's scheduler, order the outputs. */
-  private async runOn(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
+  private async modelSteps(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
     validateFor(mv, req);
     const res = await this.d.tracing.traced(req, String(mv.version), () => this.cacheOrEnqueue(mv, req));
     orderOutputs(req, res);

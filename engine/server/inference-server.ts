@@ -210,7 +210,7 @@ export class InferenceServer implements ServerApi {
 
   /** A request from inside the engine (ensemble steps, BLS): the pipeline from its on-demand step on. */
   inferValidated(req: InferRequest): Promise<InferResponse> {
-    return this.pipeline.runValidated(req);
+    return this.pipeline.runOnModel(req);
   }
 
   sharingStatus(): SharingStatus {
