@@ -1,10 +1,14 @@
-// Named tracers (after grpc-js src/logging.ts). ENGINE_TRACE=batcher,ensemble
-// (or "all") turns tracers on by name; --log-verbose>0 turns all on.
+// The one logger of both processes (engine and gateway). Named tracers (after
+// grpc-js src/logging.ts): ENGINE_TRACE or GATEWAY_TRACE=batcher,leases (or
+// "all") turns tracers on by name; --log-verbose>0 turns all on. Log lines are
+// Triton-style `I|W|E<time> msg`; the gateway's carry `gateway: ` (gatewayLog).
+// ENGINE_QUIET=1 (GATEWAY_QUIET, when set, wins) silences info/warn lines.
 import fs from 'node:fs';
 import { inspect } from 'node:util';
 
 const enabled = new Set(
-  (process.env.ENGINE_TRACE ?? process.env.GATEWAY_TRACE ?? '')
+  [process.env.ENGINE_TRACE, process.env.GATEWAY_TRACE]
+    .join(',')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
@@ -73,23 +77,38 @@ export function setLogLevels(l: Partial<typeof levels>): void {
   Object.assign(levels, l);
 }
 
-let quiet = process.env.ENGINE_QUIET === '1';
-/** Silence info logs (tests). */
+let quiet = (process.env.GATEWAY_QUIET ?? process.env.ENGINE_QUIET) === '1';
+/** Silence info and warning lines of both processes (tests). */
 export function setQuiet(q: boolean): void {
   quiet = q;
 }
-/** Info/warn/error log lines, Triton-style prefixes. */
-export const log = {
-  info: (msg: string) => {
-    if (!quiet && levels.info) write(`I${stamp()} ${msg}\n`);
-  },
-  warn: (msg: string) => {
-    if (!quiet && levels.warn) write(`W${stamp()} ${msg}\n`);
-  },
-  error: (msg: string, detail?: unknown) => {
-    if (levels.error) write(`E${stamp()} ${msg}${detail ? ` (${fmt(detail)})` : ''}\n`);
-  },
-};
+
+export interface Log {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string, detail?: unknown): void;
+}
+
+/** Info/warn/error lines, Triton-style prefixes; `component` (e.g. 'gateway') leads each message. */
+function componentLog(component: string): Log {
+  const who = component ? `${component}: ` : '';
+  return {
+    info: (msg) => {
+      if (!quiet && levels.info) write(`I${stamp()} ${who}${msg}\n`);
+    },
+    warn: (msg) => {
+      if (!quiet && levels.warn) write(`W${stamp()} ${who}${msg}\n`);
+    },
+    error: (msg, detail) => {
+      if (levels.error) write(`E${stamp()} ${who}${msg}${detail ? ` (${fmt(detail)})` : ''}\n`);
+    },
+  };
+}
+
+/** The engine's log lines. */
+export const log = componentLog('');
+/** The gateway's log lines (`gateway: ` after the time). */
+export const gatewayLog = componentLog('gateway');
 function stamp(): string {
   return new Date().toISOString();
 }

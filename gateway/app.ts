@@ -15,7 +15,7 @@ import { mountAdminRoutes } from './deploy/admin-routes.ts';
 import type { FunctionDeployer } from './deploy/function-deployer.ts';
 import { openApiDocument } from './openapi.ts';
 import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
-import { log } from './trace.ts';
+import { gatewayLog as log } from '../common/logger.ts';
 import type { GatewayEnv } from './gateway-env.ts';
 
 export interface AppDeps extends InvokeDeps {

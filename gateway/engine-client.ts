@@ -18,7 +18,7 @@ import {
   type RegionStatus,
 } from '../client/grpc-client.ts';
 import { gatewayError, GatewayError } from './errors.ts';
-import { log, tracer } from './trace.ts';
+import { gatewayLog as log, tracer } from '../common/logger.ts';
 
 const trace = tracer('engine');
 

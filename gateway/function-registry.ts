@@ -14,7 +14,7 @@ import {
   describeIssues,
   type FunctionDefinition,
 } from './function-schema.ts';
-import { log } from './trace.ts';
+import { gatewayLog as log } from '../common/logger.ts';
 
 /** What the registry needs from the engine (EngineClient implements it). */
 export interface MetadataSource {

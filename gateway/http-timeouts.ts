@@ -5,7 +5,7 @@
 import type { Server, ServerOptions } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { gatewayError } from './errors.ts';
-import { log } from './trace.ts';
+import { gatewayLog as log } from '../common/logger.ts';
 
 export interface HttpTimeouts {
   /** All request headers must arrive within this (ms). */

@@ -22,7 +22,7 @@ import {
 import { replyJson } from './reply-rows.ts';
 import type { StagingArena, StagingSlice } from './staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
-import { tracer } from './trace.ts';
+import { tracer } from '../common/logger.ts';
 
 const trace = tracer('invoke');
 

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type GatewayOptions } from './server.ts';
-import { log } from './trace.ts';
+import { gatewayLog as log } from '../common/logger.ts';
 
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--functions=functions]
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]

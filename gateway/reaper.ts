@@ -15,7 +15,7 @@
 import type { EngineApi } from './engine-client.ts';
 import type { Lease, LeaseStore } from './lease-store.ts';
 import { ownerPid, regionOwner } from './region-lease.ts';
-import { log, tracer } from './trace.ts';
+import { gatewayLog as log, tracer } from '../common/logger.ts';
 
 const trace = tracer('leases');
 

@@ -21,7 +21,7 @@ import { RedisLeaseStore } from './redis-lease-store.ts';
 import { newOwnerId, processAlive } from './region-lease.ts';
 import { StagingArena } from './staging-arena.ts';
 import type { FunctionDefinition } from './function-schema.ts';
-import { log } from './trace.ts';
+import { gatewayLog as log } from '../common/logger.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { jobInvoker } from './jobs/job-call.ts';
 import type { JobQueue } from './jobs/job-queue.ts';

@@ -17,7 +17,7 @@ import type { EngineApi } from './engine-client.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { leaseTransition, regionName, type RegionLeaseState } from './region-lease.ts';
 import { SliceAllocator } from './slice-allocator.ts';
-import { log, tracer } from './trace.ts';
+import { gatewayLog as log, tracer } from '../common/logger.ts';
 
 const trace = tracer('staging');
 

@@ -52,7 +52,7 @@ export function requestBatchSize(request: InferRequest, maxBatchSize: number): n
 
 /** Record a finished request (`ns` since its arrival) in the statistics and answer it. */
 export function answerRequest(
-  stats: StatsSink,
+  stats: Pick<StatsSink, 'succeeded' | 'failed'>,
   ns: number,
   outcome: InferResponse | StatusError,
   resolve: (r: InferResponse) => void,

@@ -19,6 +19,45 @@ export const MODEL_TRANSITIONS: TransitionTable<ModelState> = {
   UNAVAILABLE: ['LOADING'],
 };
 
+/** A model's own state (reported while no version is loaded): never loaded, serving, or not. */
+export type EntryState = Extract<ModelState, 'UNKNOWN' | 'READY' | 'UNAVAILABLE'>;
+
+/** The allowed moves of a model's own state: a reload stays READY, a failed one stays UNAVAILABLE. */
+export const ENTRY_TRANSITIONS: TransitionTable<EntryState> = {
+  UNKNOWN: ['READY', 'UNAVAILABLE'],
+  READY: ['READY', 'UNAVAILABLE'],
+  UNAVAILABLE: ['READY', 'UNAVAILABLE'],
+};
+
+/** A model's own state and reason, private to it; moves only through ready() and unavailable(). */
+export class ModelEntryStatus {
+  readonly #life: Lifecycle<EntryState>;
+  #reason = '';
+
+  constructor(name: string) {
+    this.#life = new Lifecycle(ENTRY_TRANSITIONS, 'UNKNOWN', `model '${name}'`);
+  }
+
+  get state(): EntryState {
+    return this.#life.state;
+  }
+
+  /** Why the model is not READY ('' when it is or was never loaded). */
+  get reason(): string {
+    return this.#reason;
+  }
+
+  ready(): void {
+    this.#life.to('READY');
+    this.#reason = '';
+  }
+
+  unavailable(reason: string): void {
+    this.#life.to('UNAVAILABLE');
+    this.#reason = reason;
+  }
+}
+
 /** A model version that loaded: its config, backend model, scheduler and statistics. */
 export class ModelVersion {
   /** Run once the backend is finalized (e.g. leave the rate limiter). */

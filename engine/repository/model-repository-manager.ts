@@ -8,14 +8,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
-import type { ModelIndexEntry, ModelState, LoadParameters } from '../api/server-api.ts';
+import type { ModelIndexEntry, LoadParameters } from '../api/server-api.ts';
 import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
-import type { ModelVersion } from './model-lifecycle.ts';
+import { ModelEntryStatus, type ModelVersion } from './model-lifecycle.ts';
 import { loadModelVersion } from './model-version-loader.ts';
 import { RepositoryPoller } from './repository-poller.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from '../config/model-config-loader.ts';
 import { StatusError, internal, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
+import { SerialLock } from '../../common/serial-lock.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import { budgetedLoad } from '../sharing/budgeted-load.ts';
@@ -53,11 +54,10 @@ interface ModelEntry {
   name: string;
   versions: Map<number, ModelVersion>;
   /** State and reason reported for the model when no version is loaded. */
-  state: ModelState;
-  reason: string;
+  readonly status: ModelEntryStatus;
   fingerprint?: string;
   /** Serializes load/unload of this model. */
-  lock: Promise<unknown>;
+  lock: SerialLock;
   /** Temp dir of a load with file overrides. */
   tmpDir?: string;
   /** Unloaded on request (not failed): readiness does not wait for it. */
@@ -157,7 +157,7 @@ export class ModelRepositoryManager {
 
   private entry(name: string): ModelEntry {
     let e = this.models.get(name);
-    if (!e) this.models.set(name, (e = { name, versions: new Map(), state: 'UNKNOWN', reason: '', lock: Promise.resolve() }));
+    if (!e) this.models.set(name, (e = { name, versions: new Map(), status: new ModelEntryStatus(name), lock: new SerialLock() }));
     return e;
   }
 
@@ -172,9 +172,7 @@ export class ModelRepositoryManager {
   }
 
   private withLock<T>(e: ModelEntry, fn: () => Promise<T>): Promise<T> {
-    const run = e.lock.then(fn, fn);
-    e.lock = run.catch(() => undefined); // the chain only orders sections: run's own rejection reaches the caller
-    return run;
+    return e.lock.run(fn);
   }
 
   /** Load or reload a model (all versions its policy selects). Throws with the reason on failure. */
@@ -244,8 +242,7 @@ export class ModelRepositoryManager {
       // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
       const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);
       if (e.versions.size === 0) {
-        e.state = 'UNAVAILABLE';
-        e.reason = reason;
+        e.status.unavailable(reason);
         e.unloaded = false;
       } else {
         log.warn(`reload of '${name}' failed, previous version keeps serving: ${reason}`);
@@ -254,8 +251,7 @@ export class ModelRepositoryManager {
     }
     const old = [...e.versions.values()];
     e.versions = new Map(loaded.map((v) => [v.version, v]));
-    e.state = 'READY';
-    e.reason = '';
+    e.status.ready();
     e.unloaded = false;
     log.info(`successfully loaded '${name}' version ${loaded.map((v) => v.version).join(', ')}`);
     // Old versions drain their in-flight requests, then go.
@@ -320,8 +316,7 @@ export class ModelRepositoryManager {
   private async unloadLocked(e: ModelEntry, evicted: boolean, graceMs = this.exitTimeoutMs): Promise<void> {
     const old = [...e.versions.values()];
     e.versions = new Map();
-    e.state = 'UNAVAILABLE';
-    e.reason = evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded';
+    e.status.unavailable(evicted ? 'unloaded (evicted for the memory budget)' : 'unloaded');
     e.unloaded = true;
     for (const v of old) v.setState('UNLOADING');
     await Promise.all(old.map((v) => v.unload(graceMs)));
@@ -346,7 +341,7 @@ export class ModelRepositoryManager {
   get(name: string, version?: string): ModelVersion {
     checkModelName(name);
     const e = this.models.get(name);
-    if (!e || (e.versions.size === 0 && e.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!e || (e.versions.size === 0 && e.status.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
     let v: number | undefined;
     if (version) {
       v = Number(version);
@@ -354,7 +349,7 @@ export class ModelRepositoryManager {
     }
     const mv = this.readyVersion(name, v);
     if (mv) return mv;
-    if (e.versions.size === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions${e.reason ? `: ${e.reason}` : ''}`);
+    if (e.versions.size === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions${e.status.reason ? `: ${e.status.reason}` : ''}`);
     throw unavailable(v !== undefined ? `Request for unknown model: '${name}' version ${v} is not at ready state` : `Request for unknown model: '${name}' has no available versions`);
   }
 
@@ -375,7 +370,7 @@ export class ModelRepositoryManager {
           out.push({ name, version: String(v.version), state: v.state, reason: v.reason, ...(resident !== undefined ? { resident_bytes: resident } : {}) });
         }
       } else {
-        out.push({ name, version: '', state: e ? e.state : 'UNAVAILABLE', reason: e ? e.reason : 'not loaded' });
+        out.push({ name, version: '', state: e ? e.status.state : 'UNAVAILABLE', reason: e ? e.status.reason : 'not loaded' });
       }
     }
     return readyOnly ? out.filter((m) => m.state === 'READY') : out;
@@ -383,7 +378,7 @@ export class ModelRepositoryManager {
 
   /** True when every model the control mode meant to load is READY. */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => e.state === 'READY' || e.unloaded === true);
+    return [...this.models.values()].every((e) => e.status.state === 'READY' || e.unloaded === true);
   }
 
   /** Poll mode: load new models, reload changed ones, unload removed ones. */

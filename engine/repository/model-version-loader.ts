@@ -58,7 +58,8 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     }
     const instances = limited?.instances ?? bm.instances;
     if (config.sequence_batching) {
-      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, instances, stats });
+      // Its own pool: adaptive instance counts (mv.pool) leave sequence models alone.
+      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, pool: new InstancePool(instances), stats });
     } else {
       pool = new InstancePool(instances);
       // One scheduler class: batching on with dynamic_batching and max_batch_size > 0, else Triton's default scheduler.

@@ -5,15 +5,17 @@
 // all state changes happen in schedule(), which timers, enqueues, aborts and
 // finished executions call; execute() calls run concurrently, one per instance.
 // With batching off (a model without dynamic_batching: Triton's default
-// scheduler) every request leaves alone, FIFO, with no delay.
+// scheduler) every request leaves alone, FIFO, with no delay. In-flight
+// count, stop-and-drain, the timer and answering are the SchedulerCore's.
 import { batchShapeKey, decideBatch, type BatchPolicy } from './dynamic-batch-decision.ts';
 import { runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
-import { answerRequest, requestBatchSize } from '../api/scheduler.ts';
-import { SchedulerQueue, systemClock, type Clock, type QueueEntry } from './scheduler-queue.ts';
+import { requestBatchSize } from '../api/scheduler.ts';
+import { SchedulerQueue, type Clock, type QueueEntry } from './scheduler-queue.ts';
+import { OneShotTimer, SchedulerCore } from './scheduler-core.ts';
 import { cancelled, invalidArg, StatusError, unavailable } from '../api/status.ts';
 import { tracer } from '../../common/logger.ts';
 
@@ -48,7 +50,8 @@ export class DynamicBatchScheduler implements Scheduler {
   private readonly modelName: string;
   private readonly pool: InstancePool;
   private readonly stats: StatsSink;
-  private readonly clock: Clock;
+  private readonly core: SchedulerCore;
+  private readonly timer: OneShotTimer;
   private readonly maxBatchSize: number;
   private readonly policy: BatchPolicy;
   private readonly preserveOrdering: boolean;
@@ -56,13 +59,9 @@ export class DynamicBatchScheduler implements Scheduler {
   private readonly queue: SchedulerQueue<Pending>;
   private readonly batching: boolean;
 
-  private inflight = 0;
-  private stopping = false;
-  private drained: Array<() => void> = [];
   /** An instance acquired for the next batch, kept while that batch waits to fill. */
   private held: ExecutionInstance | undefined;
   private acquiring = false;
-  private timer: { at: bigint; handle: { cancel(): void } } | undefined;
   private scheduling = false;
   private rerun = false;
   /** preserve_ordering: next accept number to deliver, and settled ones waiting for it. */
@@ -77,7 +76,8 @@ export class DynamicBatchScheduler implements Scheduler {
     this.modelName = opts.modelName;
     this.pool = opts.pool;
     this.stats = opts.stats;
-    this.clock = opts.clock ?? systemClock;
+    this.core = new SchedulerCore({ refusal: `model '${opts.modelName}' is not accepting requests`, stats: opts.stats, clock: opts.clock });
+    this.timer = new OneShotTimer(this.core.clock, () => this.schedule());
     this.maxBatchSize = opts.config.max_batch_size;
     this.policy = {
       maxBatchSize: this.maxBatchSize,
@@ -90,7 +90,8 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   enqueue(request: InferRequest): Promise<InferResponse> {
-    if (this.stopping) return Promise.reject(unavailable(`model '${this.modelName}' is not accepting requests`));
+    const refused = this.core.refused();
+    if (refused) return Promise.reject(refused);
     if (request.signal?.aborted) return Promise.reject(cancelled(`request for model '${this.modelName}' was cancelled`));
     const batchSize = requestBatchSize(request, this.maxBatchSize);
     if (this.batching && this.maxBatchSize > 0 && (batchSize < 1 || batchSize > this.maxBatchSize)) {
@@ -98,7 +99,7 @@ export class DynamicBatchScheduler implements Scheduler {
         invalidArg(`inference request batch-size must be between 1 and ${this.maxBatchSize} for '${this.modelName}', got ${batchSize}`),
       );
     }
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     request.arrivalNs ??= now;
     return new Promise<InferResponse>((resolve, reject) => {
       const p: Pending = {
@@ -116,7 +117,7 @@ export class DynamicBatchScheduler implements Scheduler {
         return;
       }
       p.seq = this.nextSeq++;
-      this.inflight++;
+      this.core.accept();
       if (request.signal) {
         p.onAbort = () => this.cancel(p);
         request.signal.addEventListener('abort', p.onAbort, { once: true });
@@ -126,14 +127,13 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   inflightCount(): number {
-    return this.inflight;
+    return this.core.inflight;
   }
 
   stop(): Promise<void> {
-    this.stopping = true;
+    const drained = this.core.stop();
     this.schedule(); // queued requests go out without waiting for the delay
-    if (this.inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drained.push(resolve));
+    return drained;
   }
 
   private cancel(p: Pending): void {
@@ -161,7 +161,7 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   private scheduleOnce(): void {
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     for (const e of this.queue.expire(now)) {
       this.detach(e.item);
       this.settle(e.item, unavailable('Request timeout expired'), true);
@@ -182,7 +182,7 @@ export class DynamicBatchScheduler implements Scheduler {
       const entries = this.queue.ordered();
       const decision = decideBatch(
         entries.map((e) => ({ batchSize: e.item.batchSize, shapeKey: e.item.shapeKey, enqueuedNs: e.enqueuedNs })),
-        this.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,
+        this.core.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,
         now,
       );
       if (decision.action === 'send') {
@@ -200,7 +200,7 @@ export class DynamicBatchScheduler implements Scheduler {
     }
     const deadline = this.queue.nextDeadlineNs();
     if (deadline !== undefined && (wakeAt === undefined || deadline + 1n < wakeAt)) wakeAt = deadline + 1n;
-    this.armTimer(wakeAt, now);
+    this.timer.armAt(wakeAt, now);
   }
 
   /** Every instance is busy: ask the pool for the next one, once. */
@@ -213,21 +213,6 @@ export class DynamicBatchScheduler implements Scheduler {
       else this.held = instance;
       this.schedule();
     });
-  }
-
-  private armTimer(at: bigint | undefined, now: bigint): void {
-    if (this.timer && this.timer.at === at) return;
-    this.timer?.handle.cancel();
-    this.timer = undefined;
-    if (at === undefined) return;
-    const handle = this.clock.setTimer(
-      () => {
-        this.timer = undefined;
-        this.schedule();
-      },
-      at > now ? at - now : 0n,
-    );
-    this.timer = { at, handle };
   }
 
   private detach(p: Pending): void {
@@ -278,10 +263,6 @@ export class DynamicBatchScheduler implements Scheduler {
   // A method rather than a named closure made per request: tsx (esbuild
   // keepNames) wraps each of those in an __name() call, ~0.6 µs a request.
   private deliver(p: Pending, outcome: InferResponse | StatusError): void {
-    answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
-    this.inflight--;
-    if (this.inflight === 0 && this.drained.length > 0) {
-      for (const d of this.drained.splice(0)) d();
-    }
+    this.core.settle(p.request.arrivalNs!, outcome, p.resolve, p.reject);
   }
 }

@@ -2,54 +2,50 @@
 // in-process. A step starts as soon as its inputs exist, independent steps run
 // concurrently, each step is a request to the composing model's own scheduler
 // (so it batches with direct calls), and tensors pass between steps by
-// reference. Owns only its in-flight bookkeeping; main thread.
+// reference. In-flight count, stop and answering are the SchedulerCore's;
+// main thread.
 import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
 import type { Scheduler } from '../api/scheduler.ts';
 import type { ModelStatistics } from '../api/model-statistics.ts';
 import { nextReadySteps, type EnsemblePlan, type EnsemblePlanStep } from '../config/ensemble-utils.ts';
-import { StatusError, internal, toStatusError, unavailable } from '../api/status.ts';
+import { StatusError, internal, toStatusError } from '../api/status.ts';
+import { SchedulerCore } from './scheduler-core.ts';
 import { tracer } from '../../common/logger.ts';
 
 const trace = tracer('ensemble');
 const SEQUENCE_PARAMS = new Set(['sequence_id', 'sequence_start', 'sequence_end']);
 
 export class EnsembleScheduler implements Scheduler {
-  private inflight = 0;
-  private stopped = false;
-  private drained?: () => void;
+  private readonly core: SchedulerCore;
 
   constructor(
     private readonly plan: EnsemblePlan,
     private readonly infer: (r: InferRequest) => Promise<InferResponse>,
     private readonly stats: ModelStatistics,
     private readonly version: string,
-  ) {}
+  ) {
+    this.core = new SchedulerCore({ refusal: `ensemble '${plan.name}' is not accepting requests (unloading)`, stats });
+  }
 
   inflightCount(): number {
-    return this.inflight;
+    return this.core.inflight;
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.inflight === 0) return;
-    await new Promise<void>((r) => (this.drained = r));
+  stop(): Promise<void> {
+    return this.core.stop();
   }
 
-  async enqueue(request: InferRequest): Promise<InferResponse> {
-    if (this.stopped) throw unavailable(`ensemble '${this.plan.name}' is not accepting requests (unloading)`);
-    this.inflight++;
-    const arrival = request.arrivalNs ?? process.hrtime.bigint();
-    try {
-      const res = await this.run(request, arrival);
-      this.stats.succeeded(Number(process.hrtime.bigint() - arrival));
-      return res;
-    } catch (err) {
-      this.stats.failed(Number(process.hrtime.bigint() - arrival));
-      throw err;
-    } finally {
-      this.inflight--;
-      if (this.inflight === 0) this.drained?.();
-    }
+  enqueue(request: InferRequest): Promise<InferResponse> {
+    const refused = this.core.refused();
+    if (refused) return Promise.reject(refused);
+    this.core.accept();
+    const arrival = request.arrivalNs ?? this.core.clock.nowNs();
+    return new Promise<InferResponse>((resolve, reject) => {
+      this.run(request, arrival).then(
+        (res) => this.core.settle(arrival, res, resolve, reject),
+        (err) => this.core.settle(arrival, toStatusError(err), resolve, reject),
+      );
+    });
   }
 
   private run(request: InferRequest, arrival: bigint): Promise<InferResponse> {

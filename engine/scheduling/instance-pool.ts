@@ -1,6 +1,8 @@
 // The free list of a model's execution instances. Owns no threads: callers
 // acquire an instance, run one execute() on it, and release it. Waiters are
-// served FIFO, so instances never run two executions at once.
+// served FIFO, so instances never run two executions at once. The dynamic
+// batcher takes whichever instance is free; the sequence batcher (direct
+// strategy pins a sequence to one instance) claims a named one.
 import type { ExecutionInstance } from '../api/scheduler.ts';
 
 export class InstancePool {
@@ -35,6 +37,19 @@ export class InstancePool {
   /** Take an idle instance without waiting, or undefined. */
   tryAcquire(): ExecutionInstance | undefined {
     return this.free.shift();
+  }
+
+  /** Whether `instance` is idle now. */
+  isFree(instance: ExecutionInstance): boolean {
+    return this.free.includes(instance);
+  }
+
+  /** Take this idle instance without waiting; false when it is busy. */
+  claim(instance: ExecutionInstance): boolean {
+    const at = this.free.indexOf(instance);
+    if (at < 0) return false;
+    this.free.splice(at, 1);
+    return true;
   }
 
   /** Wait for an idle instance. */

@@ -7,17 +7,20 @@
 // the dynamic batcher). The engine adds the configured control tensors and
 // carries implicit state from a request's output to the next request's input.
 // Owns its sequences, queues and timers; main thread only. Slot bookkeeping
-// is sequence-slots.ts, the batch choice dynamic-batch-decision.ts.
+// is sequence-slots.ts, the batch choice dynamic-batch-decision.ts, the
+// instances an InstancePool, in-flight/stop/timers/answers the SchedulerCore.
 import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
 import { runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
-import { answerRequest, requestBatchSize } from '../api/scheduler.ts';
-import { systemClock, type Clock } from './scheduler-queue.ts';
+import { requestBatchSize } from '../api/scheduler.ts';
+import type { Clock } from './scheduler-queue.ts';
+import { OneShotTimer, SchedulerCore } from './scheduler-core.ts';
+import type { InstancePool } from './instance-pool.ts';
 import { sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSequenceInputs, type SequenceSpec } from '../config/sequence-config.ts';
 import { SequenceSlots, type LiveSequence } from './sequence-slots.ts';
-import { cancelled, invalidArg, StatusError, unavailable } from '../api/status.ts';
+import { cancelled, invalidArg, StatusError } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('sequence');
@@ -27,7 +30,8 @@ const IDLE_RECHECK_NS = 1_000_000n;
 export interface SequenceBatchSchedulerOptions {
   modelName: string;
   config: ModelConfig;
-  instances: readonly ExecutionInstance[];
+  /** The model's instances; the sequence batcher never grows or shrinks it. */
+  pool: InstancePool;
   stats: StatsSink;
   clock?: Clock;
 }
@@ -54,30 +58,29 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly modelName: string;
   private readonly config: ModelConfig;
   private readonly spec: SequenceSpec;
+  private readonly pool: InstancePool;
   private readonly instances: readonly ExecutionInstance[];
-  private readonly busy: boolean[];
   private readonly stats: StatsSink;
-  private readonly clock: Clock;
+  private readonly core: SchedulerCore;
   private readonly slots: SequenceSlots<SeqData>;
   private readonly policy: BatchPolicy;
-  private inflight = 0;
-  private stopping = false;
-  private drained: Array<() => void> = [];
-  private batchTimer?: { at: bigint; handle: { cancel(): void } };
-  private idleTimer?: { at: bigint; handle: { cancel(): void } };
+  private readonly batchTimer: OneShotTimer;
+  private readonly idleTimer: OneShotTimer;
 
   constructor(opts: SequenceBatchSchedulerOptions) {
     this.modelName = opts.modelName;
     this.config = opts.config;
     this.spec = sequenceSpecOf(opts.config);
-    this.instances = opts.instances;
-    this.busy = opts.instances.map(() => false);
+    this.pool = opts.pool;
+    this.instances = opts.pool.instances;
     this.stats = opts.stats;
-    this.clock = opts.clock ?? systemClock;
+    this.core = new SchedulerCore({ refusal: `model '${opts.modelName}' is not accepting requests`, stats: opts.stats, clock: opts.clock });
+    this.batchTimer = new OneShotTimer(this.core.clock, () => this.schedule());
+    this.idleTimer = new OneShotTimer(this.core.clock, () => this.reapIdle());
     const perInstance = Math.max(1, opts.config.max_batch_size);
     this.slots =
       this.spec.strategy === 'direct'
-        ? new SequenceSlots<SeqData>(opts.instances.map(() => perInstance), true)
+        ? new SequenceSlots<SeqData>(this.instances.map(() => perInstance), true)
         : new SequenceSlots<SeqData>([this.spec.maxCandidates], false);
     this.policy = {
       maxBatchSize: opts.config.max_batch_size,
@@ -87,20 +90,20 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   inflightCount(): number {
-    return this.inflight;
+    return this.core.inflight;
   }
 
   stop(): Promise<void> {
-    this.stopping = true;
-    this.idleTimer?.handle.cancel();
-    if (this.inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drained.push(resolve));
+    const drained = this.core.stop();
+    this.idleTimer.cancel();
+    return drained;
   }
 
   enqueue(request: InferRequest): Promise<InferResponse> {
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     request.arrivalNs ??= now;
-    if (this.stopping) return Promise.reject(unavailable(`model '${this.modelName}' is not accepting requests`));
+    const refused = this.core.refused();
+    if (refused) return Promise.reject(refused);
     let seq: Seq;
     let flags;
     try {
@@ -119,19 +122,19 @@ export class SequenceBatchScheduler implements Scheduler {
     const { start, end } = flags;
     return new Promise<InferResponse>((resolve, reject) => {
       seq.data.queue.push({ request, start, end, enqueuedNs: now, resolve, reject });
-      this.inflight++;
+      this.core.accept();
       this.schedule();
       // An enqueue only pushes idle deadlines later: an armed timer stays right.
-      if (!this.idleTimer) this.armIdleTimer();
+      if (this.idleTimer.at === undefined) this.armIdleTimer();
     });
   }
 
   /** Start every batch that can start now; arm a timer for the earliest one that must wait. */
   private schedule(): void {
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     let waitUntil: bigint | undefined;
     for (let i = 0; i < this.instances.length; i++) {
-      if (this.busy[i]) continue;
+      if (!this.pool.isFree(this.instances[i]!)) continue;
       const pinned = this.spec.strategy === 'direct' ? i : undefined;
       const ready = this.slots
         .inSlots(pinned)
@@ -144,23 +147,15 @@ export class SequenceBatchScheduler implements Scheduler {
         enqueuedNs: s.data.queue[0]!.enqueuedNs,
       }));
       const d = decideBatch(items, this.policy, now);
-      if (d.action === 'send') void this.run(i, ready.slice(0, d.count));
+      if (d.action === 'send' && this.pool.claim(this.instances[i]!)) void this.run(i, ready.slice(0, d.count));
       else if (d.action === 'wait' && (waitUntil === undefined || d.untilNs < waitUntil)) waitUntil = d.untilNs;
     }
-    if (waitUntil !== undefined && (!this.batchTimer || this.batchTimer.at > waitUntil)) {
-      this.batchTimer?.handle.cancel();
-      const at = waitUntil;
-      this.batchTimer = { at, handle: this.clock.setTimer(() => {
-        this.batchTimer = undefined;
-        this.schedule();
-      }, at - now) };
-    }
+    if (waitUntil !== undefined) this.batchTimer.armBy(waitUntil, now);
   }
 
   private async run(instanceIndex: number, seqs: Seq[]): Promise<void> {
     const instance = this.instances[instanceIndex]!;
-    this.busy[instanceIndex] = true;
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     const batched = this.config.max_batch_size > 0;
     const allOutputs = this.config.output.map((o) => o.name);
     const items: Array<{ seq: Seq; p: Pending; req: InferRequest }> = [];
@@ -193,7 +188,7 @@ export class SequenceBatchScheduler implements Scheduler {
         });
       }
     }
-    this.busy[instanceIndex] = false;
+    this.pool.release(instance);
     this.schedule();
   }
 
@@ -212,28 +207,23 @@ export class SequenceBatchScheduler implements Scheduler {
 
   private settle(seq: Seq, p: Pending, outcome: InferResponse | StatusError): void {
     seq.data.running = false;
-    answerRequest(this.stats, Number(this.clock.nowNs() - p.request.arrivalNs!), outcome, p.resolve, p.reject);
     if (seq.ended && seq.data.queue.length === 0) this.slots.release(seq);
-    this.inflight--;
-    if (this.inflight === 0) for (const d of this.drained.splice(0)) d();
+    this.core.settle(p.request.arrivalNs!, outcome, p.resolve, p.reject);
   }
 
   /** max_sequence_idle_microseconds: release sequences with no request for that long. */
   private armIdleTimer(): void {
     let at = this.slots.nextIdleAt(this.spec.maxIdleNs);
-    if (at === undefined || this.stopping) return;
+    if (at === undefined || this.core.stopping) return;
     // A due sequence still running is looked at again a little later, not in a tight loop.
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     const floor = now + IDLE_RECHECK_NS;
     if (at < floor) at = floor;
-    if (this.idleTimer && this.idleTimer.at <= at) return;
-    this.idleTimer?.handle.cancel();
-    this.idleTimer = { at, handle: this.clock.setTimer(() => this.reapIdle(), at - now) };
+    this.idleTimer.armBy(at, now);
   }
 
   private reapIdle(): void {
-    this.idleTimer = undefined;
-    const now = this.clock.nowNs();
+    const now = this.core.clock.nowNs();
     for (const s of this.slots.idle(now, this.spec.maxIdleNs, (x) => !x.data.running && x.data.queue.length === 0)) {
       log.info(`sequence ${s.id} of model '${this.modelName}' released after ${Number(this.spec.maxIdleNs / 1000n)} us idle`);
       this.slots.releaseIdle(s, now);

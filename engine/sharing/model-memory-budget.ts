@@ -6,6 +6,7 @@
 // books and the RSS measurement of a load are not mixed with another's.
 import { chooseEvictions, type EvictionCandidate } from './eviction-decision.ts';
 import type { BudgetStatus, ModelCost } from '../api/sharing-status.ts';
+import { SerialLock } from '../../common/serial-lock.ts';
 
 // Importers keep reading the budget's report types from here.
 export type { BudgetStatus, ModelCost } from '../api/sharing-status.ts';
@@ -15,7 +16,7 @@ export class MemoryBudget {
   private readonly lastUsed = new Map<string, number>();
   private readonly active = new Map<string, number>();
   private readonly pins: Set<string>;
-  private lock: Promise<unknown> = Promise.resolve();
+  private readonly lock = new SerialLock();
   private readonly counts = { loads: 0, loadFailures: 0, evictions: 0, loadNsTotal: 0 };
 
   constructor(
@@ -28,9 +29,7 @@ export class MemoryBudget {
 
   /** Run `fn` with no other budgeted load or eviction at the same time. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(fn, fn);
-    this.lock = run.catch(() => undefined); // the chain only orders sections: run's own rejection reaches the caller
-    return run;
+    return this.lock.run(fn);
   }
 
   /** A request reached model `name` (or an ensemble): it is in use until end(). */

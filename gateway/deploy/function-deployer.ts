@@ -13,11 +13,12 @@
 // saved copy of the store's history. The
 // registry's replace() swaps one Map reference, and definitions are deep-
 // frozen, so a call in flight keeps the definitions it started with.
-// Event loop only; deploys are serialized by a promise chain.
+// Event loop only; deploys are serialized by a SerialLock.
 import { createHash } from 'node:crypto';
 import { FunctionBundleSchema, FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from '../function-schema.ts';
-import { log } from '../trace.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 import type { BundleSnapshot, BundleStore, VersionedBundle } from './bundle-store.ts';
+import { SerialLock } from '../../common/serial-lock.ts';
 
 /** What the deployer needs of the function registry. */
 export interface DefinitionTarget {
@@ -55,7 +56,7 @@ export class FunctionDeployer {
   private current: VersionedBundle | undefined;
   /** The store's activation stack and bundles as last read: what a re-seed writes back. */
   private saved: BundleSnapshot | undefined;
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly chain = new SerialLock();
 
   constructor(private readonly o: DeployerOptions) {}
 
@@ -186,8 +187,6 @@ export class FunctionDeployer {
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.chain.then(fn, fn);
-    this.chain = p.catch(() => undefined); // the chain only orders sections: p's own rejection reaches the caller
-    return p;
+    return this.chain.run(fn);
   }
 }

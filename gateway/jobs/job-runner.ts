@@ -9,7 +9,7 @@
 import { GatewayError } from '../errors.ts';
 import type { JobQueue, Taken } from './job-queue.ts';
 import { isFinal, type JobRecord } from './job-state.ts';
-import { log, tracer } from '../trace.ts';
+import { gatewayLog as log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('jobs');
 

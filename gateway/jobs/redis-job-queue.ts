@@ -15,7 +15,7 @@
 import { Redis } from 'ioredis';
 import type { JobQueue, Taken } from './job-queue.ts';
 import { newJobRecord, nextRecord, type JobRecord, type JobState, type NewJob } from './job-state.ts';
-import { log } from '../trace.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 // KEYS[1] = job hash; ARGV = expected rev, new rev, state, doc, ttl ms. Returns 1, or 0 when rev moved.
 const CAS = `

@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { renderText } from '../fixtures/text-images.ts';
 import { waitFor } from './L0_gateway-support.ts';
 import { BUNDLED_REPO, ROOT, removeDir, startTestEngine } from './helpers.ts';

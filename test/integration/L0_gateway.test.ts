@@ -10,7 +10,7 @@ import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { makeJpeg, makeLargeJpeg } from '../fixtures/images.ts';
 import { waitFor } from './L0_gateway-support.ts';
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 

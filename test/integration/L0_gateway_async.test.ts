@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { signBody, signTimestamped, signatureMatches } from '../../gateway/webhooks/signature.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
 import { ROOT, removeDir, startTestEngine, tempRepo } from './helpers.ts';

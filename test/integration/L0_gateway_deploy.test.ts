@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
 import { ROOT, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 

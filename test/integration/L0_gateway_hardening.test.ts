@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { signTimestamped } from '../../gateway/webhooks/signature.ts';
 import { removeDir, tempRepo } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';

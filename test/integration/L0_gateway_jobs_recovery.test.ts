@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { removeDir, tempRepo } from './helpers.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
 

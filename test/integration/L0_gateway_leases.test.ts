@@ -10,7 +10,7 @@ import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../../native/index.ts';
 import { startEngine } from '../../engine/server/server.ts';
 import { RedisLeaseStore } from '../../gateway/redis-lease-store.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { makeLargeJpeg } from '../fixtures/images.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
 

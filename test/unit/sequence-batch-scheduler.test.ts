@@ -3,6 +3,7 @@
 // delay, idle release by the clock, all without sleeping.
 import { describe, expect, it } from 'vitest';
 import { SequenceBatchScheduler } from '../../engine/scheduling/sequence-batch-scheduler.ts';
+import { InstancePool } from '../../engine/scheduling/instance-pool.ts';
 import type { InferRequest } from '../../engine/api/infer-request.ts';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 import type { StatsSink } from '../../engine/api/scheduler.ts';
@@ -20,7 +21,7 @@ describe('SequenceBatchScheduler', () => {
   it('direct: pins sequences to instances and runs each sequence in order', async () => {
     const clock = new FakeClock();
     const [i0, i1] = [new FakeInstance('i0'), new FakeInstance('i1')];
-    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {} }), instances: [i0, i1], stats, clock });
+    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {} }), pool: new InstancePool([i0, i1]), stats, clock });
     // Two slots per instance: sequences 1, 2 on i0; 3 on i1.
     const done = [s.enqueue(req('a1', 1, true)), s.enqueue(req('b1', 2, true)), s.enqueue(req('c1', 3, true)), s.enqueue(req('a2', 1, false, true))];
     await flush();
@@ -40,7 +41,7 @@ describe('SequenceBatchScheduler', () => {
     const clock = new FakeClock();
     const i0 = new FakeInstance('i0');
     const s = new SequenceBatchScheduler({
-      modelName: 'm', config: config({ oldest: { max_candidate_sequences: 4, max_queue_delay_microseconds: 100 } }), instances: [i0], stats, clock,
+      modelName: 'm', config: config({ oldest: { max_candidate_sequences: 4, max_queue_delay_microseconds: 100 } }), pool: new InstancePool([i0]), stats, clock,
     });
     const a = s.enqueue(req('x', 'x', true, true));
     await flush();
@@ -63,7 +64,7 @@ describe('SequenceBatchScheduler', () => {
   it('releases an idle sequence when the clock passes max_sequence_idle_microseconds', async () => {
     const clock = new FakeClock();
     const i0 = new FakeInstance('i0');
-    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {}, max_sequence_idle_microseconds: 1000 }), instances: [i0], stats, clock });
+    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {}, max_sequence_idle_microseconds: 1000 }), pool: new InstancePool([i0]), stats, clock });
     const first = s.enqueue(req('a1', 7, true));
     await flush();
     await i0.complete();

@@ -2,7 +2,8 @@
 // InferenceSession. Batches its requests' inputs into a pooled, transferred
 // buffer (shm inputs of a lone request go by reference), runs them on the
 // worker, splits the outputs back per request, and respawns a crashed worker
-// on its next request.
+// on its next request. Its state (RUNNING, DEAD, CLOSED) is a Lifecycle
+// (common/lifecycle.ts) private to it.
 import type { Worker } from 'node:worker_threads';
 import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
@@ -14,9 +15,19 @@ import { deserializeBytes, serializeBytes } from '../../api/datatypes.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 import { stateOutputs } from '../../config/sequence-config.ts';
 import { log, tracer } from '../../../common/logger.ts';
+import { Lifecycle, type TransitionTable } from '../../../common/lifecycle.ts';
 
 const trace = tracer('onnxruntime');
 const ALIGN = 64;
+
+/** A worker serving, a worker gone (respawned on the next request), or the instance unloaded for good. */
+export type OnnxInstanceState = 'RUNNING' | 'DEAD' | 'CLOSED';
+
+export const ONNX_INSTANCE_TRANSITIONS: TransitionTable<OnnxInstanceState> = {
+  RUNNING: ['DEAD', 'CLOSED'],
+  DEAD: ['RUNNING', 'CLOSED'],
+  CLOSED: [],
+};
 
 /**
  * One execution instance: a worker and its session. The scheduler calls
@@ -27,8 +38,9 @@ export class OnnxInstance implements ExecutionInstance {
   private seq = 0;
   private pending = new Map<number, { resolve: (m: FromWorker) => void; reject: (e: Error) => void }>();
   private spare: ArrayBuffer[] = [];
-  private dead: Error | undefined;
-  private closed = false;
+  readonly #life: Lifecycle<OnnxInstanceState>;
+  /** Set once the current worker is gone (died, or closed): its exit then reports nothing more. */
+  private gone: Error | undefined;
   private worker!: Worker;
   meta?: { inputs: WireMeta[]; outputs: WireMeta[] };
 
@@ -37,13 +49,19 @@ export class OnnxInstance implements ExecutionInstance {
     private readonly spawn: () => Worker,
     private readonly ctx: BackendContext,
   ) {
+    this.#life = new Lifecycle(ONNX_INSTANCE_TRANSITIONS, 'RUNNING', `instance ${name} of model '${ctx.modelName}'`);
     this.attach(spawn());
+  }
+
+  get state(): OnnxInstanceState {
+    return this.#life.state;
   }
 
   /** Wire a (new) worker: results resolve pending runs; a crash fails them and marks the instance for respawn. */
   private attach(worker: Worker): void {
     this.worker = worker;
-    this.dead = undefined;
+    if (this.#life.state === 'DEAD') this.#life.to('RUNNING');
+    this.gone = undefined;
     worker.on('message', (m: FromWorker) => {
       if (m.kind === 'result' || m.kind === 'run-error') {
         for (const b of m.returned) this.recycle(b);
@@ -54,14 +72,16 @@ export class OnnxInstance implements ExecutionInstance {
     });
     const die = (err: Error) => {
       if (this.worker !== worker) return;
-      this.dead = err;
+      // A second error of the same worker, or one while closing, fails what it still held; the state moves once.
+      if (this.#life.state === 'RUNNING') this.#life.to('DEAD');
+      this.gone = err;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
-      if (!this.closed) log.error(`instance ${this.name} of '${this.ctx.modelName}' died; it restarts on its next request`, err);
+      if (this.#life.state !== 'CLOSED') log.error(`instance ${this.name} of '${this.ctx.modelName}' died; it restarts on its next request`, err);
     };
     worker.on('error', (e) => die(internal(`instance ${this.name} failed`, e)));
     worker.on('exit', (code) => {
-      if (!this.dead) die(internal(`instance ${this.name} exited (code ${code})`));
+      if (!this.gone) die(internal(`instance ${this.name} exited (code ${code})`));
     });
   }
 
@@ -106,8 +126,9 @@ export class OnnxInstance implements ExecutionInstance {
   }
 
   async execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    if (this.closed) throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
-    if (this.dead) await this.respawn();
+    const state = this.#life.state;
+    if (state === 'CLOSED') throw unavailable(`instance ${this.name} of model '${this.ctx.modelName}' is not running`);
+    if (state === 'DEAD') await this.respawn();
     const t0 = process.hrtime.bigint();
     const { config } = this.ctx;
     const batched = config.max_batch_size > 0 && requests.length > 1;
@@ -167,9 +188,10 @@ export class OnnxInstance implements ExecutionInstance {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.dead) return;
+    const was = this.#life.state;
+    if (was === 'CLOSED') return;
+    this.#life.to('CLOSED');
+    if (was === 'DEAD') return;
     const closed = new Promise<void>((resolve) => {
       const on = (m: FromWorker) => m.kind === 'closed' && resolve();
       this.worker.on('message', on);
@@ -177,7 +199,7 @@ export class OnnxInstance implements ExecutionInstance {
     });
     this.post({ kind: 'close' });
     await Promise.race([closed, new Promise((r) => setTimeout(r, 2000))]);
-    this.dead = unavailable('closed');
+    this.gone = unavailable('closed');
     await this.worker.terminate();
   }
 }

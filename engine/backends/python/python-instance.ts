@@ -6,7 +6,8 @@
 // dies fails only the requests it held and is started again (initialize
 // included) on the next execute; one killed for passing its model's
 // execution limit (execution-limit.ts) starts again at once. execute() never
-// runs twice at once (the pool).
+// runs twice at once (the pool). The instance's state (STOPPED, STARTING,
+// READY, CLOSED) is a Lifecycle (common/lifecycle.ts) private to it.
 import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
@@ -15,7 +16,9 @@ import { StatusError, internal, toStatusError, unavailable } from '../../api/sta
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
-import { StubProcess } from './stub-process.ts';
+import { StubProcess, type StubExit } from './stub-process.ts';
+import { Lifecycle } from '../../../common/lifecycle.ts';
+import { INSTANCE_TRANSITIONS, type InstanceState } from './instance-state.ts';
 import type { ResponseBody, StubFrame, StubFrameOf } from './stub-frames.ts';
 import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
@@ -48,12 +51,11 @@ interface Running {
 
 export class PythonInstance implements ExecutionInstance {
   private stub: StubProcess | undefined;
-  private ready = false;
+  readonly #life: Lifecycle<InstanceState>;
   private starting: { resolve(): void; reject(e: StatusError): void } | undefined;
   private running: Running | undefined;
   private seq = 0;
   private blsSeq = 0;
-  private closed = false;
   private readonly arena: InputArena;
   /** Whether the model defines is_ready() (the stub says so once initialize returned). */
   private hasIsReady = false;
@@ -68,8 +70,27 @@ export class PythonInstance implements ExecutionInstance {
     private readonly ctx: BackendContext,
     private readonly opts: PythonInstanceOptions,
   ) {
+    this.#life = new Lifecycle(INSTANCE_TRANSITIONS, 'STOPPED', `python instance ${name} of model '${ctx.modelName}'`);
     this.arena = new InputArena(`${opts.prefix}-in`);
     this.probe = new ReadinessProbe((rid) => this.stub?.send({ t: 'is_ready', rid }), `python model '${ctx.modelName}' ${name}`);
+  }
+
+  /** Where the instance is in its lifecycle. */
+  get state(): InstanceState {
+    return this.#life.state;
+  }
+
+  private get ready(): boolean {
+    return this.#life.state === 'READY';
+  }
+
+  private get closed(): boolean {
+    return this.#life.state === 'CLOSED';
+  }
+
+  /** Move to `to` unless closed: once CLOSED nothing moves (a start or exit still settling after close() is expected). */
+  private moveTo(to: InstanceState): void {
+    if (!this.closed) this.#life.to(to);
   }
 
   /** Read per use: auto_complete_config may set the policy after construction. */
@@ -83,12 +104,13 @@ export class PythonInstance implements ExecutionInstance {
    * and merges its answer into the (shared) config.
    */
   async start(autoComplete = false): Promise<void> {
+    if (this.closed) throw unloadedBeforeRun(this.ctx.modelName);
+    this.#life.to('STARTING');
     const stub = new StubProcess(
       { interpreter: this.opts.interpreter, modelFile: this.opts.modelFile, prefix: this.opts.prefix, label: `'${this.ctx.modelName}' ${this.name}` },
       (m) => this.stub === stub && this.onFrame(stub, m),
     );
     this.stub = stub;
-    this.ready = false;
     void stub.exited.then((how) => this.onExit(stub, how));
     try {
       if (autoComplete) {
@@ -99,9 +121,10 @@ export class PythonInstance implements ExecutionInstance {
       const started = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
       stub.send({ t: 'init', args: this.initArgs() });
       await started;
-      this.ready = true;
+      this.moveTo('READY');
       trace(`${this.name} of '${this.ctx.modelName}' started (pid ${stub.child.pid})`);
     } catch (err) {
+      this.moveTo('STOPPED');
       stub.kill();
       await stub.exited;
       throw err;
@@ -265,15 +288,17 @@ export class PythonInstance implements ExecutionInstance {
   }
 
   /** The stub is gone: fail what it held (start or batch), drop its shm objects. */
-  private onExit(stub: StubProcess, how: string): void {
+  private onExit(stub: StubProcess, exit: StubExit): void {
     if (this.stub !== stub) return;
-    this.ready = false;
+    const how = exit.text;
+    // A stub that dies while starting: start() moves to STOPPED when its wait rejects below.
+    if (this.ready) this.moveTo('STOPPED');
     this.probe.abandon();
     sweepShm(this.opts.prefix);
     const killedFor = this.killedFor;
     this.killedFor = undefined;
     if (this.starting) {
-      this.starting.reject(unavailable(how.startsWith('python interpreter') || how.startsWith('cannot start') ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
+      this.starting.reject(unavailable(exit.kind === 'spawn-failed' ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
       return;
     }
     const r = this.running;
@@ -297,7 +322,7 @@ export class PythonInstance implements ExecutionInstance {
    */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
+    this.#life.to('CLOSED');
     const stub = this.stub;
     if (stub?.alive && this.running) {
       this.killedFor = unloadedWhileExecuting(this.ctx.modelName, this.name);

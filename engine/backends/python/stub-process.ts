@@ -23,10 +23,16 @@ export interface StubSpawn {
   label: string;
 }
 
-/** A running stub; `exited` settles once the process is gone (how, in words). */
+/** How a stub went: it never started (spawn failed), or it ran and exited; `text` says how, in words. */
+export interface StubExit {
+  kind: 'spawn-failed' | 'exited';
+  text: string;
+}
+
+/** A running stub; `exited` settles once the process is gone. */
 export class StubProcess {
   readonly child: ChildProcess;
-  readonly exited: Promise<string>;
+  readonly exited: Promise<StubExit>;
   private readonly channel: Duplex;
   private gone = false;
 
@@ -59,11 +65,12 @@ export class StubProcess {
     this.exited = new Promise((resolve) => {
       this.child.once('error', (err: NodeJS.ErrnoException) => {
         this.gone = true;
-        resolve(err.code === 'ENOENT' ? `python interpreter '${opts.interpreter}' not found` : `cannot start '${opts.interpreter}': ${err.message}`);
+        const text = err.code === 'ENOENT' ? `python interpreter '${opts.interpreter}' not found` : `cannot start '${opts.interpreter}': ${err.message}`;
+        resolve({ kind: 'spawn-failed', text });
       });
       this.child.once('exit', (code, signal) => {
         this.gone = true;
-        resolve(signal ? `killed by ${signal}` : `exited with code ${code}`);
+        resolve({ kind: 'exited', text: signal ? `killed by ${signal}` : `exited with code ${code}` });
       });
     });
   }

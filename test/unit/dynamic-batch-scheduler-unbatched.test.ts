@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DefaultScheduler } from '../../engine/scheduling/default-scheduler.ts';
+import { DynamicBatchScheduler } from '../../engine/scheduling/dynamic-batch-scheduler.ts';
+import type { ModelConfig } from '../../engine/api/model-config.ts';
+import type { Clock } from '../../engine/scheduling/scheduler-queue.ts';
 import type { InferRequest, InferResponse } from '../../engine/api/infer-request.ts';
 import { InstancePool } from '../../engine/scheduling/instance-pool.ts';
 import type { StatsSink } from '../../engine/api/scheduler.ts';
@@ -25,6 +27,12 @@ class Stats implements StatsSink {
   }
 }
 
+/** Triton's default scheduler: the dynamic batch scheduler with batching off (a model without dynamic_batching). */
+function unbatched(opts: { pool: InstancePool; stats: StatsSink; clock?: Clock; maxBatchSize?: number }): DynamicBatchScheduler {
+  const config: ModelConfig = { name: 'm', max_batch_size: opts.maxBatchSize ?? 0, input: [], output: [] };
+  return new DynamicBatchScheduler({ modelName: 'm', config, pool: opts.pool, stats: opts.stats, clock: opts.clock, batching: false });
+}
+
 const req = (id: string, signal?: AbortSignal, shape = [1, 4]): InferRequest => ({
   modelName: 'm',
   id,
@@ -38,7 +46,7 @@ function setup(n = 2, maxBatchSize?: number) {
   const clock = new FakeClock();
   const stats = new Stats();
   const instances = Array.from({ length: n }, (_, i) => new FakeInstance(`m_${i}`));
-  const sched = new DefaultScheduler({ modelName: 'm', pool: new InstancePool(instances), stats, clock, maxBatchSize });
+  const sched = unbatched({ pool: new InstancePool(instances), stats, clock, maxBatchSize });
   const results = new Map<string, InferResponse | StatusError>();
   const send = (r: InferRequest) =>
     void sched.enqueue(r).then(
@@ -49,7 +57,7 @@ function setup(n = 2, maxBatchSize?: number) {
 }
 const codeOf = (x: unknown) => (x instanceof StatusError ? x.code : 'OK');
 
-describe('DefaultScheduler', () => {
+describe('DynamicBatchScheduler with batching off (default scheduler)', () => {
   it('runs each request alone, FIFO, on the next free instance', async () => {
     const t = setup(2);
     for (const id of ['a', 'b', 'c', 'd', 'e']) t.send(req(id));
@@ -106,7 +114,7 @@ describe('DefaultScheduler', () => {
     expect(codeOf(t.results.get('b'))).toBe('OK');
 
     const stats = new Stats();
-    const s = new DefaultScheduler({ modelName: 'm', pool: new InstancePool([new FakeInstance('x', true)]), stats });
+    const s = unbatched({ pool: new InstancePool([new FakeInstance('x', true)]), stats });
     await expect(s.enqueue(req('z'))).rejects.toMatchObject({ code: 'INTERNAL' });
     expect(stats.bad).toBe(1);
   });
