@@ -18,7 +18,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // The restricted-API keys stay in this process: Python stubs and other children do not inherit them.
-  for (const v of Object.values(RESTRICTED_ENV)) delete process.env[v];
+  // TRITONISH_ENGINE_ADMIN_KEY is the Helm chart's source for them.
+  for (const v of [...Object.values(RESTRICTED_ENV), 'TRITONISH_ENGINE_ADMIN_KEY']) delete process.env[v];
   setLogVerbose(opts.logVerbose);
   // Signals are taken from the first moment: one during start-up (a pod
   // deleted while its models load) stops the engine as soon as loading ends,
