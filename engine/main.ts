@@ -18,17 +18,32 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // The restricted-API keys stay in this process: Python stubs and other children do not inherit them.
-  for (const v of Object.values(RESTRICTED_ENV)) delete process.env[v];
+  // TRITONISH_ENGINE_ADMIN_KEY is the Helm chart's source for them.
+  for (const v of [...Object.values(RESTRICTED_ENV), 'TRITONISH_ENGINE_ADMIN_KEY']) delete process.env[v];
   setLogVerbose(opts.logVerbose);
-  const engine = await startEngine(opts);
-  const index = engine.server.repositoryIndex(false);
-  for (const m of index) log.info(`model ${m.name}${m.version ? `:${m.version}` : ''} ${m.state}${m.reason ? ` (${m.reason})` : ''}`);
+  // Signals are taken from the first moment: one during start-up (a pod
+  // deleted while its models load) stops the engine as soon as loading ends,
+  // so Python stubs and worker threads are shut down, not orphaned. Loading
+  // that outlasts --exit-timeout-secs after the signal exits 1.
+  let stopRequested: string | undefined;
+  let running: Awaited<ReturnType<typeof startEngine>> | undefined;
   let stopping = false;
+  const exitTimeoutSecs = opts.exitTimeoutSecs ?? 30;
   const shutdown = (sig: string) => {
     if (stopping) return;
+    if (!running) {
+      if (stopRequested) return;
+      stopRequested = sig;
+      log.info(`${sig} during start-up: stopping once model loading ends (at most ${exitTimeoutSecs} s)`);
+      setTimeout(() => {
+        log.error(`${sig}: start-up did not end within --exit-timeout-secs=${exitTimeoutSecs}; exiting`);
+        process.exit(1);
+      }, exitTimeoutSecs * 1000).unref();
+      return;
+    }
     stopping = true;
     log.info(`${sig}: stopping; finishing in-flight requests`);
-    engine.stop().then(
+    running.stop().then(
       () => {
         log.info('engine stopped');
         process.exit(0);
@@ -41,8 +56,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  // Ready is said only once SIGTERM/SIGINT are handled: a supervisor that stops the engine on this line gets a drain, not a kill.
+  running = await startEngine(opts);
+  const index = running.server.repositoryIndex(false);
+  for (const m of index) log.info(`model ${m.name}${m.version ? `:${m.version}` : ''} ${m.state}${m.reason ? ` (${m.reason})` : ''}`);
+  // Ready is said only once SIGTERM/SIGINT are handled (they are from the start): a supervisor that stops the engine on this line gets a drain, not a kill.
   log.info(`engine ready: ${index.filter((m) => m.state === 'READY').length}/${index.length} models READY`);
+  if (stopRequested) shutdown(stopRequested);
 }
 
 main().catch((err) => {

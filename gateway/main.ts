@@ -63,9 +63,16 @@ async function main(): Promise<void> {
     process.stderr.write(`${(e as Error).message}\n`);
     process.exit(2);
   }
-  const gw = await startGateway(opts);
+  // Signals are taken from the first moment: one during start-up stops the
+  // gateway (regions unregistered and unlinked) as soon as start-up ends.
+  let gw: Awaited<ReturnType<typeof startGateway>> | undefined;
+  let pending: string | undefined;
   const shutdown = (sig: string) => {
-    log.info(`${sig} received`);
+    log.info(`${sig} received${gw ? '' : ' during start-up; stopping once it ends'}`);
+    if (!gw) {
+      pending ??= sig;
+      return;
+    }
     gw.stop().then(
       () => process.exit(0),
       (e) => {
@@ -77,6 +84,8 @@ async function main(): Promise<void> {
   // gw.stop() is idempotent: a second signal (terminal plus supervisor) joins the first shutdown.
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  gw = await startGateway(opts);
+  if (pending) return shutdown(pending);
   if (process.send) process.send({ ready: true, port: gw.port, ownerId: gw.ownerId });
 }
 

@@ -60,3 +60,12 @@ export function startArgs(
     gatewayEnv: { GATEWAY_ENGINE_KEY: `${START_KEY_HEADER}=${key}` },
   };
 }
+
+/**
+ * Node's argv for a child: compiled, its entry mapped to dist/ (engine/main.ts
+ * -> dist/engine/main.js); otherwise run through tsx as an import hook.
+ */
+export function childArgv(args: string[], compiled: boolean): string[] {
+  if (!compiled) return ['--import', 'tsx', ...args];
+  return args.map((a) => (/^(engine|gateway)\/\S+\.ts$/.test(a) ? `dist/${a.slice(0, -3)}.js` : a));
+}

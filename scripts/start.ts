@@ -13,7 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { startArgs } from './start-args.ts';
+import { childArgv, startArgs } from './start-args.ts';
 
 interface Spec {
   name: string;
@@ -27,6 +27,10 @@ const specs: Spec[] = [
   { name: 'engine', args: args.engine, env: { ...process.env, ...args.engineEnv } },
   { name: 'gateway', args: args.gateway, env: { ...process.env, ...args.gatewayEnv } },
 ];
+
+// Compiled (dist/scripts/start.js, what `npm start` runs after its build)
+// the children run dist/'s JavaScript; under tsx (development) their sources.
+const COMPILED = import.meta.url.endsWith('.js');
 
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 10_000;
@@ -44,9 +48,9 @@ class Supervised {
 
   start(): void {
     this.startedAt = Date.now();
-    // One node process per child (tsx as an import hook), so signals reach it directly.
+    // One node process per child, so signals reach it directly.
     // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops the children in order.
-    const p = spawn(process.execPath, ['--import', 'tsx', ...this.spec.args], { stdio: 'inherit', env: this.spec.env, detached: true });
+    const p = spawn(process.execPath, childArgv(this.spec.args, COMPILED), { stdio: 'inherit', env: this.spec.env, detached: true });
     this.proc = p;
     p.on('exit', (code, signal) => {
       this.proc = undefined;

@@ -34,9 +34,20 @@ export function removeTempDir(dir: string): void {
 
 export { freePort };
 
-/** `node --import tsx <script> ...args` from the repository root; the pid is node's own. */
+let compiled = false;
+/**
+ * From now on, engine/ and gateway/ entries run from dist/ (`npm run build`'s
+ * JavaScript, as `npm start` and the image run them) instead of through tsx.
+ */
+export function runCompiled(on: boolean): void {
+  compiled = on;
+}
+
+/** `node --import tsx <script> ...args` from the repository root (or its dist/ .js, see runCompiled); the pid is node's own. */
 export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...nodeFlags, path.resolve(ROOT, script), ...args], {
+  const fromDist = compiled && /^(engine|gateway)\//.test(script);
+  const entry = fromDist ? ['dist', script.replace(/\.ts$/, '.js')] : [script];
+  const proc = spawn(process.execPath, [...(fromDist ? [] : ['--import', 'tsx']), ...nodeFlags, path.resolve(ROOT, ...entry), ...args], {
     cwd: ROOT,
     env: { ...process.env, ENGINE_QUIET: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,10 +1,12 @@
-// `npm start` (scripts/start.ts): engine + gateway supervised. A killed
+// `npm start` (scripts/start.ts, compiled: scripts/build.mjs then
+// dist/scripts/start.js, exactly what the npm script runs): engine + gateway
+// supervised, the children on dist/'s JavaScript with no TypeScript loader. A killed
 // gateway is restarted and its successor's start-up sweep cleans the dead
 // one's regions (in-memory leases); a killed engine makes the gateway answer
 // 503 until the restarted engine is back; SIGTERM exits 0 leaving nothing.
 // The engine's model-repository, trace, logging and shared-memory APIs answer
 // the gateway's key only (START_ADMIN_KEY here, generated otherwise).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +54,8 @@ beforeAll(async () => {
   httpPort = await freePort();
   const metricsPort = await freePort();
   image = await makeJpeg(64, 48, 5);
-  sup = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, stdio: 'pipe' });
+  sup = spawn(process.execPath, ['dist/scripts/start.js'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -73,7 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (sup && sup.exitCode === null && sup.signalCode === null) {
-    for (const p of [...childPids('gateway/main.ts'), ...childPids('engine/main.ts')]) process.kill(p, 'SIGKILL');
+    for (const p of [...childPids('dist/gateway/main.js'), ...childPids('dist/engine/main.js')]) process.kill(p, 'SIGKILL');
     sup.kill('SIGKILL');
   }
   for (const k of listSharedMemoryKeys(`/${PREFIX}_`)) shmUnlinkIfExists(k); // only after a failed test
@@ -108,19 +111,19 @@ describe('npm start supervisor', () => {
       admin.close();
     }
     // The key is in no child's command line (other local users can read those).
-    for (const pid of [...childPids('engine/main.ts'), ...childPids('gateway/main.ts')]) {
+    for (const pid of [...childPids('dist/engine/main.js'), ...childPids('dist/gateway/main.js')]) {
       expect(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(ADMIN_KEY);
     }
   });
 
   it('restarts a killed gateway, whose successor cleans the dead one’s regions', async () => {
-    const [pid] = childPids('gateway/main.ts');
+    const [pid] = childPids('dist/gateway/main.js');
     expect(pid).toBeDefined();
     const before = ownersOnShm();
     expect(before).toHaveLength(1);
     expect(before[0]!.startsWith(`${pid}x`)).toBe(true);
     process.kill(pid!, 'SIGKILL');
-    await waitFor('a new gateway', () => childPids('gateway/main.ts').some((p) => p !== pid), 20_000);
+    await waitFor('a new gateway', () => childPids('dist/gateway/main.js').some((p) => p !== pid), 20_000);
     await waitFor('new gateway serving', async () => (await call()).status === 200, 60_000, 100);
     await waitFor('old regions cleaned', async () => {
       const engine = adminClient();
@@ -134,7 +137,7 @@ describe('npm start supervisor', () => {
   }, 90_000);
 
   it('answers 503 while the engine is down and recovers when the supervisor restarts it', async () => {
-    const [pid] = childPids('engine/main.ts');
+    const [pid] = childPids('dist/engine/main.js');
     process.kill(pid!, 'SIGKILL');
     await waitFor('503 from the gateway', async () => {
       const r = await call();
@@ -148,6 +151,6 @@ describe('npm start supervisor', () => {
     sup.kill('SIGTERM');
     expect(await exit).toBe(0);
     expect(listSharedMemoryKeys(`/${PREFIX}_`)).toEqual([]);
-    expect(childPids('main.ts')).toEqual([]);
+    expect(childPids('main.js')).toEqual([]);
   }, 60_000);
 });

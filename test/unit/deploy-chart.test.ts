@@ -108,6 +108,31 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(!!find(objs(), 'Secret')).toBe(!values.length); // an existing Secret is not re-created
     });
 
+    it("the engine's admin APIs answer only the Secret's key, which only the gateway is given; the console token from the Secret", async () => {
+      const d = find(objs(), 'Deployment', NAME)!;
+      const [eng, gw] = [container(d, 'engine'), container(d, 'gateway')];
+      const secret = values.length ? 'tritonish-secrets' : `${NAME}-secrets`;
+      for (const c of [eng, gw]) expect(env(c, 'TRITONISH_ENGINE_ADMIN_KEY').valueFrom.secretKeyRef).toEqual({ name: secret, key: 'engine-admin-key' });
+      // Kubernetes expands $(VAR) from earlier entries of the same env list; the engine parses the result as Triton's flag.
+      const expand = (c: Obj, v: string) => v.replace(/\$\((\w+)\)/g, (_m, n: string) => (c.env.findIndex((e: Obj) => e.name === n) < c.env.findIndex((e: Obj) => e.value === v) ? 'KEY' : '$(unexpanded)'));
+      const { restrictedOption } = await import('../../engine/frontends/restricted-api.ts');
+      for (const v of ['ENGINE_HTTP_RESTRICTED_API', 'ENGINE_GRPC_RESTRICTED_PROTOCOL']) {
+        const value = expand(eng, env(eng, v).value);
+        expect(value).toBe('model-repository,trace,logging,shared-memory:triton-grpc-protocol-admin-key=KEY');
+        expect(() => restrictedOption([], { [v]: value }, v === 'ENGINE_HTTP_RESTRICTED_API' ? 'http-restricted-api' : 'grpc-restricted-protocol')).not.toThrow();
+      }
+      expect(expand(gw, env(gw, 'GATEWAY_ENGINE_KEY').value)).toBe('triton-grpc-protocol-admin-key=KEY');
+      expect(env(gw, 'GATEWAY_CONSOLE_TOKEN').valueFrom.secretKeyRef).toMatchObject({ name: secret, key: 'console-token', optional: true });
+      if (!values.length) expect(find(objs(), 'Secret')!.stringData['engine-admin-key']).toMatch(/^[A-Za-z0-9]{48}$/);
+    });
+
+    it('every container runs on a read-only root filesystem, with /tmp an emptyDir', () => {
+      const spec = find(objs(), 'Deployment', NAME)!.spec.template.spec;
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) expect(c.securityContext.readOnlyRootFilesystem, c.name).toBe(true);
+      for (const c of spec.containers) expect(c.volumeMounts.find((m: Obj) => m.mountPath === '/tmp')?.name, c.name).toBe('tmp');
+      expect(spec.volumes.find((v: Obj) => v.name === 'tmp').emptyDir).toEqual({});
+    });
+
     it('a PodDisruptionBudget selects the server pods', () => {
       const pdb = find(objs(), 'PodDisruptionBudget')!;
       const d = find(objs(), 'Deployment', NAME)!;

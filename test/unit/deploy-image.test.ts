@@ -27,9 +27,17 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/COPY --from=build \/app \/app/);
   });
 
+  it('CI tests on the Node the image runs (scripts/test-node24.mjs fetches that version)', () => {
+    const image = /ARG NODE_IMAGE=node:(\d+\.\d+\.\d+)-bookworm-slim/.exec(text)?.[1];
+    const tested = /NODE24_VERSION = '(\d+\.\d+\.\d+)'/.exec(fs.readFileSync(path.join(ROOT, 'scripts/test-node24.mjs'), 'utf8'))?.[1];
+    expect(image).toMatch(/^24\./);
+    expect(tested).toBe(image);
+    expect(fs.readFileSync(path.join(ROOT, '.ci/run'), 'utf8')).toMatch(/^npm run test:node24$/m);
+  });
+
   it('production dependencies only, pruned; the CUDA binaries only when asked for (npm policy skips that script)', () => {
     expect(text).toMatch(/npm ci --omit=dev/);
-    expect(text).toMatch(/RUN sh deploy\/docker\/prune-app\.sh \/app/);
+    expect(text).toMatch(/RUN node scripts\/build\.mjs \\\n && sh deploy\/docker\/prune-app\.sh \/app/);
     expect(text).toMatch(/if \[ "\$ORT_INSTALL" != skip \]; then ONNXRUNTIME_NODE_INSTALL="\$ORT_INSTALL" node node_modules\/onnxruntime-node\/script\/install\.js; fi/);
   });
 

