@@ -10,6 +10,7 @@ EXEC = "exec"
 FINI = "fini"
 IS_READY = "is_ready"
 BLS_REPLY = "bls_reply"
+CANCEL = "cancel"
 
 # stub -> engine
 INIT_ERROR = "init_error"
@@ -21,5 +22,5 @@ BLS = "bls"
 IS_READY_REPLY = "is_ready_reply"
 FINI_DONE = "fini_done"
 
-ENGINE_FRAMES = (AUTOCOMPLETE, INIT, EXEC, FINI, IS_READY, BLS_REPLY)
+ENGINE_FRAMES = (AUTOCOMPLETE, INIT, EXEC, FINI, IS_READY, BLS_REPLY, CANCEL)
 STUB_FRAMES = (INIT_ERROR, CONFIG, READY, EXEC_DONE, RESP, BLS, IS_READY_REPLY, FINI_DONE)

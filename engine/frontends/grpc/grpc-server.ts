@@ -155,11 +155,21 @@ function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.hand
       let pending = 0;
       let ended = false;
       const maybeEnd = () => ended && pending === 0 && call.end();
+      // The stream closed by the client (or its deadline) cancels every request still open on it:
+      // queued ones leave their queue, a python model's request.is_cancelled() turns true.
+      const open = new Set<RequestCancel>();
+      call.on('cancelled', () => {
+        for (const c of [...open]) c.abort();
+        open.clear();
+      });
       call.on('data', (m: ModelInferRequest) => {
         pending++;
+        const cancel = new RequestCancel();
+        open.add(cancel);
         Promise.resolve()
           .then(() => {
             const req = toInferRequest(m);
+            req.signal = cancel;
             req.arrivalNs = process.hrtime.bigint();
             // A decoupled model's responses are written as they come (decoupled.ts).
             req.onResponse = (r) =>
@@ -179,6 +189,7 @@ function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.hand
             (err) => call.write({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } }),
           )
           .finally(() => {
+            open.delete(cancel);
             pending--;
             maybeEnd();
           });
