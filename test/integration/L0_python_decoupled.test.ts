@@ -51,6 +51,19 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
+async function untilAsync(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return cond();
+}
+
+/** The model's failed-request count (statistics extension). */
+const failures = async (model: string) =>
+  Number((await client.call('ModelStatistics', { name: model })).model_stats[0].inference_stats.fail.count);
+
 const marker = (model: string, id: string) => path.join(repo, model, `cancelled-${id}`);
 
 beforeAll(async () => {
@@ -133,6 +146,8 @@ describe('L0_python_decoupled', () => {
     expect(existsSync(marker('cancel_watch', 'g1'))).toBe(false);
     call.cancel();
     expect(await until(() => existsSync(marker('cancel_watch', 'g1')), 5000)).toBe(true);
+    // Counted as a failed request once its stream ended.
+    expect(await untilAsync(async () => (await failures('cancel_watch')) === 1, 5000)).toBe(true);
   }, 20_000);
 
   it('the HTTP client going away and a gRPC deadline cancel a plain python model\'s request', async () => {
@@ -152,5 +167,6 @@ describe('L0_python_decoupled', () => {
     const e = await grpcError(client.call('ModelInfer', intReq('cancel_plain', 'd1', 'IN', 0), 400));
     expect(e.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     expect(await until(() => existsSync(marker('cancel_plain', 'd1')), 5000)).toBe(true);
+    expect(await untilAsync(async () => (await failures('cancel_plain')) === 2, 5000)).toBe(true);
   }, 30_000);
 });

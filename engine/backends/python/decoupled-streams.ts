@@ -5,7 +5,7 @@
 // cancellation (the request's signal) is passed to the stub as a `cancel`
 // frame, so the model's request.is_cancelled() turns true. Main thread only.
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
-import type { StatusError } from '../../api/status.ts';
+import { cancelled, type StatusError } from '../../api/status.ts';
 
 /** What one request of a batch comes to: its response, or its error. */
 type Outcome = InferResponse | StatusError;
@@ -95,7 +95,8 @@ export class DecoupledStreams {
     if (!s.finals.every(Boolean)) return;
     this.open.delete(seq);
     for (const u of s.unlisten) u();
-    s.resolve(s.requests.map((req, i) => s.failed[i] ?? this.endOf(req, s.last[i])));
+    // A stream its client cancelled ends CANCELLED (counted as a failure), whatever the model sent last.
+    s.resolve(s.requests.map((req, i) => s.failed[i] ?? (req.signal?.aborted ? cancelled(`request for model '${req.modelName}' was cancelled`) : this.endOf(req, s.last[i]))));
   }
 }
 

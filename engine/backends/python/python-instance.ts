@@ -10,7 +10,7 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
-import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
+import { StatusError, cancelled, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
@@ -175,7 +175,9 @@ export class PythonInstance implements ExecutionInstance {
       if (returned instanceof StatusError) this.streams.fail(seq, returned);
       return { responses: [], timing, streams };
     }
-    return { responses: returned instanceof StatusError ? requests.map(() => returned) : (returned ?? []), timing };
+    const outcomes = returned instanceof StatusError ? requests.map(() => returned) : (returned ?? []);
+    // A request its client cancelled while it ran fails CANCELLED (counted so), whatever the model answered.
+    return { responses: outcomes.map((o, i) => (requests[i]?.signal?.aborted ? cancelled(`request for model '${this.ctx.modelName}' was cancelled`) : o)), timing };
   }
 
   private onFrame(stub: StubProcess, m: StubFrame): void {
