@@ -137,6 +137,12 @@ describe('L0_python_decoupled', () => {
     expect(e.details).toContain("Model square_int32 is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument");
   }, 20_000);
 
+  it("a decoupled execute that returns responses gets Triton's refusal on the stream", async () => {
+    const got = await stream([intReq('returns_list', 'r', 'IN', 0)]);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.error).toContain("Python model 'returns_list_0_0' is using the decoupled mode and the execute function must return None.");
+  }, 20_000);
+
   it('closing the gRPC stream cancels its request: the decoupled model sees request.is_cancelled()', async () => {
     const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
     call.on('error', () => undefined);

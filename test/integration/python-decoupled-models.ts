@@ -180,6 +180,15 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], dtype=np.int32))])]
 `;
 
+/** A decoupled model that returns a response list (Triton refuses it). */
+const RETURNS_LIST = `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], dtype=np.int32))]) for _ in requests]
+`;
+
 const plainConfig = (name: string, io: string) => `name: "${name}"\nbackend: "python"\nmax_batch_size: 0\n${io}`;
 
 export const MODELS: Record<string, { config: string; model: string }> = {
@@ -206,4 +215,5 @@ export const MODELS: Record<string, { config: string; model: string }> = {
   },
   cancel_watch: { config: decoupledConfig('cancel_watch'), model: CANCEL_WATCH },
   cancel_plain: { config: plainConfig('cancel_plain', INT_IO), model: CANCEL_PLAIN },
+  returns_list: { config: decoupledConfig('returns_list'), model: RETURNS_LIST },
 };

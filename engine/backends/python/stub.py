@@ -167,6 +167,7 @@ def main():
         elif t == F.INIT:
             args = m["args"]
             model_dir = os.path.abspath(args["model_repository"])
+            channel.instance_name = args.get("model_instance_name", "")
             decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
             try:
                 model = (cls or load_model_class(model_file))()
@@ -217,25 +218,36 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
                 return
             result = future.result()
         if decoupled:
+            if result is not None:
+                raise ReturnError(f"Python model '{channel.instance_name}' is using the decoupled mode and the execute function must return None.")
             write_frame({"t": F.EXEC_DONE, "seq": seq})
             return
-        if result is None or len(result) != len(requests):
-            got = "None" if result is None else f"{len(result)} responses"
-            raise pb_utils.TritonModelException(f"execute returned {got} for {len(requests)} requests")
-        frames = []
-        for resp in result:
-            f = channel.response_frame(resp)
-            if not f:
-                f = {"error": {"message": "execute returned None for a request", "code": "INTERNAL"}}
-            frames.append(f)
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": frames})
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": [channel.response_frame(r) for r in checked_responses(result, requests)]})
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "error": where(e, model_dir)})
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "error": str(e) if isinstance(e, ReturnError) else where(e, model_dir)})
     finally:
         if not decoupled:
             channel.forget_batch(seq, len(m["requests"]))
+
+
+class ReturnError(Exception):
+    """What execute returned is not what Triton accepts: the text goes out as it is (Triton's words)."""
+
+
+def checked_responses(result, requests):
+    """Triton's checks of a plain model's execute return: a list, one InferenceResponse per request."""
+    if not isinstance(result, list):
+        raise ReturnError(f"Expected a list in the execute return, found type '{type(result)}'.")
+    if len(result) != len(requests):
+        raise ReturnError(
+            "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+            f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}\n")
+    for r in result:
+        if not isinstance(r, pb_utils.InferenceResponse):
+            raise ReturnError(f"Expected an 'InferenceResponse' object in the execute function return list, found type '{type(r)}'.")
+    return result
 
 
 def background_done(future, requests, model_dir):

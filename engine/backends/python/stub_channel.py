@@ -40,6 +40,7 @@ class Channel:
         self.cancelled = set()  # (seq, index) of requests their client cancelled
         self.model = None  # set once initialize returned: is_ready() needs it
         self.model_dir = ""
+        self.instance_name = ""
 
     # ---- responses ----
 
