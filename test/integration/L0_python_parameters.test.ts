@@ -251,5 +251,21 @@ describe('L0_python_parameters', () => {
     });
     expect(Array.from(toF32(res.raw_output_contents[0]))).toEqual([1.5, 2.5, 3.5, 4.5]);
     expect(Array.from(toF32(res.raw_output_contents[1]))).toEqual([0.5, 1.5, 2.5, 3.5]);
+
+    // The example's third call: a model that is not there, in Triton's words.
+    const e = await grpcError(
+      client.call('ModelInfer', {
+        model_name: 'bls_by_name',
+        inputs: [
+          { name: 'MODEL_NAME', datatype: 'BYTES', shape: [1] },
+          { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+          { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+        ],
+        raw_input_contents: [encodeBytesTensor(['undefined_model']), f32Bytes([1, 2, 3, 4]), f32Bytes([1, 1, 1, 1])],
+      }),
+    );
+    expect(e.details).toContain(
+      "Failed to process the request(s) for model instance 'bls_by_name_0_0', message: TritonModelException: Failed for execute the inference request. Model 'undefined_model' is not ready.",
+    );
   });
 });

@@ -7,7 +7,7 @@
 // reading.
 import type { BackendContext } from '../../api/backend.ts';
 import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-request.ts';
-import { type StatusError, toStatusError } from '../../api/status.ts';
+import { type StatusError, internal, toStatusError } from '../../api/status.ts';
 import type { BlsReplyBody, ParamJson, StubFrameOf } from './stub-frames.ts';
 import { decodeFromStub, encodeOwned } from './tensor-transfer.ts';
 
@@ -25,7 +25,9 @@ export function blsNeedsDecoupled(model: string): string {
 export function serveBls(m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: BlsReplyBody) => void): void {
   const decoupled = m.decoupled === true;
   const fail = (err: unknown, flags?: number) => {
-    const se = toStatusError(err);
+    let se = toStatusError(err);
+    // Triton checks the model is ready before a BLS call and answers in its own words.
+    if (se.code === 'NOT_FOUND') se = internal(`Failed for execute the inference request. Model '${String(m.model)}' is not ready.`);
     reply(decoupled ? { error: se.message, code: se.code, flags } : { error: se.message, code: se.code });
   };
   const answer = (res: InferResponse, flags?: number) => {
