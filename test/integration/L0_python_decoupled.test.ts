@@ -140,7 +140,7 @@ describe('L0_python_decoupled', () => {
   it("a decoupled execute that returns responses gets Triton's refusal on the stream", async () => {
     const got = await stream([intReq('returns_list', 'r', 'IN', 0)]);
     expect(got).toHaveLength(1);
-    expect(got[0]!.error).toContain("Python model 'returns_list_0_0' is using the decoupled mode and the execute function must return None.");
+    expect(got[0]!.error).toBe("Python model 'returns_list_0_0' is using the decoupled mode and the execute function must return None.");
   }, 20_000);
 
   it('closing the gRPC stream cancels its request: the decoupled model sees request.is_cancelled()', async () => {

@@ -221,7 +221,8 @@ export class PythonInstance implements ExecutionInstance {
     if (!r || r.seq !== m.seq) return;
     this.running = undefined;
     if (m.error !== undefined) {
-      return r.resolve(new StatusError('INTERNAL', `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`));
+      const text = m.raw ? m.error : `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`;
+      return r.resolve(new StatusError('INTERNAL', text));
     }
     if (this.decoupled) return r.resolve(undefined);
     const frames = m.responses ?? [];

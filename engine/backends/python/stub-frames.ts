@@ -60,8 +60,8 @@ export type StubFrame =
   | { t: 'config'; config: Record<string, unknown> | null }
   /** initialize() returned. */
   | { t: 'ready'; has_is_ready: boolean }
-  /** execute() returned: one body per request (none for a decoupled model), or why it raised. */
-  | { t: 'exec_done'; seq: number; responses?: ResponseBody[]; error?: string }
+  /** execute() returned: one body per request (none for a decoupled model), or why it raised (`raw`: Triton's text, sent as is). */
+  | { t: 'exec_done'; seq: number; responses?: ResponseBody[]; error?: string; raw?: boolean }
   /** A decoupled model's response (or just flags) for request `index` of batch `seq`. */
   | ({ t: 'resp'; seq: number; index: number; flags: number; has_response: boolean } & ResponseBody)
   /** A BLS call from inside execute() (`decoupled`: exec(decoupled=True), every response wanted). */

@@ -226,7 +226,10 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "error": str(e) if isinstance(e, ReturnError) else where(e, model_dir)})
+        done = {"t": F.EXEC_DONE, "seq": seq, "error": str(e) if isinstance(e, ReturnError) else where(e, model_dir)}
+        if decoupled and isinstance(e, ReturnError):
+            done["raw"] = True  # Triton sends this one to the stream as it is
+        write_frame(done)
     finally:
         if not decoupled:
             channel.forget_batch(seq, len(m["requests"]))
