@@ -132,6 +132,14 @@ describe('L0_python_decoupled', () => {
     }
   }, 30_000);
 
+  it("a BLS response iterator's cancel() reaches the called model, whose CANCELLED error ends the stream", async () => {
+    const t0 = Date.now();
+    const res = await client.call('ModelInfer', intReq('bls_cancel', '', 'IN', 5));
+    expect(toI32(res.raw_output_contents[0])[0]).toBe(5);
+    expect(toI32(res.raw_output_contents[1])[0]).toBe(1); // CANCELLED seen
+    expect(Date.now() - t0).toBeLessThan(3000); // not the 200 responses (4 s)
+  }, 20_000);
+
   it("a plain BLS exec() on a decoupled model gets Triton's refusal", async () => {
     const e = await grpcError(client.call('ModelInfer', intReq('bls_decoupled_sync', '', 'IN', -1)));
     expect(e.details).toContain("Model square_int32 is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument");

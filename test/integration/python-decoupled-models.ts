@@ -189,6 +189,52 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], dtype=np.int32))]) for _ in requests]
 `;
 
+/** Sends OUT = 1 every 20 ms, up to 200 times, until its request is cancelled (then a CANCELLED error, final). */
+const UNTIL_CANCELLED = `import threading, time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.run, args=(request,), daemon=True).start()
+        return None
+
+    def run(self, request):
+        sender = request.get_response_sender()
+        for _ in range(200):
+            if request.is_cancelled():
+                sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("cancelled", pb_utils.TritonError.CANCELLED)),
+                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                return
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([1], dtype=np.int32))]))
+            time.sleep(0.02)
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+`;
+
+/** As Triton's decoupled_bls_cancel: sum the stream of until_cancelled up to IN, then cancel() it; SUM, and 1 when CANCELLED was seen. */
+const BLS_CANCEL = `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        max_sum = int(pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()[0])
+        stream = pb_utils.InferenceRequest(model_name="until_cancelled", inputs=[pb_utils.Tensor("IN", np.array([0], dtype=np.int32))],
+                                           requested_output_names=["OUT"]).exec(decoupled=True)
+        total, seen = 0, 0
+        for r in stream:
+            if r.has_error():
+                seen = 1 if r.error().code() == pb_utils.TritonError.CANCELLED else -1
+                break
+            out = int(pb_utils.get_output_tensor_by_name(r, "OUT").as_numpy()[0])
+            if total + out > max_sum:
+                stream.cancel()
+            else:
+                total += out
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SUM", np.array([total], dtype=np.int32)),
+                                            pb_utils.Tensor("COUNT", np.array([seen], dtype=np.int32))])]
+`;
+
 const plainConfig = (name: string, io: string) => `name: "${name}"\nbackend: "python"\nmax_batch_size: 0\n${io}`;
 
 export const MODELS: Record<string, { config: string; model: string }> = {
@@ -216,4 +262,12 @@ export const MODELS: Record<string, { config: string; model: string }> = {
   cancel_watch: { config: decoupledConfig('cancel_watch'), model: CANCEL_WATCH },
   cancel_plain: { config: plainConfig('cancel_plain', INT_IO), model: CANCEL_PLAIN },
   returns_list: { config: decoupledConfig('returns_list'), model: RETURNS_LIST },
+  until_cancelled: { config: decoupledConfig('until_cancelled'), model: UNTIL_CANCELLED },
+  bls_cancel: {
+    config: plainConfig(
+      'bls_cancel',
+      `input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]\noutput [\n  { name: "SUM", data_type: TYPE_INT32, dims: [ 1 ] },\n  { name: "COUNT", data_type: TYPE_INT32, dims: [ 1 ] }\n]\n`,
+    ),
+    model: BLS_CANCEL,
+  },
 };

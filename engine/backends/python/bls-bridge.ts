@@ -10,6 +10,7 @@ import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-re
 import { type StatusError, internal, toStatusError } from '../../api/status.ts';
 import type { BlsReplyBody, ParamJson, StubFrameOf } from './stub-frames.ts';
 import { decodeFromStub, encodeOwned } from './tensor-transfer.ts';
+import { RequestCancel } from '../../api/cancel-signal.ts';
 
 const FINAL = 1;
 
@@ -21,8 +22,15 @@ export function blsNeedsDecoupled(model: string): string {
   );
 }
 
-/** Run the BLS request in `m`; `reply` gets {outputs} or {error, code} (with flags for a decoupled call). `nextKey` names a fresh shm object. */
-export function serveBls(m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: BlsReplyBody) => void): void {
+/**
+ * Run the BLS request in `m`; `reply` gets {outputs} or {error, code} (with
+ * flags for a decoupled call). `nextKey` names a fresh shm object; `cancels`
+ * holds the call's cancellation while it runs (the stub's `bls_cancel`).
+ */
+export function serveBls(
+  m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: BlsReplyBody) => void,
+  cancels: Map<number, RequestCancel>,
+): void {
   const decoupled = m.decoupled === true;
   const fail = (err: unknown, flags?: number) => {
     let se = toStatusError(err);
@@ -56,9 +64,13 @@ export function serveBls(m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: str
     fail(err, FINAL);
     return;
   }
+  const cancel = new RequestCancel();
+  req.signal = cancel;
+  cancels.set(m.bid, cancel);
+  const settled = () => cancels.delete(m.bid);
   if (!decoupled) {
     req.unaryOnly = blsNeedsDecoupled(req.modelName);
-    ctx.infer(req).then((res) => answer(res), (err: unknown) => fail(err));
+    ctx.infer(req).then((res) => answer(res), (err: unknown) => fail(err)).finally(settled);
     return;
   }
   // Every response as it comes; the promise settles once the stream ended.
@@ -79,7 +91,7 @@ export function serveBls(m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: str
       if (!ended) fail(err, FINAL);
       ended = true;
     },
-  );
+  ).finally(settled);
 }
 
 function toJsonParams(p: Record<string, ParamValue> | undefined): Record<string, ParamJson> | undefined {

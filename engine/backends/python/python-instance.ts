@@ -10,6 +10,7 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
+import type { RequestCancel } from '../../api/cancel-signal.ts';
 import { StatusError, cancelled, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
@@ -50,6 +51,8 @@ export class PythonInstance implements ExecutionInstance {
   private running: Running | undefined;
   private seq = 0;
   private blsSeq = 0;
+  /** The cancellations of this stub's BLS calls in flight, by call id. */
+  private readonly blsCalls = new Map<number, RequestCancel>();
   private closed = false;
   private readonly arena: InputArena;
   /** Whether the model defines is_ready() (the stub says so once initialize returned). */
@@ -207,6 +210,8 @@ export class PythonInstance implements ExecutionInstance {
         return this.onStreamed(m);
       case 'bls':
         return this.onBls(stub, m);
+      case 'bls_cancel':
+        return this.blsCalls.get(m.bid)?.abort();
       case 'is_ready_reply':
         return this.probe.reply(m);
       case 'fini_done':
@@ -243,7 +248,7 @@ export class PythonInstance implements ExecutionInstance {
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
   private onBls(stub: StubProcess, m: StubFrameOf<'bls'>): void {
-    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
+    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }), this.blsCalls);
   }
 
   /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */

@@ -94,6 +94,7 @@ class Channel:
         if req.timeout():
             frame["timeout"] = int(req.timeout())
         self.write_frame(frame)
+        return bid
 
     def reply(self, m):
         final = bool(m.get("flags", FINAL) & FINAL)
@@ -127,16 +128,21 @@ class Channel:
         self._start_bls(req, lambda r, _final: loop.call_soon_threadsafe(fut.set_result, r), False)
         return await fut
 
+    def cancel_bls(self, bid):
+        with self.lock:
+            open_call = bid in self.pending
+        if open_call:
+            self.write_frame({"t": F.BLS_CANCEL, "bid": bid})
+
     def bls_stream(self, req):
-        it = ResponseIterator()
-        self._start_bls(req, it.put, True)
+        it = ResponseIterator(self)
+        it.bid = self._start_bls(req, it.put, True)
         return it
 
     async def bls_stream_async(self, req):
         """As Triton: the iterator once the first response is in."""
-        loop = asyncio.get_running_loop()
-        it = ResponseIterator(loop)
-        self._start_bls(req, it.put, True)
+        it = ResponseIterator(self, asyncio.get_running_loop())
+        it.bid = self._start_bls(req, it.put, True)
         await it.first
         return it
 
@@ -145,7 +151,9 @@ class ResponseIterator:
     """A decoupled BLS call's responses, in order, the last one final (maybe empty).
     Iterate with `for` (blocks for the next) or `async for`; iterating again replays them."""
 
-    def __init__(self, loop=None):
+    def __init__(self, channel, loop=None):
+        self._channel = channel
+        self.bid = None
         self._queue = queue.Queue()
         self._seen = []
         self._done = False
@@ -193,4 +201,6 @@ class ResponseIterator:
         return self._take(*item)
 
     def cancel(self):
-        pass
+        """Cancel the call: the called model's request.is_cancelled() turns true; the responses still come, the last final."""
+        if self.bid is not None and not self._done:
+            self._channel.cancel_bls(self.bid)
