@@ -138,6 +138,39 @@ class TritonPythonModel:
 `,
 };
 
+// As Triton's qa bls_parameters model: each level adds bool_N, int_N, str_N to
+// the request's parameters and calls itself through BLS with them (4 instances).
+const BLS_PARAMETERS = {
+  config: `name: "bls_parameters"
+backend: "python"
+max_batch_size: 0
+input [ { name: "NUMBER_PARAMETERS", data_type: TYPE_UINT8, dims: [ 1 ] } ]
+output [ { name: "PARAMETERS_AGGREGATED", data_type: TYPE_STRING, dims: [ 1 ] } ]
+instance_group [ { count: 4 kind: KIND_CPU } ]
+`,
+  model: `import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            n = int(pb_utils.get_input_tensor_by_name(request, "NUMBER_PARAMETERS").as_numpy()[0])
+            params = json.loads(request.parameters())
+            if n == 0:
+                tensors = [pb_utils.Tensor("PARAMETERS_AGGREGATED", np.array([json.dumps(params)], dtype=np.object_))]
+            else:
+                params.update({"bool_%d" % n: bool(n), "int_%d" % n: n, "str_%d" % n: str(n)})
+                call = pb_utils.InferenceRequest(model_name="bls_parameters", parameters=params,
+                                                 inputs=[pb_utils.Tensor("NUMBER_PARAMETERS", np.array([n - 1], dtype=np.uint8))],
+                                                 requested_output_names=["PARAMETERS_AGGREGATED"])
+                tensors = call.exec().output_tensors()
+            responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
+        return responses
+`,
+};
+
 let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
@@ -155,6 +188,7 @@ beforeAll(async () => {
     response_parameters_decoupled: RESPONSE_PARAMETERS_DECOUPLED,
     response_parameters_bls: RESPONSE_PARAMETERS_BLS,
     bls_by_name: BLS_BY_NAME,
+    bls_parameters: BLS_PARAMETERS,
   });
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
   client = protoLoaderClient(eng.grpcPort);
@@ -238,6 +272,17 @@ describe('L0_python_parameters', () => {
     });
     expect(decodeBytesTensor(res.raw_output_contents[0])[0]!.toString()).toBe('True');
   });
+
+  it('BLS request parameters reach the called model (recursive, as Triton\'s bls_parameters test)', async () => {
+    const res = await client.call('ModelInfer', {
+      model_name: 'bls_parameters',
+      inputs: [{ name: 'NUMBER_PARAMETERS', datatype: 'UINT8', shape: [1] }],
+      raw_input_contents: [Buffer.from([3])],
+    });
+    const expected: Record<string, unknown> = {};
+    for (let i = 1; i <= 3; i++) Object.assign(expected, { [`bool_${i}`]: true, [`int_${i}`]: i, [`str_${i}`]: String(i) });
+    expect(JSON.parse(decodeBytesTensor(res.raw_output_contents[0])[0]!.toString())).toEqual(expected);
+  }, 20_000);
 
   it("BLS takes the model name, output names and request id as bytes (Triton's bls example)", async () => {
     const res = await client.call('ModelInfer', {
