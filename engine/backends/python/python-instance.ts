@@ -1,3 +1,4 @@
+// Over 300 lines: one stub's whole lifecycle (start, execute, its frames, exit, close) in one place.
 // One python backend execution instance: a stub process (stub-process.ts)
 // hosting the model's TritonPythonModel. Sends each batch as one `exec` frame
 // and answers with the stub's responses; serves the stub's BLS calls through
@@ -265,6 +266,9 @@ export class PythonInstance implements ExecutionInstance {
     this.ready = false;
     this.probe.abandon();
     sweepShm(this.opts.prefix);
+    // The BLS calls it made have no one to answer: cancel them.
+    for (const c of this.blsCalls.values()) c.abort();
+    this.blsCalls.clear();
     const killedFor = this.killedFor;
     this.killedFor = undefined;
     if (this.starting) {
