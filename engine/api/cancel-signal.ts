@@ -2,6 +2,15 @@
 // AbortSignal (aborted, an 'abort' listener), and a cheap implementation of it
 // for the frontends.
 //
+// The hook for a frontend whose client goes away (a closed gRPC stream, an
+// HTTP client gone, a generate_stream reader that disconnects): give the
+// request `signal = new RequestCancel()` before api.infer and call abort()
+// on close. What it reaches: a queued request leaves its queue (CANCELLED);
+// a python model's request.is_cancelled() and response_sender.is_cancelled()
+// turn true (a `cancel` frame to its stub); a running request then ends
+// CANCELLED, counted as a failed request in the statistics, and nothing more
+// of it is written to the client.
+//
 // Why not AbortController there: a gRPC ModelInfer built one per request, and
 // Node creates an AbortSignal (an EventTarget, with its internal symbols and
 // listener maps) for each, plus an EventTarget listener per queued request.

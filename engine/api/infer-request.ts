@@ -101,4 +101,6 @@ export interface InferResponse {
   parameters?: Record<string, ParamValue>;
   /** A decoupled model's end of stream: every response went through `onResponse`; nothing to send. */
   streamEnd?: boolean;
+  /** A decoupled model's response sent with the final flag (the stream's last; a streamEnd still follows). */
+  final?: boolean;
 }

@@ -21,6 +21,13 @@ export interface ExecuteResult {
   /** One entry per request, same order; a StatusError fails only that request. */
   responses: Array<InferResponse | StatusError>;
   timing: ExecutionTiming;
+  /**
+   * Set by a decoupled instance that is free again before its requests'
+   * streams end (Triton frees a decoupled model's instance once execute
+   * returns): one final outcome per request, same order, when each stream has
+   * ended. `responses` is then not read.
+   */
+  streams?: Promise<Array<InferResponse | StatusError>>;
 }
 
 /**

@@ -8,7 +8,7 @@
 // scheduler) every request leaves alone, FIFO, with no delay. In-flight
 // count, stop-and-drain, the timer and answering are the SchedulerCore's.
 import { batchShapeKey, decideBatch, type BatchPolicy } from './dynamic-batch-decision.ts';
-import { runOnInstance } from './instance-run.ts';
+import { finalOutcomes, runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
 import type { ModelConfig } from '../api/model-config.ts';
@@ -240,7 +240,12 @@ export class DynamicBatchScheduler implements Scheduler {
     } else {
       this.stats.executed(batchSize, batch.length, result.timing);
       for (const p of batch) p.request.onExecuted?.(result.timing);
-      batch.forEach((p, i) => this.settle(p, result.responses[i]!, true));
+      if (result.streams) {
+        // A decoupled instance free before its streams end: it serves the next batch meanwhile.
+        this.schedule();
+        const outcomes = await finalOutcomes(result, batch.length, instance.name, this.modelName);
+        batch.forEach((p, i) => this.settle(p, outcomes[i]!, true));
+      } else batch.forEach((p, i) => this.settle(p, result.responses[i]!, true));
     }
     this.schedule();
   }

@@ -2,7 +2,7 @@
 // shm inputs checked right before (a truncated region fails its own request),
 // and whatever the instance does (throw, reject, a wrong number of responses)
 // turned into StatusErrors. Never throws.
-import type { InferRequest } from '../api/infer-request.ts';
+import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ExecuteResult, ExecutionInstance } from '../api/scheduler.ts';
 import { internal, StatusError, toStatusError } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
@@ -43,9 +43,31 @@ async function runWithout(
   const keep = requests.filter((_, i) => !lost[i]);
   const zero = { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
   const ran = keep.length ? await runChecked(instance, keep, modelName) : { responses: [], timing: zero };
-  let k = 0;
-  const responses = requests.map((_, i) => lost[i] ?? (ran instanceof StatusError ? ran : ran.responses[k++]!));
-  return { responses, timing: ran instanceof StatusError ? zero : ran.timing };
+  const merge = (got: Array<InferResponse | StatusError> | StatusError) => {
+    let k = 0;
+    return requests.map((_, i) => lost[i] ?? (got instanceof StatusError ? got : got[k++]!));
+  };
+  if (ran instanceof StatusError) return { responses: merge(ran), timing: zero };
+  if (ran.streams) return { responses: [], timing: ran.timing, streams: ran.streams.then(merge) };
+  return { responses: merge(ran.responses), timing: ran.timing };
+}
+
+/**
+ * The final outcome of each request of `result`: its responses, or, for a
+ * decoupled instance that is already free (ExecuteResult.streams), the
+ * outcomes once every stream ended. Never rejects.
+ */
+export async function finalOutcomes(result: ExecuteResult, count: number, instance: string, modelName: string): Promise<Array<InferResponse | StatusError>> {
+  if (!result.streams) return result.responses;
+  try {
+    const got = await result.streams;
+    if (Array.isArray(got) && got.length === count) return got;
+    const e = internal(`instance '${instance}' of model '${modelName}' ended ${got?.length} streams for ${count} requests`);
+    return Array.from({ length: count }, () => e);
+  } catch (err) {
+    const e = toStatusError(err);
+    return Array.from({ length: count }, () => e);
+  }
 }
 
 async function runChecked(
@@ -55,6 +77,7 @@ async function runChecked(
 ): Promise<ExecuteResult | StatusError> {
   try {
     const result = await instance.execute(requests);
+    if (result?.streams) return result;
     if (!result || !Array.isArray(result.responses) || result.responses.length !== requests.length) {
       return internal(
         `instance '${instance.name}' of model '${modelName}' returned ${result?.responses?.length} responses for ${requests.length} requests`,

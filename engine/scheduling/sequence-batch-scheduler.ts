@@ -10,7 +10,7 @@
 // is sequence-slots.ts, the batch choice dynamic-batch-decision.ts, the
 // instances an InstancePool, in-flight/stop/timers/answers the SchedulerCore.
 import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
-import { runOnInstance } from './instance-run.ts';
+import { finalOutcomes, runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
@@ -182,9 +182,11 @@ export class SequenceBatchScheduler implements Scheduler {
       } else {
         const size = items.reduce((n, x) => n + requestBatchSize(x.p.request, this.config.max_batch_size), 0);
         this.stats.executed(size, items.length, result.timing);
+        // A decoupled sequence model keeps its instance until its streams end: the sequence's order holds.
+        const outcomes = await finalOutcomes(result, items.length, instance.name, this.modelName);
         items.forEach((x, k) => {
           x.p.request.onExecuted?.(result.timing);
-          this.settle(x.seq, x.p, this.keepState(x.seq, x.p, result.responses[k]!));
+          this.settle(x.seq, x.p, this.keepState(x.seq, x.p, outcomes[k]!));
         });
       }
     }

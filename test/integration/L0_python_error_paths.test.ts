@@ -1,7 +1,7 @@
 // Errors of Python models name the model and its file, never a path of the
 // host (issue 21, item 8): a syntax error, an import or execute failure, a
-// path on disk in the exception's own text, an error raised by the stub
-// itself and a missing model.py all read "(model 'm' 1/model.py:N)" or
+// path on disk in the exception's own text, a wrong execute return (Triton's
+// texts) and a missing model.py all read "(model 'm' 1/model.py:N)" or
 // relative paths, without the repository's or the engine's folders.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +23,8 @@ const MODELS = {
   import_error: `${HEAD}import no_such_module_for_this_test\nclass TritonPythonModel:\n    pass\n`,
   open_fails: `${HEAD}class TritonPythonModel:\n    def initialize(self, args):\n        self.d = args['model_repository']\n    def execute(self, requests):\n        open(os.path.join(self.d, '1', 'weights.bin'))\n`,
   wrong_count: `${HEAD}class TritonPythonModel:\n    def execute(self, requests):\n        return []\n`,
+  // Triton's qa execute_return_error: None first, then a list of None.
+  execute_return_error: `${HEAD}class TritonPythonModel:\n    def initialize(self, args):\n        self.n = 0\n    def execute(self, requests):\n        self.n += 1\n        return None if self.n == 1 else [None for _ in requests]\n`,
 };
 
 let engine: RunningEngine;
@@ -71,9 +73,17 @@ describe('L0_python_error_paths', () => {
     expectNoHostPaths(e);
   });
 
-  it("an error the stub raises itself names the model only", async () => {
+  it("a wrong execute return gets Triton's texts (its lifecycle test's), no path", async () => {
     const e = await inferError('wrong_count');
-    expect(e).toContain("TritonModelException: execute returned 0 responses for 1 requests (model 'wrong_count')");
+    expect(e).toBe(
+      "Failed to process the request(s) for model instance 'wrong_count_0_0', message: Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n",
+    );
+    expect(await inferError('execute_return_error')).toBe(
+      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected a list in the execute return, found type '<class 'NoneType'>'.",
+    );
+    expect(await inferError('execute_return_error')).toBe(
+      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'NoneType'>'.",
+    );
     expectNoHostPaths(e);
   });
 

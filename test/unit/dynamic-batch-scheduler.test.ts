@@ -285,4 +285,33 @@ describe('DynamicBatchScheduler delivery and lifecycle', () => {
     expect(stopped).toBe(true);
     expect(t.stats.ok).toBe(2);
   });
+
+  it('a decoupled instance free before its streams end serves the next request; each answers when its stream ends', async () => {
+    const stats = new Stats();
+    const ends: Array<(r: Array<InferResponse | StatusError>) => void> = [];
+    const ran: string[] = [];
+    const instance = {
+      name: 'd_0',
+      async execute(requests: InferRequest[]) {
+        ran.push(...requests.map((r) => r.id!));
+        const streams = new Promise<Array<InferResponse | StatusError>>((resolve) => ends.push(resolve));
+        return { responses: [], timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 }, streams };
+      },
+    };
+    const config: ModelConfig = { name: 'd', max_batch_size: 0, input: [], output: [] };
+    const sched = new DynamicBatchScheduler({ modelName: 'd', config, pool: new InstancePool([instance]), stats, clock: new FakeClock(), batching: false });
+    const done: string[] = [];
+    const a = sched.enqueue(req('a')).then((r) => done.push(r.id!));
+    const b = sched.enqueue(req('b')).then((r) => done.push(r.id!));
+    await flush();
+    expect(ran).toEqual(['a', 'b']); // b ran while a's stream was still open
+    expect(done).toEqual([]);
+    ends[1]!([{ modelName: 'd', modelVersion: '1', id: 'b', outputs: [] }]);
+    await b;
+    ends[0]!([{ modelName: 'd', modelVersion: '1', id: 'a', outputs: [] }]);
+    await a;
+    expect(done).toEqual(['b', 'a']);
+    expect(stats.ok).toBe(2);
+    expect(sched.inflightCount()).toBe(0);
+  });
 });

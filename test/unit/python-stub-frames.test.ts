@@ -26,13 +26,13 @@ describe('python stub frame kinds', () => {
     expect(new Set([...py.engine, ...py.stub]).size).toBe(py.engine.length + py.stub.length);
   });
 
-  it('stub.py names every kind through stub_frames, never as a bare string', () => {
-    const src = readFileSync(STUB_PATH, 'utf8');
+  it('stub.py and stub_channel.py name every kind through stub_frames, never as a bare string', () => {
+    const src = readFileSync(STUB_PATH, 'utf8') + readFileSync(path.join(path.dirname(STUB_PATH), 'stub_channel.py'), 'utf8');
     const bare = [...src.matchAll(/"t":\s*"([a-z_]+)"|\[\s*"t"\s*\]\s*==\s*"([a-z_]+)"|\bt\s*==\s*"([a-z_]+)"/g)].map((m) => m[1] ?? m[2] ?? m[3]);
     expect(bare).toEqual([]);
     for (const kind of [...ENGINE_FRAME_KINDS, ...STUB_FRAME_KINDS]) {
       const constant = kind.toUpperCase();
-      expect(src, `stub.py uses F.${constant}`).toContain(`F.${constant}`);
+      expect(src, `the stub uses F.${constant}`).toContain(`F.${constant}`);
     }
   });
 });

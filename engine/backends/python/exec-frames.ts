@@ -41,7 +41,10 @@ export function frameOutcome(ctx: Ctx, prefix: string, req: InferRequest, f: Res
   try {
     const tensors = decodeFromStub(f.outputs ?? [], prefix);
     const outputs = wanted(ctx, req).flatMap((n) => tensors.filter((t) => t.name === n));
-    return { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs };
+    const res: InferResponse = { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs };
+    const params = fromJsonParams(f.parameters);
+    if (params) res.parameters = params;
+    return res;
   } catch (err) {
     return toStatusError(err);
   }
@@ -58,4 +61,18 @@ function jsonParam(v: ParamValue): string | number | boolean {
 
 function jsonParams(p: Record<string, ParamValue>): Record<string, string | number | boolean> {
   return Object.fromEntries(Object.entries(p).map(([k, v]) => [k, jsonParam(v)]));
+}
+
+/**
+ * A response's parameters as the stub sent them (an int64 outside JSON's
+ * exact range comes as its decimal text under `{int64}`), or undefined for none.
+ */
+export function fromJsonParams(p: Record<string, unknown> | undefined): Record<string, ParamValue> | undefined {
+  if (!p || typeof p !== 'object') return undefined;
+  const out: Record<string, ParamValue> = {};
+  for (const [k, v] of Object.entries(p)) {
+    if (typeof v === 'boolean' || typeof v === 'number' || typeof v === 'string') out[k] = v;
+    else if (v && typeof v === 'object' && typeof (v as { int64?: unknown }).int64 === 'string') out[k] = BigInt((v as { int64: string }).int64);
+  }
+  return Object.keys(out).length ? out : undefined;
 }

@@ -12,7 +12,8 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
-import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
+import type { RequestCancel } from '../../api/cancel-signal.ts';
+import { StatusError, cancelled, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
@@ -23,10 +24,10 @@ import type { ResponseBody, StubFrame, StubFrameOf } from './stub-frames.ts';
 import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
 import { ReadinessProbe } from './readiness-probe.ts';
+import { DecoupledStreams, watchCancel } from './decoupled-streams.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
 const trace = tracer('python');
-const FINAL = 1;
 
 export interface PythonInstanceOptions {
   interpreter: string;
@@ -39,14 +40,12 @@ export interface PythonInstanceOptions {
   executeTimeoutMs?: number;
 }
 
-/** The batch the stub is executing. */
+/** The batch whose execute() the stub is running. */
 interface Running {
   seq: number;
   requests: InferRequest[];
-  finals: boolean[];
-  last: Array<Outcome | undefined>;
-  execDone: boolean;
-  resolve(outcomes: Outcome[]): void;
+  /** execute() returned: its responses (none for a decoupled model), or why it failed. */
+  resolve(outcomes: Outcome[] | StatusError | undefined): void;
 }
 
 export class PythonInstance implements ExecutionInstance {
@@ -56,6 +55,8 @@ export class PythonInstance implements ExecutionInstance {
   private running: Running | undefined;
   private seq = 0;
   private blsSeq = 0;
+  /** The cancellations of this stub's BLS calls in flight, by call id. */
+  private readonly blsCalls = new Map<number, RequestCancel>();
   private readonly arena: InputArena;
   /** Whether the model defines is_ready() (the stub says so once initialize returned). */
   private hasIsReady = false;
@@ -64,6 +65,11 @@ export class PythonInstance implements ExecutionInstance {
   private killedFor: StatusError | undefined;
   /** The start in progress, shared by every caller. */
   private startingUp: Promise<void> | undefined;
+  /** A decoupled model's open streams (the instance is free while they run). */
+  private readonly streams = new DecoupledStreams(
+    (seq, index) => this.stub?.send({ t: 'cancel', seq, index }),
+    (req, last) => (req.onResponse ? streamEnd(this.ctx, req) : (last ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`))),
+  );
 
   constructor(
     readonly name: string,
@@ -175,17 +181,30 @@ export class PythonInstance implements ExecutionInstance {
     const wire = this.arena.encode(requests.map((r) => r.inputs));
     const seq = ++this.seq;
     const frame = execFrame(seq, this.ctx, requests, wire);
-    const done = new Promise<Outcome[]>((resolve) => {
-      this.running = { seq, requests, finals: requests.map(() => false), last: requests.map(() => undefined), execDone: false, resolve };
+    const decoupled = this.decoupled;
+    const streams = decoupled ? this.streams.add(seq, requests) : undefined;
+    // A decoupled batch's streams watch their own cancellations; a plain batch is watched while it executes.
+    const unwatch = decoupled ? undefined : watchCancel(requests, (index) => this.running?.seq === seq && stub.send({ t: 'cancel', seq, index }));
+    const done = new Promise<Outcome[] | StatusError | undefined>((resolve) => {
+      this.running = { seq, requests, resolve };
     });
     const t1 = process.hrtime.bigint();
     stub.send(frame);
     const limit = this.opts.executeTimeoutMs;
     const watchdog = limit ? setTimeout(() => this.overrun(stub, seq, limit), limit) : undefined;
-    const responses = await done;
+    const returned = await done;
     clearTimeout(watchdog);
+    unwatch?.();
     const t2 = process.hrtime.bigint();
-    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 } };
+    const timing = { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 };
+    if (streams) {
+      // Free for the next batch now, as in Triton; the streams end later.
+      if (returned instanceof StatusError) this.streams.fail(seq, returned);
+      return { responses: [], timing, streams };
+    }
+    const outcomes = returned instanceof StatusError ? requests.map(() => returned) : (returned ?? []);
+    // A request its client cancelled while it ran fails CANCELLED (counted so), whatever the model answered.
+    return { responses: outcomes.map((o, i) => (requests[i]?.signal?.aborted ? cancelled(`request for model '${this.ctx.modelName}' was cancelled`) : o)), timing };
   }
 
   private onFrame(stub: StubProcess, m: StubFrame): void {
@@ -215,6 +234,8 @@ export class PythonInstance implements ExecutionInstance {
         return this.onStreamed(m);
       case 'bls':
         return this.onBls(stub, m);
+      case 'bls_cancel':
+        return this.blsCalls.get(m.bid)?.abort();
       case 'is_ready_reply':
         return this.probe.reply(m);
       case 'fini_done':
@@ -227,47 +248,22 @@ export class PythonInstance implements ExecutionInstance {
   private onExecDone(m: StubFrameOf<'exec_done'>): void {
     const r = this.running;
     if (!r || r.seq !== m.seq) return;
-    if (m.error !== undefined) {
-      const err = new StatusError('INTERNAL', `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`);
-      return this.finish(r.requests.map((_, i) => (r.finals[i] ? (r.last[i] ?? this.streamEnd(r.requests[i]!)) : err)));
-    }
-    if (this.decoupled) {
-      r.execDone = true;
-      return this.maybeFinishStream(r);
-    }
-    const frames = m.responses ?? [];
-    this.finish(r.requests.map((req, i) => this.toOutcome(req, frames[i])));
-  }
-
-  /** A decoupled model's response (from any of its threads). */
-  private onStreamed(m: StubFrameOf<'resp'>): void {
-    const r = this.running;
-    if (!r || r.seq !== m.seq) return;
-    const i = m.index;
-    const req = r.requests[i];
-    if (!req || r.finals[i]) return;
-    if (m.has_response) {
-      const out = this.toOutcome(req, m);
-      if (req.onResponse) req.onResponse(out);
-      else r.last[i] = out;
-    }
-    if (m.flags & FINAL) r.finals[i] = true;
-    this.maybeFinishStream(r);
-  }
-
-  private maybeFinishStream(r: Running): void {
-    if (!r.execDone || !r.finals.every(Boolean)) return;
-    this.finish(r.requests.map((req, i) => (req.onResponse ? this.streamEnd(req) : (r.last[i] ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`)))));
-  }
-
-  private streamEnd(req: InferRequest): InferResponse {
-    return streamEnd(this.ctx, req);
-  }
-
-  private finish(outcomes: Outcome[]): void {
-    const r = this.running;
     this.running = undefined;
-    r?.resolve(outcomes);
+    if (m.error !== undefined) {
+      const text = m.raw ? m.error : `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`;
+      return r.resolve(new StatusError('INTERNAL', text));
+    }
+    if (this.decoupled) return r.resolve(undefined);
+    const frames = m.responses ?? [];
+    r.resolve(r.requests.map((req, i) => this.toOutcome(req, frames[i])));
+  }
+
+  /** A decoupled model's response (from any of its threads or tasks). */
+  private onStreamed(m: StubFrameOf<'resp'>): void {
+    if (!this.streams.has(m.seq)) return;
+    const req = this.streams.request(m.seq, m.index);
+    const out = m.has_response && req ? this.toOutcome(req, m) : undefined;
+    this.streams.response(m.seq, m.index, m.flags, out);
   }
 
   private toOutcome(req: InferRequest, f: ResponseBody | undefined): Outcome {
@@ -276,7 +272,7 @@ export class PythonInstance implements ExecutionInstance {
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
   private onBls(stub: StubProcess, m: StubFrameOf<'bls'>): void {
-    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }));
+    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }), this.blsCalls);
   }
 
   /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
@@ -295,6 +291,9 @@ export class PythonInstance implements ExecutionInstance {
     if (this.ready) this.moveTo('STOPPED');
     this.probe.abandon();
     sweepShm(this.opts.prefix);
+    // The BLS calls it made have no one to answer: cancel them.
+    for (const c of this.blsCalls.values()) c.abort();
+    this.blsCalls.clear();
     const killedFor = this.killedFor;
     this.killedFor = undefined;
     if (this.starting) {
@@ -302,11 +301,11 @@ export class PythonInstance implements ExecutionInstance {
       return;
     }
     const r = this.running;
+    this.running = undefined;
     const msg = `python stub of instance ${this.name} of model '${this.ctx.modelName}' ${how}`;
-    if (r) {
-      const err = killedFor ?? internal(`${msg} while executing; the request failed (the stub restarts on the next request)`);
-      this.finish(r.requests.map((req, i) => (r.finals[i] ? (r.last[i] ?? this.streamEnd(req)) : err)));
-    }
+    const err = killedFor ?? internal(`${msg} while executing; the request failed (the stub restarts on the next request)`);
+    r?.resolve(err);
+    this.streams.failAll(err);
     if (this.closed) return;
     if (killedFor) {
       this.restart().catch((err: unknown) => log.error(`python stub of instance ${this.name} of '${this.ctx.modelName}' did not start again: ${toStatusError(err).message}`));
@@ -324,7 +323,7 @@ export class PythonInstance implements ExecutionInstance {
     if (this.closed) return;
     this.#life.to('CLOSED');
     const stub = this.stub;
-    if (stub?.alive && this.running) {
+    if (stub?.alive && (this.running || this.streams.size)) {
       this.killedFor = unloadedWhileExecuting(this.ctx.modelName, this.name);
       stub.kill();
     } else if (stub?.alive) {

@@ -7,9 +7,9 @@ import type { ParamValue } from '../../api/infer-request.ts';
 import type { WireTensor } from './tensor-transfer.ts';
 
 /** The kinds the engine sends, in stub_frames.py's order. */
-export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply'] as const;
+export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply', 'cancel'] as const;
 /** The kinds a stub sends, in stub_frames.py's order. */
-export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done'] as const;
+export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel'] as const;
 
 /** One request of an `exec` frame. */
 export interface ExecRequest {
@@ -20,13 +20,21 @@ export interface ExecRequest {
   inputs: WireTensor[];
 }
 
-/** A bls_reply's body: the outputs, or the error and its code. */
-export type BlsReplyBody = { outputs: WireTensor[] } | { error: string; code: string };
+/** A bls_reply's body: the outputs (and the response's parameters), or the error and its code. */
+export type BlsReplyBody = ({ outputs: WireTensor[]; parameters?: Record<string, ParamJson> } | { error: string; code: string }) & {
+  /** A decoupled BLS call's responses: 1 (final) on its last reply; a reply without flags is the only one. */
+  flags?: number;
+};
+
+/** A parameter value as JSON carries it (an int64 past 2^53 as its decimal text). */
+export type ParamJson = string | number | boolean | { int64: string };
 
 /** A response: its outputs, or the error a model returned for it. */
 export interface ResponseBody {
   outputs?: WireTensor[];
   error?: { message: string; code: string };
+  /** InferenceResponse(parameters=...): checked by the stub (str keys; bool, int or str values). */
+  parameters?: Record<string, ParamJson>;
 }
 
 export type EngineFrame =
@@ -40,8 +48,10 @@ export type EngineFrame =
   | { t: 'fini' }
   /** Ask the model's is_ready(). */
   | { t: 'is_ready'; rid: number }
-  /** The answer to a stub's `bls` call. */
-  | ({ t: 'bls_reply'; bid: number } & BlsReplyBody);
+  /** The answer to a stub's `bls` call (a decoupled call gets one per response). */
+  | ({ t: 'bls_reply'; bid: number } & BlsReplyBody)
+  /** The client cancelled request `index` of batch `seq`: its is_cancelled() turns true. */
+  | { t: 'cancel'; seq: number; index: number };
 
 export type StubFrame =
   /** initialize() or auto_complete_config failed, or numpy is missing (`kind`). */
@@ -50,16 +60,21 @@ export type StubFrame =
   | { t: 'config'; config: Record<string, unknown> | null }
   /** initialize() returned. */
   | { t: 'ready'; has_is_ready: boolean }
-  /** execute() returned: one body per request (none for a decoupled model), or why it raised. */
-  | { t: 'exec_done'; seq: number; responses?: ResponseBody[]; error?: string }
+  /** execute() returned: one body per request (none for a decoupled model), or why it raised (`raw`: Triton's text, sent as is). */
+  | { t: 'exec_done'; seq: number; responses?: ResponseBody[]; error?: string; raw?: boolean }
   /** A decoupled model's response (or just flags) for request `index` of batch `seq`. */
   | ({ t: 'resp'; seq: number; index: number; flags: number; has_response: boolean } & ResponseBody)
-  /** A BLS call from inside execute(). */
-  | { t: 'bls'; bid: number; model: string; version: number; id: string; outputs: string[]; parameters: Record<string, ParamValue>; inputs: WireTensor[] }
+  /** A BLS call from inside execute() (`decoupled`: exec(decoupled=True), every response wanted). */
+  | {
+      t: 'bls'; bid: number; model: string; version: number; id: string; outputs: string[]; parameters: Record<string, ParamValue>; inputs: WireTensor[];
+      decoupled?: boolean; timeout?: number;
+    }
   /** The model's is_ready() answer (`error`: why it counts as not ready). */
   | { t: 'is_ready_reply'; rid: number; ready: boolean; error?: string }
   /** finalize() returned; the process exits next. */
-  | { t: 'fini_done' };
+  | { t: 'fini_done' }
+  /** The model cancelled its BLS call `bid` (a response iterator's cancel()). */
+  | { t: 'bls_cancel'; bid: number };
 
 export type EngineFrameKind = (typeof ENGINE_FRAME_KINDS)[number];
 export type StubFrameKind = (typeof STUB_FRAME_KINDS)[number];

@@ -4,12 +4,15 @@
 # model's stdout/stderr go to the engine's log. Tensor bytes travel in POSIX
 # shm (/dev/shm) or, when small, inline in the frame.
 #
-# Threads: the main thread runs initialize/execute/finalize, one at a time.
-# A reader thread demultiplexes frames: work goes to the main thread's queue,
-# BLS replies wake their waiters (so a BLS call inside execute cannot
-# deadlock), and a readiness question runs the model's is_ready() on a
-# thread of its own (so it does not wait behind a running execute). Frames are written under one lock from any thread (decoupled
-# response senders).
+# Threads: the main thread runs initialize/execute/finalize, one at a time;
+# coroutines (async def execute) run on the model's event loop, a thread of
+# its own that lives as long as the stub, so tasks they start outlive the
+# call (a decoupled model's async execute runs wholly in the background, as in
+# Triton). A reader thread demultiplexes frames: work goes to the main
+# thread's queue, BLS replies wake their waiters (so a BLS call inside
+# execute cannot deadlock), cancellations mark their request, and a readiness
+# question runs the model's is_ready() on a thread of its own. Frames are
+# written under one lock from any thread (decoupled response senders).
 import asyncio
 import importlib.util
 import inspect
@@ -64,6 +67,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import triton_python_backend_utils as pb_utils  # noqa: E402
 
 from stub_tensors import ShmReader, Writer  # noqa: E402
+from stub_channel import Channel  # noqa: E402
 
 
 STUB_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -93,75 +97,6 @@ def where(exc, model_dir):
     return f"{type(exc).__name__}: {text} (model '{model}'{at})" if model else f"{type(exc).__name__}: {text}"
 
 
-class Channel:
-    """What pb_utils reaches through: decoupled sends and BLS calls."""
-
-    def __init__(self, reader, writer):
-        self.reader = reader
-        self.writer = writer
-        self.pending = {}
-        self.lock = threading.Lock()
-        self.next_bid = 0
-        self.model = None  # set once initialize returned: is_ready() needs it
-        self.model_dir = ""
-
-    def response_frame(self, response):
-        if response is None:
-            return {}
-        if response.has_error():
-            err = response.error()
-            code = err.code_name() if isinstance(err, pb_utils.TritonError) else "INTERNAL"
-            return {"error": {"message": err.message() if hasattr(err, "message") else str(err), "code": code}}
-        return {"outputs": self.writer.encode([(t.name(), t.as_numpy()) for t in response.output_tensors()])}
-
-    def send_response(self, seq, index, response, flags):
-        frame = {"t": F.RESP, "seq": seq, "index": index, "flags": flags}
-        frame.update(self.response_frame(response))
-        frame["has_response"] = response is not None
-        write_frame(frame)
-
-    def _start_bls(self, req, deliver):
-        with self.lock:
-            self.next_bid += 1
-            bid = self.next_bid
-            self.pending[bid] = deliver
-        write_frame({
-            "t": F.BLS, "bid": bid, "model": req.model_name(), "version": req._model_version,
-            "id": req.request_id(), "outputs": req.requested_output_names(), "parameters": json.loads(req.parameters()),
-            "inputs": self.writer.encode([(t.name(), t.as_numpy()) for t in req.inputs()]),
-        })
-
-    def reply(self, m):
-        with self.lock:
-            deliver = self.pending.pop(m["bid"], None)
-        if deliver is None:
-            return
-        try:
-            if "error" in m:
-                code = pb_utils.TritonError._NAMES.index(m.get("code", "INTERNAL")) if m.get("code") in pb_utils.TritonError._NAMES else 1
-                resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(m["error"], code))
-            else:
-                resp = pb_utils.InferenceResponse([pb_utils.Tensor(w["name"], self.reader.tensor(w)) for w in m["outputs"]])
-                for key in {w["key"] for w in m["outputs"] if w.get("own")}:
-                    os.unlink("/dev/shm" + key)
-        except Exception as e:
-            resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(f"BLS reply unreadable: {e}"))
-        deliver(resp)
-
-    def bls(self, req):
-        done = threading.Event()
-        box = []
-        self._start_bls(req, lambda r: (box.append(r), done.set()))
-        done.wait()
-        return box[0]
-
-    async def bls_async(self, req):
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        self._start_bls(req, lambda r: loop.call_soon_threadsafe(fut.set_result, r))
-        return await fut
-
-
 def reader_loop(work, channel):
     while True:
         m = read_frame()
@@ -169,6 +104,8 @@ def reader_loop(work, channel):
             os._exit(0)
         if m["t"] == F.BLS_REPLY:
             channel.reply(m)
+        elif m["t"] == F.CANCEL:
+            channel.cancel(m["seq"], m["index"])
         elif m["t"] == F.IS_READY:
             threading.Thread(target=answer_is_ready, args=(channel, m["rid"]), daemon=True).start()
         else:
@@ -204,11 +141,14 @@ def main():
     prefix = sys.argv[2]
     sys.path.insert(0, os.path.dirname(os.path.abspath(model_file)))
     reader, writer = ShmReader(), Writer(prefix)
-    channel = Channel(reader, writer)
+    channel = Channel(reader, writer, write_frame)
     pb_utils._channel = channel
     work = queue.Queue()
     threading.Thread(target=reader_loop, args=(work, channel), daemon=True).start()
+    # The model's event loop runs for the stub's life (as in Triton), so tasks an
+    # async execute starts keep running, and sending, after it returns.
     loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True, name="model-event-loop").start()
     asyncio.set_event_loop(loop)
     model, model_dir, decoupled, cls = None, "", False, None
     while True:
@@ -227,13 +167,14 @@ def main():
         elif t == F.INIT:
             args = m["args"]
             model_dir = os.path.abspath(args["model_repository"])
+            channel.instance_name = args.get("model_instance_name", "")
             decoupled = pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"]))
             try:
                 model = (cls or load_model_class(model_file))()
                 if hasattr(model, "initialize"):
                     r = model.initialize(args)
                     if inspect.isawaitable(r):
-                        loop.run_until_complete(r)
+                        asyncio.run_coroutine_threadsafe(r, loop).result()
                 channel.model, channel.model_dir = model, model_dir
                 write_frame({"t": F.READY, "has_is_ready": callable(getattr(model, "is_ready", None))})
             except BaseException as e:
@@ -254,8 +195,8 @@ def main():
 
 def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
     seq = m["seq"]
+    requests = []
     try:
-        requests = []
         for i, r in enumerate(m["requests"]):
             inputs = [pb_utils.Tensor(w["name"], reader.tensor(w)) for w in r["inputs"]]
             req = pb_utils.InferenceRequest(
@@ -264,27 +205,69 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
                 model_name=m.get("model"),
             )
             req._sender = pb_utils.InferenceResponseSender(seq, i)
+            req._cancel_key = (seq, i)
             requests.append(req)
         result = model.execute(requests)
         if inspect.isawaitable(result):
-            result = loop.run_until_complete(result)
+            future = asyncio.run_coroutine_threadsafe(result, loop)
+            if decoupled:
+                # As in Triton: a decoupled model's async execute runs on in the
+                # background; the instance takes the next batch at once.
+                future.add_done_callback(lambda f: background_done(f, requests, model_dir))
+                write_frame({"t": F.EXEC_DONE, "seq": seq})
+                return
+            result = future.result()
         if decoupled:
+            if result is not None:
+                raise ReturnError(f"Python model '{channel.instance_name}' is using the decoupled mode and the execute function must return None.")
             write_frame({"t": F.EXEC_DONE, "seq": seq})
             return
-        if result is None or len(result) != len(requests):
-            got = "None" if result is None else f"{len(result)} responses"
-            raise pb_utils.TritonModelException(f"execute returned {got} for {len(requests)} requests")
-        frames = []
-        for resp in result:
-            f = channel.response_frame(resp)
-            if not f:
-                f = {"error": {"message": "execute returned None for a request", "code": "INTERNAL"}}
-            frames.append(f)
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": frames})
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": [channel.response_frame(r) for r in checked_responses(result, requests)]})
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "error": where(e, model_dir)})
+        done = {"t": F.EXEC_DONE, "seq": seq, "error": str(e) if isinstance(e, ReturnError) else where(e, model_dir)}
+        if decoupled and isinstance(e, ReturnError):
+            done["raw"] = True  # Triton sends this one to the stream as it is
+        write_frame(done)
+    finally:
+        if not decoupled:
+            channel.forget_batch(seq, len(m["requests"]))
+
+
+class ReturnError(Exception):
+    """What execute returned is not what Triton accepts: the text goes out as it is (Triton's words)."""
+
+
+def checked_responses(result, requests):
+    """Triton's checks of a plain model's execute return: a list, one InferenceResponse per request."""
+    if not isinstance(result, list):
+        raise ReturnError(f"Expected a list in the execute return, found type '{type(result)}'.")
+    if len(result) != len(requests):
+        raise ReturnError(
+            "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+            f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}\n")
+    for r in result:
+        if not isinstance(r, pb_utils.InferenceResponse):
+            raise ReturnError(f"Expected an 'InferenceResponse' object in the execute function return list, found type '{type(r)}'.")
+    return result
+
+
+def background_done(future, requests, model_dir):
+    """A decoupled async execute finished in the background: an exception is
+    logged (as Triton does) and ends each request its model left open, with the error."""
+    if future.cancelled() or future.exception() is None:
+        return
+    text = where(future.exception(), model_dir)
+    sys.stderr.write(f"execute failed: {text}\n")
+    sys.stderr.flush()
+    for req in requests:
+        sender = req._sender
+        if sender is not None and not sender._closed:
+            try:
+                sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError(text)), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            except Exception:
+                pass
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+# Over 300 lines: it mirrors Triton's one pb_utils module, which models import whole.
 # This project's own `triton_python_backend_utils` (imported by models as
 # `pb_utils`), written from Triton's documented Python-backend API. CPU only:
 # tensors are numpy arrays; the stub (stub.py) moves them to and from the
@@ -33,6 +34,7 @@ class TritonError(Exception):
     _NAMES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS", "CANCELLED"]
 
     def __init__(self, message, code=INTERNAL):
+        message = _str(message)
         super().__init__(message)
         self._message = str(message)
         self._code = int(code)
@@ -56,6 +58,31 @@ class TritonModelException(Exception):
 
 def _unsupported(what):
     raise TritonModelException(f"UNSUPPORTED: {what} is not supported by this engine's python backend")
+
+
+def _str(value, what="argument"):
+    """A str where Triton's C++ binding takes one: bytes are accepted and decoded as UTF-8, as pybind11 does."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    if isinstance(value, np.str_):
+        return str(value)
+    return value
+
+
+def _parameters_json(parameters):
+    """Triton's checks of a parameters dict (keys str; values bool, int or str), as JSON text; a str passes as given."""
+    if parameters is None:
+        return "{}"
+    if isinstance(parameters, str):
+        return parameters
+    if not isinstance(parameters, dict):
+        raise TritonModelException(f"Expect dict, got {type(parameters)}")
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(k)}")
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(f"Expect parameters values to have type bool/int/str, found type {type(v)}")
+    return json.dumps(parameters)
 
 
 # TRITONSERVER_DataType values and their numpy types.
@@ -132,6 +159,7 @@ class Tensor:
     """A named CPU tensor over a numpy array."""
 
     def __init__(self, name, data, dtype=None):
+        name = _str(name)
         if not isinstance(data, np.ndarray):
             raise TritonModelException(f"tensor '{name}': expected a numpy array, got {type(data).__name__}")
         self._name = name
@@ -169,7 +197,7 @@ class InferenceResponse:
     def __init__(self, output_tensors=None, error=None, parameters=None):
         self._outputs = list(output_tensors or [])
         self._error = error
-        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+        self._parameters = _parameters_json(parameters)
 
     def output_tensors(self):
         return self._outputs
@@ -202,7 +230,7 @@ class InferenceResponseSender:
         _channel.send_response(self._seq, self._index, response, flags)
 
     def is_cancelled(self):
-        return False
+        return _channel.is_cancelled(self._seq, self._index)
 
 
 class InferenceRequest:
@@ -210,16 +238,17 @@ class InferenceRequest:
 
     def __init__(self, model_name=None, inputs=None, requested_output_names=None, model_version=-1, correlation_id=0,
                  request_id="", flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None, **_ignored):
-        self._model_name = model_name
+        self._model_name = _str(model_name)
         self._inputs = list(inputs or [])
-        self._requested = list(requested_output_names or [])
-        self._model_version = model_version
-        self._correlation_id = correlation_id
-        self._request_id = request_id
+        self._requested = [_str(n) for n in (requested_output_names or [])]
+        self._model_version = int(model_version)
+        self._correlation_id = _str(correlation_id)
+        self._request_id = _str(request_id)
         self._flags = flags
         self._timeout = timeout
-        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters or {})
+        self._parameters = _parameters_json(parameters)
         self._sender = None
+        self._cancel_key = None  # (batch, index) of a request the model received
 
     def inputs(self):
         return self._inputs
@@ -246,7 +275,7 @@ class InferenceRequest:
         return self._parameters
 
     def is_cancelled(self):
-        return False
+        return self._cancel_key is not None and _channel.is_cancelled(*self._cancel_key)
 
     def get_response_sender(self):
         if self._sender is None:
@@ -257,14 +286,12 @@ class InferenceRequest:
         pass
 
     def exec(self, decoupled=False):
-        if decoupled:
-            _unsupported("BLS exec(decoupled=True)")
-        return _channel.bls(self)
+        """Run on the engine: the response, or with decoupled=True an iterator of every response (the last one final)."""
+        return _channel.bls_stream(self) if decoupled else _channel.bls(self)
 
     async def async_exec(self, decoupled=False):
-        if decoupled:
-            _unsupported("BLS async_exec(decoupled=True)")
-        return await _channel.bls_async(self)
+        """exec() awaited; with decoupled=True the iterator (plain or async) once the first response is in."""
+        return await (_channel.bls_stream_async(self) if decoupled else _channel.bls_async(self))
 
 
 def get_input_tensor_by_name(inference_request, name):

@@ -156,30 +156,45 @@ function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.hand
       let pending = 0;
       let ended = false;
       const maybeEnd = () => ended && pending === 0 && call.end();
+      // The stream closed by the client (or its deadline) cancels every request still open on it:
+      // queued ones leave their queue, a python model's request.is_cancelled() turns true.
+      const open = new Set<RequestCancel>();
+      call.on('cancelled', () => {
+        for (const c of [...open]) c.abort();
+        open.clear();
+      });
       call.on('data', (m: ModelInferRequest) => {
         pending++;
+        const cancel = new RequestCancel();
+        open.add(cancel);
+        let finalSent = false; // the model sent its final flag with a response: no empty final follows
         Promise.resolve()
           .then(() => {
             const req = toInferRequest(m);
+            req.signal = cancel;
             req.arrivalNs = process.hrtime.bigint();
             // A decoupled model's responses are written as they come (decoupled.ts).
-            req.onResponse = (r) =>
-              r instanceof Error
-                ? call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } })
-                : call.write({ error_message: '', infer_response: toInferResponse(r) });
+            req.onResponse = (r) => {
+              if (r instanceof Error) return call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } });
+              finalSent ||= r.final === true;
+              // As Triton: each streamed response says whether it is its request's last.
+              const params = { ...r.parameters, triton_final_response: r.final === true };
+              return call.write({ error_message: '', infer_response: toInferResponse({ ...r, parameters: params }) });
+            };
             req.traceparent = traceparentOf(call.metadata);
             return api.infer(req);
           })
           .then(
             (res) => {
               // Triton's opt-in: an empty response marked final closes each decoupled request's stream.
-              if (res.streamEnd && !m.parameters?.triton_enable_empty_final_response?.bool_param) return;
+              if (res.streamEnd && (finalSent || !m.parameters?.triton_enable_empty_final_response?.bool_param)) return;
               if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
               call.write({ error_message: '', infer_response: toInferResponse(res) });
             },
             (err) => call.write({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } }),
           )
           .finally(() => {
+            open.delete(cancel);
             pending--;
             maybeEnd();
           });
