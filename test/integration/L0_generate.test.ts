@@ -63,7 +63,7 @@ describe('generate (one response)', () => {
     }
     // The non-decoupled model repeats along the last dim: more than one element is an array.
     const r = await post('mock_llm_unary', 'generate', { PROMPT: ['hi'], STREAM: false, parameters: { REPETITION: 3 } });
-    expect((await r.json()).TEXT).toEqual(['hi', 'hi', 'hi']);
+    expect(((await r.json()) as { TEXT: unknown }).TEXT).toEqual(['hi', 'hi', 'hi']);
   });
 
   it('JS models: batching model with a batch dim, versions path', async () => {
@@ -77,7 +77,7 @@ describe('generate (one response)', () => {
     for (const rep of [0, 2]) {
       const r = await post('mock_llm', 'generate', { PROMPT: 'hello', STREAM: true, REPETITION: rep });
       expect(r.status).toBe(400);
-      expect((await r.json()).error).toContain('generate expects model to produce exactly 1 response');
+      expect(((await r.json()) as { error: string }).error).toContain('generate expects model to produce exactly 1 response');
     }
   });
 
@@ -99,7 +99,7 @@ describe('generate (one response)', () => {
         const r = await post('mock_llm', route, body);
         expect(r.status, `${route} ${JSON.stringify(body)}`).toBe(400);
         expect(r.headers.get('content-type')).toContain('application/json');
-        expect((await r.json()).error).toContain(msg);
+        expect(((await r.json()) as { error: string }).error).toContain(msg);
       }
     }
     const nf = await post('no_such_model', 'generate', { PROMPT: 'x' });
