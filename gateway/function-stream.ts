@@ -3,7 +3,7 @@
 // response at a time by the HTTP reply or an async job.
 //
 // Ownership: owns one gRPC stream. Back-pressure: at most
-// STREAM_HIGH_WATER_BYTES of responses wait here for their reader; past that
+// STREAM_HIGH_WATER_BYTES (256 KiB) of responses wait here for their reader; past that
 // the gRPC stream is paused (grpc-js stops reading, HTTP/2 flow control
 // stops the engine's writes) and resumed once the reader has taken them
 // below the low mark, so a slow reader costs a bounded amount of gateway
@@ -18,7 +18,7 @@ import { collectOutputs, type InvokeDeps } from './invoke.ts';
 import { replyJson } from './reply-rows.ts';
 
 /** Responses a slow reader may leave waiting in the gateway, per stream, before the engine stream is paused. */
-export const STREAM_HIGH_WATER_BYTES = 1024 * 1024;
+export const STREAM_HIGH_WATER_BYTES = 256 * 1024;
 const LOW_WATER_BYTES = STREAM_HIGH_WATER_BYTES / 4;
 
 /** What every open stream holds now, and the most it ever held (the bench and tests read it). */
