@@ -66,6 +66,20 @@ describe('generate (one response)', () => {
     expect(((await r.json()) as { TEXT: unknown }).TEXT).toEqual(['hi', 'hi', 'hi']);
   });
 
+  it("the example of Triton's generate docs, byte for byte: text_input and parameters in, text_output out", async () => {
+    const r = await fetch(url('js_llm', 'generate'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{\n  "text_input":  "client input",\n  "parameters" :\n    {\n      "stream": false,\n      "temperature": 0\n    }\n}',
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('application/json');
+    expect(await r.json()).toEqual({ model_name: 'js_llm', model_version: '1', text_output: 'client input {"stream":false,"temperature":0}' });
+    const s = await stream('js_llm', { text_input: 'client input', parameters: { stream: true } });
+    expect(s.type).toBe('text/event-stream; charset=utf-8');
+    expect(s.events).toEqual([{ model_name: 'js_llm', model_version: '1', text_output: 'client input {"stream":true}' }]);
+  });
+
   it('JS models: batching model with a batch dim, versions path', async () => {
     const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_upper/versions/1/generate`, { method: 'POST', body: JSON.stringify({ PROMPT: 'abc' }) });
     expect(await r.json()).toEqual({ model_name: 'js_upper', model_version: '1', TEXT: 'ABC', LEN: 3 });
