@@ -73,8 +73,22 @@ export class FunctionStream {
     this.call.on('data', (m: ModelStreamInferResponse) => this.onResponse(m));
     this.call.on('error', (e) => void this.onError(e));
     this.call.on('end', () => this.finish());
-    this.call.write(req);
+    this.call.write(req, () => this.markSent());
     this.call.end(); // one request per stream: the engine ends the stream after its final response
+  }
+
+  private sentHooks: Array<() => void> | undefined = [];
+
+  private markSent(): void {
+    const hooks = this.sentHooks;
+    this.sentHooks = undefined;
+    for (const h of hooks ?? []) h();
+  }
+
+  /** Run `fn` once the request has left (serialized and written) or the stream ended: its input bytes may be reused then. */
+  onSent(fn: () => void): void {
+    if (this.sentHooks) this.sentHooks.push(fn);
+    else fn();
   }
 
   private onResponse(m: ModelStreamInferResponse): void {
@@ -123,6 +137,7 @@ export class FunctionStream {
     if (this.ended) return;
     this.ended = true;
     streamStats.open--;
+    this.markSent();
     this.poke();
   }
 

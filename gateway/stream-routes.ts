@@ -78,13 +78,16 @@ async function streamInvoke(c: Context, deps: InvokeDeps, fn: ResolvedFunction):
   const slices = new CallSlices(deps.arena);
   let stream: FunctionStream;
   try {
+    // A large raw body may land in a staging slice; it goes to the engine inline (the stream sends bytes).
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs } = selectOutputs(fn, wanted, c);
     const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);
     stream = new FunctionStream(deps, fn, req, specs, c.req.header('traceparent'));
-  } finally {
-    slices.releaseAll(); // the request was serialized when written
+  } catch (e) {
+    slices.releaseAll();
+    throw e;
   }
+  stream.onSent(() => slices.releaseAll());
   const signal = c.req.raw.signal;
   const onGone = () => stream.cancel();
   signal.addEventListener('abort', onGone, { once: true });

@@ -35,7 +35,11 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `ocr-stream-fn-${process.pid}-`));
   for (const f of ['ocr.json', 'ocr_stream.json']) fs.copyFileSync(path.join(ROOT, 'functions', f), path.join(fnDir, f));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: '' });
+  // A low staging threshold: the page's body lands in a staging slice, which the stream sends inline.
+  gw = await startGateway({
+    port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, redisUrl: '',
+    shmThreshold: 1024, arenaRegions: 1, arenaRegionBytes: 4 << 20, prefix: `ocrs${process.pid}`,
+  });
 }, 180_000);
 
 afterAll(async () => {
