@@ -10,6 +10,7 @@
 // goes on if the model does. SSE ends with an `end` event counting the
 // responses. A client that goes away cancels the engine request.
 import type { Context, MiddlewareHandler } from 'hono';
+import type { GatewayEnv } from './gateway-env.ts';
 import { checkApiKey } from './api-key.ts';
 import { gatewayError, type GatewayError } from './errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
@@ -61,16 +62,16 @@ export async function streamingFunctions(deps: InvokeDeps, functions: ResolvedFu
 }
 
 /** Middleware: answer calls of streaming functions, pass the rest on. */
-export function streamCalls(deps: InvokeDeps): MiddlewareHandler {
+export function streamCalls(deps: InvokeDeps): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     const fn = await deps.registry.resolve(c.req.param('name')!);
     if (!(await isStreamingFunction(deps, fn))) return next();
-    c.set('fn' as never, fn.name as never);
+    c.set('fn', fn.name);
     return streamInvoke(c, deps, fn);
   };
 }
 
-async function streamInvoke(c: Context, deps: InvokeDeps, fn: ResolvedFunction): Promise<Response> {
+async function streamInvoke(c: Context<GatewayEnv>, deps: InvokeDeps, fn: ResolvedFunction): Promise<Response> {
   checkApiKey(fn.definition, (h) => c.req.header(h));
   const id = c.req.header('x-request-id') ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
