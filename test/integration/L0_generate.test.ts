@@ -3,14 +3,14 @@
 // decoupled and ordinary models; Triton's request shapes and error texts;
 // errors mid-stream; a client that closes the stream reaches the model (its
 // abort signal) and the statistics; a closed gRPC stream does the same.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBytesTensor, httpJson, protoLoaderClient, removeDir, startTestEngine, type ProtoClient } from './helpers.ts';
 import { pythonRepo } from './python-support.ts';
-import { PY_MOCK_LLM_MODEL, pyMockLlmConfig, writeStreamModels } from '../fixtures/stream-models.ts';
+import { JS_STREAM_CONFIG, JS_STREAM_MODEL, PY_MOCK_LLM_MODEL, pyMockLlmConfig, writeStreamModels } from '../fixtures/stream-models.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 
 let repo: string;
@@ -23,6 +23,10 @@ beforeAll(async () => {
     mock_llm_unary: { config: pyMockLlmConfig('mock_llm_unary', false), model: PY_MOCK_LLM_MODEL },
   });
   writeStreamModels(repo);
+  // js_stream with one instance: a second request waits in the queue while the first streams.
+  mkdirSync(path.join(repo, 'js_stream_one', '1'), { recursive: true });
+  writeFileSync(path.join(repo, 'js_stream_one', 'config.pbtxt'), JS_STREAM_CONFIG.replace('"js_stream"', '"js_stream_one"').replace('count: 4', 'count: 1'));
+  writeFileSync(path.join(repo, 'js_stream_one', '1', 'model.ts'), JS_STREAM_MODEL);
   engine = await startTestEngine({ modelRepository: repo });
   grpcClient = protoLoaderClient(engine.grpcPort);
 }, 120_000);
@@ -204,6 +208,26 @@ describe('cancellation', () => {
     expect(Number(readFileSync(mark, 'utf8'))).toBeLessThan(1000);
     await expect.poll(() => cancelCount('js_stream'), { timeout: 5000 }).toBe(before + 1);
     removeDir(mark);
+  });
+
+  it('a queued request whose client leaves is dropped from the queue: it never runs', async () => {
+    const stats = async () => (await httpJson(engine.httpPort, 'GET', '/v2/models/js_stream_one/stats')).json.model_stats[0];
+    const before = await stats();
+    const first = stream('js_stream_one', { PROMPT: 'a', REPETITION: 20, DELAY_MS: 25 }); // holds the one instance ~0.5 s
+    await new Promise((r) => setTimeout(r, 100));
+    await new Promise<void>((resolve) => {
+      const req = http.request(url('js_stream_one', 'generate_stream'), { method: 'POST' });
+      req.on('error', () => {});
+      req.end(JSON.stringify({ PROMPT: 'b', REPETITION: 5 }));
+      setTimeout(() => {
+        req.destroy(); // gone while queued behind the first
+        resolve();
+      }, 150);
+    });
+    expect((await first).events.length).toBe(20);
+    await expect.poll(async () => Number((await stats()).inference_stats.cancel?.count ?? 0), { timeout: 5000 }).toBe(Number(before.inference_stats.cancel?.count ?? 0) + 1);
+    const after = await stats();
+    expect(Number(after.execution_count) - Number(before.execution_count)).toBe(1); // only the first ran
   });
 
   it('cancelling a gRPC ModelStreamInfer reaches the model', async () => {
