@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { STREAM_HIGH_WATER_BYTES, streamStats } from '../../gateway/function-stream.ts';
 import { signBody, signatureMatches } from '../../gateway/webhooks/signature.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';

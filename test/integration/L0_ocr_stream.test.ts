@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { setQuiet } from '../../gateway/trace.ts';
+import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, ROOT, removeDir, startTestEngine } from './helpers.ts';
 import { renderText } from '../fixtures/text-images.ts';
 
