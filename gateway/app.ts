@@ -10,6 +10,7 @@ import type { LeaseStore } from './lease-store.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import { describeFunction } from './function-registry.ts';
 import { invoke, type InvokeDeps } from './invoke.ts';
+import { streamCalls, streamingFunctions } from './stream-routes.ts';
 import { asyncCalls, mountJobRoutes, type AsyncDeps } from './jobs/async-routes.ts';
 import { mountAdminRoutes } from './deploy/admin-routes.ts';
 import type { FunctionDeployer } from './deploy/function-deployer.ts';
@@ -90,7 +91,7 @@ export function createApp(deps: AppDeps): GatewayApp {
 
   app.get('/openapi.json', async (c) => {
     const { functions } = await deps.registry.list();
-    return c.json(openApiDocument(functions, deps.registry.version));
+    return c.json(openApiDocument(functions, deps.registry.version, await streamingFunctions(deps, functions)));
   });
 
   app.get('/fn', async (c) => {
@@ -115,6 +116,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     }
   });
   if (deps.jobs) app.post('/fn/:name', asyncCalls(deps, deps.jobs));
+  app.post('/fn/:name', streamCalls(deps)); // streaming functions (decoupled targets); others pass on
   app.post('/fn/:name', (c) => invoke(c, deps, c.req.param('name')));
   if (deps.jobs) mountJobRoutes(app, deps.jobs, (name) => deps.registry.definitions().find((d) => d.name === name));
   if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);

@@ -15,8 +15,10 @@ import {
   type ModelInferRequest,
   type ModelInferResponse,
   type ModelMetadataResponse,
+  type ModelStreamInferResponse,
   type RegionStatus,
 } from '../client/grpc-client.ts';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { gatewayError, GatewayError } from './errors.ts';
 import { gatewayLog as log, tracer } from '../common/logger.ts';
 
@@ -46,6 +48,11 @@ export interface EngineApi extends EventEmitter {
   regionStatus(): Promise<Record<string, RegionStatus>>;
   /** Probe now; true when the engine answers ServerReady with ready. */
   check(): Promise<boolean>;
+  /** The model's configuration (model_config.proto field names). */
+  modelConfig?(name: string, version?: string): Promise<Record<string, unknown>>;
+  /** A ModelStreamInfer call (streaming functions, stream-call.ts); failures are raw gRPC errors, see translateStreamError. */
+  streamInfer?(timeoutMs: number, traceparent?: string): ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse>;
+  translateStreamError?(e: unknown, fn: string, timeoutMs: number, model: string): Promise<GatewayError>;
   close(): void;
 }
 
@@ -110,6 +117,15 @@ export class EngineClient extends EventEmitter implements EngineApi {
     return this.client.modelInfer(req, traceparent ? { timeoutMs, metadata: { traceparent } } : { timeoutMs }).catch(async (e: unknown) => {
       throw await this.translate(e, fn, timeoutMs, req.model_name);
     });
+  }
+
+  streamInfer(timeoutMs: number, traceparent?: string): ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse> {
+    return this.client.modelStreamInfer(traceparent ? { timeoutMs, metadata: { traceparent } } : { timeoutMs });
+  }
+
+  /** Map a failed stream's gRPC error to a catalog error (as for unary calls). */
+  translateStreamError(e: unknown, fn: string, timeoutMs: number, model: string): Promise<GatewayError> {
+    return this.translate(e, fn, timeoutMs, model);
   }
 
   modelMetadata(name: string, version = ''): Promise<ModelMetadataResponse> {

@@ -65,7 +65,7 @@ const shmParams = (region: string, offset: number, size: number) => ({
 });
 
 /** Read the inputs of a call, staging a large raw body straight into a slice when possible. */
-async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
+export async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
   const limit = fn.definition.limits.maxBodyBytes;
   const len = contentLength(c);
   if (len !== undefined && len > limit) throw tooLarge(c, fn.name, limit);
@@ -105,7 +105,7 @@ function stageInputs(inputs: Placed[], slices: CallSlices): boolean {
   return true;
 }
 
-function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
+export function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
   let specs = fn.outputs;
   const q = c.req.query('output');
   const names = q ? [q] : wanted;
@@ -121,7 +121,7 @@ function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Co
   return { specs, binary: binary ? specs[0] : undefined };
 }
 
-function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
+export function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
   const tensors: InferInputTensor[] = inputs.map((t) => ({
     name: t.spec.tensor,
     datatype: t.spec.datatype,
@@ -162,7 +162,7 @@ function placeOutputs(fn: ResolvedFunction, specs: TensorSpec[], inputs: Placed[
   return { requested, at };
 }
 
-function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<string, { slice: StagingSlice; offset: number; size: number }>): OutputTensor[] {
+export function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<string, { slice: StagingSlice; offset: number; size: number }>): OutputTensor[] {
   const byTensor = new Map(specs.map((s) => [s.tensor, s]));
   const raw = res.raw_output_contents ?? [];
   const aligned = raw.length === res.outputs.length;

@@ -35,8 +35,26 @@ const errorResponses = () => {
   );
 };
 
-/** The whole document for the functions that resolve now. */
-export function openApiDocument(functions: ResolvedFunction[], version: string): Record<string, unknown> {
+const replySchema = (fn: ResolvedFunction) => (fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' });
+
+/** The 200 reply of a streaming function (its target is decoupled; gateway/stream-routes.ts). */
+function streamReply(fn: ResolvedFunction): Record<string, unknown> {
+  const one = replySchema(fn);
+  return {
+    description:
+      'a streaming function: one reply per model response. text/event-stream: a `data:` event per response, an `error` event ' +
+      '({"error": {code, message}}) for a failed response, then an `end` event {"responses": n}. application/x-ndjson: one JSON ' +
+      'line per response (or error). Otherwise all responses as one JSON array, up to the limits.maxBodyBytes of the function.',
+    content: {
+      'text/event-stream': { schema: { type: 'string' }, itemSchema: one },
+      'application/x-ndjson': { schema: { type: 'string' }, itemSchema: one },
+      'application/json': { schema: { type: 'array', items: one } },
+    },
+  };
+}
+
+/** The whole document for the functions that resolve now (`streaming`: names of the streaming ones). */
+export function openApiDocument(functions: ResolvedFunction[], version: string, streaming: ReadonlySet<string> = new Set()): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   for (const fn of functions) {
     const raw = fn.inputs.length === 1 && (fn.inputs[0]!.datatype === 'UINT8' || fn.inputs[0]!.datatype === 'BYTES');
@@ -60,11 +78,11 @@ export function openApiDocument(functions: ResolvedFunction[], version: string):
         ...(fn.definition.auth ? { security: [{ apiKey: [] }, { bearer: [] }] } : {}),
         requestBody: { required: true, content },
         responses: {
-          '200': {
+          '200': streaming.has(fn.name) ? streamReply(fn) : {
             description: 'outputs (JSON), or one output as raw bytes with Accept: application/octet-stream',
             headers: { 'X-Payload-Transfer': { schema: { type: 'string', enum: ['inline', 'shm'] } } },
             content: {
-              'application/json': { schema: fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' } },
+              'application/json': { schema: replySchema(fn) },
               'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
             },
           },

@@ -65,6 +65,8 @@ export interface InferRequest {
   arrivalNs?: bigint;
   /** Aborted when the client goes away (an AbortSignal, or the gRPC frontend's cheaper RequestCancel). */
   signal?: CancelSignal;
+  /** The client's own signal (`signal` may become a deadline's): its abort is a cancellation in the statistics. */
+  clientSignal?: CancelSignal;
   /**
    * Set by a streaming frontend (ModelStreamInfer): a decoupled model's
    * responses (or per-response errors) are delivered here as they come, and

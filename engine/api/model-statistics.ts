@@ -16,7 +16,7 @@ export class ModelStatistics implements StatsSink {
   private executionCount = 0;
   private readonly s = {
     success: dur(), fail: dur(), queue: dur(), compute_input: dur(), compute_infer: dur(),
-    compute_output: dur(), cache_hit: dur(), cache_miss: dur(),
+    compute_output: dur(), cache_hit: dur(), cache_miss: dur(), cancel: dur(),
   };
   private readonly batch = new Map<number, { compute_input: Duration; compute_infer: Duration; compute_output: Duration }>();
 
@@ -67,6 +67,15 @@ export class ModelStatistics implements StatsSink {
   failed(ns: number): void {
     add(this.s.fail, ns);
     this.lastInference = Date.now();
+  }
+
+  /**
+   * A request its client abandoned (stream closed, call cancelled): counted
+   * here besides its success or failure, whether it was dropped from the
+   * queue or stopped while it ran.
+   */
+  cancelled(ns: number): void {
+    add(this.s.cancel, ns);
   }
 
   snapshot(): Snapshot {

@@ -51,6 +51,8 @@ export interface ModelStatistics {
     compute_output: Duration;
     cache_hit: Duration;
     cache_miss: Duration;
+    /** Ours (Triton counts these only in its failure metric): requests their client abandoned. */
+    cancel?: Duration;
   };
   batch_stats: Array<{ batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }>;
   memory_usage: Array<{ type: string; id: number; byte_size: number }>;

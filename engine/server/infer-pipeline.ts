@@ -74,7 +74,13 @@ export class InferPipeline {
   /** Steps 3 to 6: validate, trace, answer from the cache or the model's scheduler, order the outputs. */
   private async modelSteps(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
     validateFor(mv, req);
-    const res = await this.d.tracing.traced(req, String(mv.version), () => this.cacheOrEnqueue(mv, req));
+    let res: InferResponse;
+    try {
+      res = await this.d.tracing.traced(req, String(mv.version), () => this.cacheOrEnqueue(mv, req));
+    } finally {
+      // Its client went away (queued and dropped, or stopped while it ran): a cancellation in the statistics.
+      if (req.clientSignal?.aborted) mv.stats.cancelled(Number(process.hrtime.bigint() - req.arrivalNs!));
+    }
     orderOutputs(req, res);
     return res;
   }

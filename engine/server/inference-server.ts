@@ -39,7 +39,7 @@ export class InferenceServer implements ServerApi {
   readonly extensions = [
     'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
     'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data',
-    'parameters', 'statistics', 'trace', 'logging',
+    'parameters', 'statistics', 'trace', 'logging', 'generate',
   ];
   readonly shm: SharedMemoryManager;
   readonly repository: ModelRepositoryManager;
@@ -206,6 +206,7 @@ export class InferenceServer implements ServerApi {
   async infer(req: InferRequest): Promise<InferResponse> {
     if (this.stopping) throw unavailable('server is shutting down');
     req.arrivalNs ??= process.hrtime.bigint();
+    req.clientSignal ??= req.signal;
     return answerByDeadline(req, () => this.pipeline.run(req), () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config);
   }
 

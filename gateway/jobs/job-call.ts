@@ -5,7 +5,9 @@
 // reply body `{"outputs": ...}` and a failure is the same catalog error.
 import { gatewayError } from '../errors.ts';
 import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
-import { CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
+import { buildRequest, CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
+import { FunctionStream, isStreamingFunction } from '../function-stream.ts';
+import { collectStream } from '../stream-routes.ts';
 import { replyJson } from '../reply-rows.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, rawBodySpec, type InputTensor,
@@ -50,6 +52,11 @@ export async function runStoredCall(
 ): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
   const { inputs, outputs } = await decodeCall(fn, call);
   const specs = pickOutputs(fn, call.output ? [call.output] : outputs);
+  if (await isStreamingFunction(deps, fn)) {
+    // A streaming function's job stores every response: the array a plain JSON call gets (stream-routes.ts).
+    const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);
+    return { body: await collectStream(new FunctionStream(deps, fn, req, specs), fn), transfer: 'inline' };
+  }
   try {
     const r = await runFunction(deps, fn, inputs, specs, id, slices);
     return { body: replyJson(fn, r.outputs), transfer: r.transfer };

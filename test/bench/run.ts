@@ -15,6 +15,7 @@ import { smallGatewayPhase } from './phase-gateway-small.ts';
 import { enginePhase } from './phase-engine.ts';
 import { memoryPhase } from './phase-memory.ts';
 import { ocrPhase } from './phase-ocr.ts';
+import { streamPhase } from './phase-stream.ts';
 import { shmPhase } from './phase-shm.ts';
 import { ROOT, stopAll } from './processes.ts';
 import { computeRatios } from './ratios.ts';
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
     if (values.only?.split(',').includes('gateway')) await smallGatewayPhase(ctx);
     if (want('memory')) await memoryPhase(ctx);
     if (want('ocr')) await ocrPhase(ctx);
+    if (want('stream')) await streamPhase(ctx);
   } finally {
     await stopAll();
     closeHttpAgent();

@@ -236,6 +236,36 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     await shot('try-it-ocr');
   });
 
+  it('try-it on the streaming /fn/ocr_stream lists each line as it arrives and outlines it', async () => {
+    // Lines the real models read exactly at 56 px (the bench's receipts).
+    const LINES = ['Invoice No. 4711-B', 'Total: $1,234.56', 'Due 2026-12-31', 'HELLO 2026'].map((text, i) => ({ text, x: 40, y: 90 + i * 110, size: 56 }));
+    const png = path.join(tmp, 'page.png');
+    fs.writeFileSync(png, await renderText(900, 480, LINES));
+    // When each list item appears in the page (the stream shown as it comes, not at the end).
+    await page.goto(`${base()}/console/try#ocr_stream`);
+    await page.waitForSelector('#in-image');
+    await page.setInputFiles('#in-image', png);
+    await page.evaluate(() => {
+      const g = globalThis as any; // runs in the page (no DOM types here)
+      g.__seen = [];
+      const t0 = g.performance.now();
+      new g.MutationObserver(() => {
+        const n = g.document.querySelectorAll('#try-stream li').length;
+        if (n > g.__seen.length) g.__seen.push(g.performance.now() - t0);
+      }).observe(g.document.getElementById('try-outputs'), { childList: true, subtree: true });
+    });
+    await page.click('#try-form button[type=submit]');
+    await page.waitForFunction(() => /^end/.test((globalThis as any).document.getElementById('try-stream-state')?.textContent ?? ''), undefined, { timeout: 60_000 });
+    expect(await page.locator('#try-status').textContent()).toBe('200');
+    expect(await page.locator('#try-stream li').allTextContents()).toEqual(LINES.map((l) => l.text));
+    expect(await page.locator('#try-stream-state').textContent()).toMatch(/^end: 4 response/);
+    expect(await page.locator('#try-overlay svg polygon').count()).toBe(LINES.length);
+    // The list grew while the stream ran, not once at the end (lines read close together may share one update).
+    const seen = (await page.evaluate(() => (globalThis as any).__seen)) as number[];
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    await shot('try-it-ocr-stream');
+  }, 90_000);
+
   it('rollback with the admin token changes the active version; a wrong token shows the error', async () => {
     const { functions } = (await (await fetch(`${base()}/admin/functions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as { functions: unknown[] };
     for (const version of ['console-a', 'console-b']) {

@@ -12,15 +12,31 @@ import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { StatusError, invalidArg, internal, isStatusCode, type StatusCode } from '../../api/status.ts';
 import { fromConfigType, isDatatype, type Datatype } from '../../api/datatypes.ts';
 import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loader.ts';
+import { RequestCancel, type CancelSignal } from '../../api/cancel-signal.ts';
+import { isDecoupled } from '../../api/decoupled.ts';
 
 interface JsTensor {
   datatype: string;
   shape: number[];
   data: Uint8Array;
 }
+/** What execute() gets per request. */
+interface JsRequest {
+  inputs: Record<string, JsTensor>;
+  requestedOutputs: string[];
+  parameters: Record<string, unknown>;
+  /** Aborted when the request is cancelled (client gone, deadline passed): stop early. */
+  signal: CancelSignal;
+  /**
+   * Decoupled models only (model_transaction_policy { decoupled: true }):
+   * send one response now; the request ends when execute() resolves (its
+   * return value is then ignored). Sending after that throws.
+   */
+  send?: (result: JsResult) => void;
+}
 interface JsModule {
   initialize?(ctx: unknown): Promise<void> | void;
-  execute(requests: Array<{ inputs: Record<string, JsTensor>; requestedOutputs: string[]; parameters: Record<string, unknown> }>): Promise<JsResult[]>;
+  execute(requests: JsRequest[]): Promise<JsResult[] | void>;
   finalize?(): Promise<void> | void;
 }
 type JsResult =
@@ -38,21 +54,26 @@ class JsInstance implements ExecutionInstance {
   async execute(requests: InferRequest[]): Promise<ExecuteResult> {
     const t0 = process.hrtime.bigint();
     const { config } = this.ctx;
-    const jsReqs = requests.map((r) => ({
+    const decoupled = isDecoupled(config);
+    const streams = decoupled ? requests.map((r) => new DecoupledSender(r, String(this.ctx.version), (res) => this.toResponse(r, res))) : [];
+    const jsReqs: JsRequest[] = requests.map((r, i) => ({
       inputs: Object.fromEntries(r.inputs.map((t) => [t.name, { datatype: t.datatype, shape: t.shape, data: t.data }])),
       requestedOutputs: r.outputs.length ? r.outputs.map((o) => o.name) : config.output.map((o) => o.name),
       parameters: r.parameters as Record<string, unknown>,
+      signal: r.signal ?? NEVER,
+      send: decoupled ? (res) => streams[i]!.send(res) : undefined,
     }));
     const t1 = process.hrtime.bigint();
-    let results: JsResult[];
+    let results: JsResult[] | void;
     try {
       results = await this.mod.execute(jsReqs);
     } catch (err) {
       const e = internal(`js model '${this.ctx.modelName}' failed: ${(err as Error).message}`, err);
+      for (const s of streams) s.close();
       return { responses: requests.map(() => e), timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 } };
     }
     const t2 = process.hrtime.bigint();
-    const responses = requests.map((r, i) => this.toResponse(r, results?.[i]));
+    const responses = decoupled ? streams.map((s) => s.close()) : requests.map((r, i) => this.toResponse(r, results?.[i]));
     const t3 = process.hrtime.bigint();
     return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) } };
   }
@@ -75,6 +96,38 @@ class JsInstance implements ExecutionInstance {
       outputs.push({ name, datatype, shape: o.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) });
     }
     return { modelName: model, modelVersion: String(this.ctx.version), id: r.id, outputs };
+  }
+}
+
+/** A signal that never fires, for requests without one. */
+const NEVER: CancelSignal = new RequestCancel();
+
+/**
+ * One decoupled request's responses: each send goes to the request's stream
+ * (onResponse) at once; without a stream (a call from another model) the last
+ * one is the answer. close() ends the request: its streamEnd, or that answer.
+ */
+class DecoupledSender {
+  private closed = false;
+  private last: InferResponse | StatusError | undefined;
+
+  constructor(
+    private readonly req: InferRequest,
+    private readonly version: string,
+    private readonly convert: (r: JsResult) => InferResponse | StatusError,
+  ) {}
+
+  send(result: JsResult): void {
+    if (this.closed) throw new Error('response sender is closed: execute() has returned');
+    const r = this.convert(result);
+    if (this.req.onResponse) this.req.onResponse(r);
+    else this.last = r;
+  }
+
+  close(): InferResponse | StatusError {
+    this.closed = true;
+    if (this.req.onResponse) return { modelName: this.req.modelName, modelVersion: this.version, id: this.req.id, outputs: [], streamEnd: true };
+    return this.last ?? internal(`decoupled model '${this.req.modelName}' sent no response`);
   }
 }
 

@@ -13,6 +13,7 @@ import { DEFAULT_MAX_INPUT_BYTES } from './incoming-body.ts';
 import { registerHealthRoutes } from './routes-health.ts';
 import { directInferListener } from './direct-infer.ts';
 import { registerInferRoutes } from './routes-infer.ts';
+import { registerGenerateRoutes } from './generate-routes.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerRepositoryRoutes } from './routes-repository.ts';
 import { registerSharedMemoryRoutes } from './routes-shared-memory.ts';
@@ -45,6 +46,7 @@ export function createHttpApp(api: ServerApi, opts: HttpAppOptions = {}): Hono<H
   registerSettingsRoutes(app, api);
   registerModelRoutes(app, api);
   registerInferRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
+  registerGenerateRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
   app.notFound((c) => replyJson(c, { error: `no endpoint for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((err, c) => replyError(c, err));
   return app;

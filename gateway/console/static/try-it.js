@@ -4,9 +4,11 @@
 // and first values (for a rows reply, each list's length and first rows),
 // the call's time and payload-transfer headers, and, when the result holds
 // `lines` with `box`es (an OCR result), draws them over the uploaded image.
+// A streaming function (its reply is text/event-stream) is shown as it
+// arrives: each response in a list, the OCR boxes drawn line by line.
 (() => {
   'use strict';
-  const { api, el, fmtTensor, pages } = window.tgw;
+  const { api, el, errorText, fmtTensor, pages } = window.tgw;
   let functions = [];
 
   const isFile = (t) => t.datatype === 'UINT8' || t.datatype === 'BYTES';
@@ -148,7 +150,19 @@
     const t0 = performance.now();
     let res, body, error;
     try {
-      ({ res, body } = await api(`/fn/${encodeURIComponent(f.name)}`, { method: 'POST', body: form, headers }));
+      // A streaming function answers events when asked; any other answers JSON as before.
+      headers.Accept = 'text/event-stream, application/json;q=0.9';
+      const path = `/fn/${encodeURIComponent(f.name)}`;
+      const raw = await fetch(path, { method: 'POST', body: form, headers });
+      if (raw.ok && /^text\/event-stream/.test(raw.headers.get('content-type') || '')) {
+        button.disabled = false;
+        return showStream(raw, image, t0);
+      }
+      const text = await raw.text();
+      res = raw;
+      body = text;
+      try { body = text ? JSON.parse(text) : null; } catch { /* not JSON: keep the text */ }
+      if (!raw.ok) throw Object.assign(new Error(errorText(body, raw.status)), { status: raw.status, body });
     } catch (e) {
       error = e;
       body = e.body;
@@ -170,6 +184,59 @@
     outputs.replaceChildren(...(error ? [el('p', { class: 'error', role: 'alert', id: 'try-error', text: error.message })] : showOutputs(body)));
     drawLines(image, error ? [] : findLines(body));
     section.hidden = false;
+  }
+
+  /** Each `data:` block of SSE text as {event, data}; returns the unparsed rest. */
+  function sseBlocks(text, onEvent) {
+    let i;
+    while ((i = text.indexOf('\n\n')) >= 0) {
+      const lines = text.slice(0, i).split('\n');
+      text = text.slice(i + 2);
+      const event = lines[0].startsWith('event: ') ? lines.shift().slice(7) : 'message';
+      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      try { onEvent(event, JSON.parse(data)); } catch { onEvent(event, data); }
+    }
+    return text;
+  }
+
+  /**
+   * A streaming function's reply, shown as it arrives: one list item per
+   * response (its time since the call), error events in red, the OCR overlay
+   * redrawn with every line so far, and the end event's count.
+   */
+  async function showStream(res, image, t0) {
+    const meta = document.getElementById('try-meta');
+    const outputs = document.getElementById('try-outputs');
+    const list = el('ol', { id: 'try-stream', class: 'lines', 'aria-label': 'Responses as they arrive' });
+    const state = el('p', { id: 'try-stream-state', class: 'note', role: 'status', text: 'streaming…' });
+    meta.replaceChildren(
+      el('dt', { text: 'Status' }), el('dd', {}, el('span', { class: 'ok', id: 'try-status', text: String(res.status) })),
+      el('dt', { text: 'Reply' }), el('dd', { text: 'server-sent events, one per response' }));
+    outputs.replaceChildren(state, list);
+    document.getElementById('try-result').hidden = false;
+    const lines = [];
+    const onEvent = (event, data) => {
+      const at = performance.now() - t0;
+      if (event === 'end') { state.textContent = `end: ${data.responses} response(s) in ${at.toFixed(0)} ms`; return; }
+      if (event === 'error') {
+        list.append(el('li', { class: 'error', 'data-at': at.toFixed(0), text: (data.error && data.error.message) || String(data) }));
+        return;
+      }
+      const got = findLines(data);
+      lines.push(...got);
+      const text = got.length ? got.map((l) => l.text).join(' | ') : JSON.stringify(data).slice(0, 300);
+      list.append(el('li', { 'data-at': at.toFixed(0), text }));
+      if (got.length) drawLines(image, lines);
+    };
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let rest = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      rest = sseBlocks(rest + dec.decode(value, { stream: true }), onEvent);
+    }
+    if (!/^end/.test(state.textContent)) state.textContent = 'the stream closed before its end event';
   }
 
   pages.try = async function start() {
