@@ -24,6 +24,9 @@ export function owner(fn: string, url: string): string {
   if (url.includes('protobufjs') || url.includes('/protocol/')) return 'protocol (messages, codec)';
   if (url.includes('/client/')) return 'client/ (gRPC client)';
   if (url.includes('/gateway/')) return 'gateway/';
+  if (url.includes('/engine/')) return url.includes('onnxruntime') ? 'engine/ (onnxruntime backend)' : 'engine/';
+  if (url.includes('onnxruntime')) return 'onnxruntime-node';
+  if (url.includes('/common/')) return 'common/';
   if (url.includes('node_modules/zod')) return 'zod';
   if (/node:(_http|http)/.test(url)) return 'node http';
   if (/node:(net|_stream|stream|internal\/streams)|internal\/streams/.test(url)) return 'node net/streams';
