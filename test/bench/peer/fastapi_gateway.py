@@ -2,7 +2,9 @@
 # uvicorn (uvloop, httptools) calling the engine over gRPC with grpcio's
 # asyncio client. Same contract as POST /fn/product_recommender: a JSON body
 # {"inputs": {"user_features": [[...64]] | {"data": [...], "shape": [1, 64]}}},
-# an API key in X-API-Key, and {"outputs": {"scores": {shape, datatype, data}}}.
+# an API key in X-API-Key, and {"outputs": {"scores": {shape, datatype, data}}};
+# and POST /fn/image_search: the raw image body to search_pipeline_ensemble,
+# {"outputs": {"embedding": {...}}} (bytes inline in gRPC: no shm staging).
 # Stubs come from protocol/grpc_service.proto, generated with grpc_tools into
 # a temp dir at start (test/bench/fastapi-peer.ts passes --stubs=DIR).
 # Run: python3 fastapi_gateway.py --port=P --engine=unix:/path --stubs=DIR
@@ -62,6 +64,21 @@ async def product_recommender(request: Request):
     raw = res.raw_output_contents[0]
     return {'outputs': {'scores': {'shape': list(o.shape), 'datatype': o.datatype,
                                    'data': list(struct.unpack(f'<{len(raw) // 4}f', raw))}}}
+
+
+@app.post('/fn/image_search')
+async def image_search(request: Request):
+    image = await request.body()
+    req = pb.ModelInferRequest(model_name='search_pipeline_ensemble')
+    t = req.inputs.add()
+    t.name, t.datatype = 'RAW_IMAGE', 'UINT8'
+    t.shape.extend([len(image)])
+    req.raw_input_contents.append(image)
+    res = await state['stub'].ModelInfer(req, timeout=30)
+    o = res.outputs[0]
+    raw = res.raw_output_contents[0]
+    return {'outputs': {'embedding': {'shape': list(o.shape), 'datatype': o.datatype,
+                                      'data': list(struct.unpack(f'<{len(raw) // 4}f', raw))}}}
 
 
 uvicorn.run(app, host='127.0.0.1', port=args.port, loop='uvloop', http='httptools', log_level='warning', access_log=False)
