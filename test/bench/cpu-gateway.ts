@@ -70,7 +70,7 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, rec
     },
     {
       id: 'gwc-fn-hono',
-      label: 'the same, every call through Hono (--direct-route=false)',
+      label: 'gateway POST /fn/product_recommender (JSON), every call through Hono (--direct-route=false)',
       headers: { 'x-api-key': BENCH_API_KEY },
       start: async () => {
         const gw = await startGatewayProc('gateway-cpu-hono', engine.grpcSocket, ['--direct-route=false']);

@@ -23,6 +23,8 @@ import { BENCH_API_KEY, BUNDLED_REPO, startEngineProc, startGatewayProc } from '
 
 interface Front {
   id: string;
+  /** wrk connections for this row (default --clients). */
+  clients?: number;
   label: string;
   pid?: number;
   port: number;
@@ -109,6 +111,8 @@ async function main(): Promise<void> {
   const fn = { path: '/fn/product_recommender', body: fnBody, headers: key };
   const fronts: Front[] = [
     { id: 'engine', label: 'engine alone, HTTP JSON infer', port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
+    // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
+    { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
     { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
     ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
@@ -127,7 +131,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const f of fronts) {
         if (failed.has(f.id)) continue;
-        const c = f.id.startsWith('img') ? 4 : clients;
+        const c = f.clients ?? (f.id.startsWith('img') ? 4 : clients);
         let s: Sample;
         try {
           s = await sample(f, engine.child.proc.pid!, c, secs, dir);
@@ -150,7 +154,7 @@ async function main(): Promise<void> {
   const cpu = os.cpus();
   const lines = [
     `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
-    `wrk -t1 -c${clients} (image rows -c4), ${rounds} interleaved rounds of ${secs} s; medians of the rounds`,
+    `wrk -t1 -c${clients} (image rows -c4, the engine's second row -c2), ${rounds} interleaved rounds of ${secs} s; medians of the rounds`,
     '',
     '| row | calls/s | p99 ms | front CPU ms/call | engine CPU ms/call |',
     '|---|---:|---:|---:|---:|',
