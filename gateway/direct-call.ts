@@ -60,7 +60,11 @@ export function directCallListener(deps: DirectCallDeps, fallback: RequestListen
       || (h.accept !== undefined && h.accept.includes('application/octet-stream'))
       || !deps.gate.open() || (deps.jobs && isWebhook(m[1]!))
     ) return fallback(req, res);
-    void serveCall(deps, req, res, m[1]!);
+    serveCall(deps, req, res, m[1]!).catch((e: unknown) => {
+      // Only a bug gets here (every call error is answered inside): log it, drop the connection.
+      log.error(`POST ${req.url}: the direct route failed`, e);
+      res.destroy();
+    });
   };
 }
 
@@ -82,18 +86,21 @@ async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
   deps.gate.enter();
   const reply: Reply = { status: 500, headers: {}, transfer: 'inline' };
   let fnName = '(unknown)';
-  let body: string;
   try {
-    body = await call(deps, req, name, reply, (n) => (fnName = n));
-    reply.status = 200;
-  } catch (e) {
-    body = errorBody(e, req, reply);
+    let body: string;
+    try {
+      body = await call(deps, req, name, reply, (n) => (fnName = n));
+      reply.status = 200;
+    } catch (e) {
+      body = errorBody(e, req, reply);
+    }
+    const headers = { ...reply.headers, 'content-type': 'application/json', 'x-payload-transfer': reply.transfer, 'content-length': String(Buffer.byteLength(body)) };
+    res.writeHead(reply.status, headers);
+    res.end(body);
+  } finally {
+    deps.gate.leave();
+    deps.metrics?.observe(fnName, reply.status, reply.transfer, (performance.now() - t0) / 1000);
   }
-  const headers = { ...reply.headers, 'content-type': 'application/json', 'x-payload-transfer': reply.transfer, 'content-length': String(Buffer.byteLength(body)) };
-  res.writeHead(reply.status, headers);
-  res.end(body);
-  deps.gate.leave();
-  deps.metrics?.observe(fnName, reply.status, reply.transfer, (performance.now() - t0) / 1000);
 }
 
 /** invoke.ts's steps for a JSON call, in its order; throws catalog errors. */

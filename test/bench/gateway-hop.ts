@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR]`
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
 // direct route, (3) our gateway with every call through Hono
@@ -89,7 +89,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' } } });
   const [rounds, secs, clients] = [Number(values.rounds), Number(values.secs), Number(values.clients)];
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-hop-'));
@@ -123,6 +123,10 @@ async function main(): Promise<void> {
     const img = { path: '/fn/image_search', body: jpeg, headers: { 'Content-Type': 'image/jpeg' } };
     fronts.push({ id: 'img-gw', label: 'image_search, our gateway', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...img });
     if (peer) fronts.push({ id: 'img-fastapi', label: 'image_search, FastAPI peer', pid: peer.child.proc.pid, port: peer.port, ...img });
+  }
+  if (values.only) {
+    const keep = values.only.split(',');
+    fronts.splice(0, fronts.length, ...fronts.filter((f) => keep.includes(f.id)));
   }
   const samples = new Map<string, Sample[]>(fronts.map((f) => [f.id, []]));
   const failed = new Map<string, string>();
