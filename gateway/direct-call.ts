@@ -158,7 +158,7 @@ function selectOutputs(fn: ResolvedFunction, names: string[] | undefined): Tenso
 function tooLarge(req: IncomingMessage, reply: Reply, fn: string, limit: number): GatewayError {
   reply.headers.connection = 'close';
   if (!req.destroyed) {
-    req.on('error', () => undefined);
+    req.on('error', () => undefined); // the 413 is already decided; a reset while draining changes nothing
     req.resume();
   }
   return gatewayError('BODY_TOO_LARGE', { name: fn, limit });
