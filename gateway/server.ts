@@ -5,7 +5,6 @@
 // every region, release leases, close connections.
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { directCallListener } from './direct-call.ts';
