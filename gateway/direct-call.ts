@@ -12,7 +12,8 @@
 // Which requests: POST to /fn/<plain name> with no query, a Host that
 // node-server takes as is, a JSON media type, no Prefer / X-Callback-Url
 // (async), no binary Accept, a name that is not an inbound webhook, while the
-// app is not draining. Everything else goes to `fallback` (the Hono app),
+// app is not draining, and a function that does not stream (a decoupled
+// target goes to Hono's stream route). Everything else goes to `fallback` (the Hono app),
 // which answers as it always did. Replies match the Hono route's: status,
 // headers and body (test/integration/L0_gateway_direct.test.ts compares them).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
@@ -21,6 +22,7 @@ import { gatewayError, GatewayError } from './errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { runFunction, CallSlices, type InvokeDeps } from './invoke.ts';
 import { fastJsonInputs } from './json-inputs-fast.ts';
+import { isStreamingFunction } from './function-stream.ts';
 import { isJsonType, jsonInputs, mediaType } from './payload-codec.ts';
 import { replyJson } from './reply-rows.ts';
 import { gatewayLog as log } from '../common/logger.ts';
@@ -60,7 +62,7 @@ export function directCallListener(deps: DirectCallDeps, fallback: RequestListen
       || (h.accept !== undefined && h.accept.includes('application/octet-stream'))
       || !deps.gate.open() || (deps.jobs && isWebhook(m[1]!))
     ) return fallback(req, res);
-    serveCall(deps, req, res, m[1]!).catch((e: unknown) => {
+    routeCall(deps, req, res, m[1]!, fallback).catch((e: unknown) => {
       // Only a bug gets here (every call error is answered inside): log it, drop the connection.
       log.error(`POST ${req.url}: the direct route failed`, e);
       res.destroy();
@@ -80,7 +82,22 @@ interface Reply {
   transfer: string;
 }
 
-async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string): Promise<void> {
+/** The function resolved ahead of the call (or why it did not resolve: the call reports it in its place). */
+type Resolved = { fn: ResolvedFunction } | { err: unknown };
+
+/** Streaming functions (decoupled targets) go to Hono's stream route; the rest are served here. */
+async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string, fallback: RequestListener): Promise<void> {
+  let pre: Resolved;
+  try {
+    pre = { fn: await deps.registry.resolve(name) };
+  } catch (err) {
+    pre = { err };
+  }
+  if ('fn' in pre && (await isStreamingFunction(deps, pre.fn))) return void fallback(req, res);
+  return serveCall(deps, req, res, pre);
+}
+
+async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, pre: Resolved): Promise<void> {
   const t0 = performance.now();
   served++;
   deps.gate.enter();
@@ -89,7 +106,7 @@ async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
   try {
     let body: string;
     try {
-      body = await call(deps, req, name, reply, (n) => (fnName = n));
+      body = await call(deps, req, pre, reply, (n) => (fnName = n));
       reply.status = 200;
     } catch (e) {
       body = errorBody(e, req, reply);
@@ -104,8 +121,9 @@ async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
 }
 
 /** invoke.ts's steps for a JSON call, in its order; throws catalog errors. */
-async function call(deps: DirectCallDeps, req: IncomingMessage, name: string, reply: Reply, named: (n: string) => void): Promise<string> {
-  const fn = await deps.registry.resolve(name);
+async function call(deps: DirectCallDeps, req: IncomingMessage, pre: Resolved, reply: Reply, named: (n: string) => void): Promise<string> {
+  if ('err' in pre) throw pre.err;
+  const fn = pre.fn;
   named(fn.name);
   checkApiKey(fn.definition, (k) => header(req, k));
   const id = header(req, 'x-request-id') ?? crypto.randomUUID();
