@@ -18,6 +18,7 @@ import { openApiDocument } from './openapi.ts';
 import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 import type { GatewayEnv } from './gateway-env.ts';
+import type { CallGate } from './direct-call.ts';
 
 export interface AppDeps extends InvokeDeps {
   store: LeaseStore;
@@ -37,6 +38,8 @@ export interface GatewayApp {
   app: Hono<GatewayEnv>;
   /** Calls being served now. */
   inflight(): number;
+  /** The in-flight accounting for calls served outside Hono (direct-call.ts). */
+  gate: CallGate;
   /** Stop background work the app owns (the console's chart sampler). */
   close(): void;
   /** Refuse new calls (503 on /readyz) and resolve when in-flight calls are done or after timeoutMs. */
@@ -122,8 +125,18 @@ export function createApp(deps: AppDeps): GatewayApp {
   if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);
   const consoleUi = deps.console ? mountConsole(app, { adminToken: deps.adminToken, ...deps.console }) : undefined;
 
+  const gate: CallGate = {
+    open: () => !draining,
+    enter: () => void inflight++,
+    leave: () => {
+      inflight--;
+      if (draining && inflight === 0) drained?.();
+    },
+  };
+
   return {
     app,
+    gate,
     inflight: () => inflight,
     close: () => consoleUi?.stop(),
     drain: (timeoutMs) => {

@@ -12,7 +12,8 @@ const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
-  [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]`;
+  [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
+  [--direct-route=true|false]`;
 
 /** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
 export function parseArgs(argv: string[]): GatewayOptions {
@@ -48,6 +49,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'header-timeout-ms': o.timeouts = { ...o.timeouts, headersMs: num(k!, v) }; break;
       case 'body-timeout-ms': o.timeouts = { ...o.timeouts, bodyMs: num(k!, v) }; break;
       case 'idle-timeout-ms': o.timeouts = { ...o.timeouts, idleMs: num(k!, v) }; break;
+      case 'direct-route': o.directRoute = v !== 'false'; break;
       case 'help': throw new Error(USAGE);
       default: throw new Error(`unknown flag --${k}\n${USAGE}`);
     }

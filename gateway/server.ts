@@ -5,8 +5,9 @@
 // every region, release leases, close connections.
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { serve } from '@hono/node-server';
+import { createServer } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
+import { directCallListener } from './direct-call.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
 import { createApp } from './app.ts';
@@ -72,6 +73,8 @@ export interface GatewayOptions {
   presenceTtlMs?: number;
   /** Slow-client limits (http-timeouts.ts); each defaults to DEFAULT_HTTP_TIMEOUTS. */
   timeouts?: Partial<HttpTimeouts>;
+  /** Serve plain JSON calls straight from node:http (direct-call.ts; default true); false: every call through Hono. */
+  directRoute?: boolean;
 }
 
 export interface RunningGateway {
@@ -173,9 +176,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   });
 
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: gw.app.fetch, port: o.port ?? 8080, hostname: o.host ?? '0.0.0.0', serverOptions: timeoutServerOptions(timeouts) }, () => resolve(s as Server));
-  });
+  const honoListener = getRequestListener(gw.app.fetch, { hostname: o.host ?? '0.0.0.0' });
+  const listener = o.directRoute === false ? honoListener : directCallListener({ ...invokeDeps, gate: gw.gate, jobs: true }, honoListener);
+  const server = createServer(timeoutServerOptions(timeouts), listener);
+  await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
   log.info(`gateway ${ownerId} listening on :${port}, engine ${engine.address}, ${registry.names().length} functions`);

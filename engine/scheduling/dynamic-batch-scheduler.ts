@@ -225,7 +225,7 @@ export class DynamicBatchScheduler implements Scheduler {
       this.stats.queued(Number(now - p.entry!.enqueuedNs));
       this.detach(p);
     }
-    trace(
+    if (trace.enabled) trace(
       `model '${this.modelName}' executing batch of ${batch.length} requests (size ${batchSize}) on '${instance.name}'`,
       batch[0]!.request.id,
     );

@@ -56,6 +56,8 @@ export interface CLoadResult {
   ok: number;
   failed: number;
   seconds: number;
+  /** 99th percentile latency (ms), where the client reports it (wrk). */
+  p99Ms?: number;
 }
 
 function run(file: string, args: string[], timeoutMs: number): Promise<string> {
@@ -96,12 +98,12 @@ f:close()
 ${hdrs}
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("CHECK ok=%d bad=%d\\n", summary.requests, e.status + e.connect + e.read + e.write + e.timeout))
+  io.write(string.format("CHECK ok=%d bad=%d p99us=%d\\n", summary.requests, e.status + e.connect + e.read + e.write + e.timeout, latency:percentile(99)))
 end
 `,
   );
   const out = await run(which('wrk')!, ['-t', '1', '-c', String(clients), '-d', `${seconds}s`, '-s', lua, `http://127.0.0.1:${port}${urlPath}`], (seconds + 30) * 1000);
-  const m = /CHECK ok=(\d+) bad=(\d+)/.exec(out);
+  const m = /CHECK ok=(\d+) bad=(\d+) p99us=(\d+)/.exec(out);
   if (!m) throw new Error(`wrk: no summary in output: ${out.slice(-300)}`);
-  return { ok: Number(m[1]) - Number(m[2]), failed: Number(m[2]), seconds };
+  return { ok: Number(m[1]) - Number(m[2]), failed: Number(m[2]), seconds, p99Ms: Number(m[3]) / 1000 };
 }

@@ -1,5 +1,8 @@
 // Section 6's gateway rows: the small call (product_recommender, 64 floats
-// in, 100 out) through the gateway's POST /fn, loaded by wrk (a C client, so
+// in, 100 out) through the gateway's POST /fn (its direct route, and every
+// call through Hono), and through the FastAPI + uvicorn + grpcio peer a user
+// would write instead (gateway-hop.ts; "not measured: <why>" without its
+// Debian packages), loaded by wrk (a C client, so
 // no Node client shares the cores), with the CPU per call of each server
 // process; beside it two floor gateways (floor-gateway.ts: node:http in,
 // one ModelInfer to the same engine, bytes passed through), one calling with
@@ -13,6 +16,7 @@ import type { BenchContext } from './context.ts';
 import { cpuSeconds, freePort, spawnTs, stopChild, waitUntil, type Child } from './processes.ts';
 import type { GatewayCpuRow } from './report-cpu.ts';
 import { BENCH_API_KEY, startGatewayProc, type EngineProc } from './services.ts';
+import { fastapiMissing, startFastapiPeer } from './gateway-hop.ts';
 
 /** Run `load` twice; CPU per call of each of `pids` over the second run, calls counted by the client. */
 async function twoProcessRow(ctx: BenchContext, id: string, label: string, front: number, engine: number, load: () => Promise<CLoadResult>): Promise<GatewayCpuRow> {
@@ -64,6 +68,26 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, rec
         return { pid: gw.child.proc.pid!, port: gw.port, stop: () => gw.stop() };
       },
     },
+    {
+      id: 'gwc-fn-hono',
+      label: 'gateway POST /fn/product_recommender (JSON), every call through Hono (--direct-route=false)',
+      headers: { 'x-api-key': BENCH_API_KEY },
+      start: async () => {
+        const gw = await startGatewayProc('gateway-cpu-hono', engine.grpcSocket, ['--direct-route=false']);
+        return { pid: gw.child.proc.pid!, port: gw.port, stop: () => gw.stop() };
+      },
+    },
+    {
+      id: 'gwc-fastapi',
+      label: 'FastAPI + uvicorn (uvloop, httptools) peer, grpcio to the engine over its Unix socket',
+      headers: { 'x-api-key': BENCH_API_KEY },
+      start: async () => {
+        const why = fastapiMissing();
+        if (why) throw new Error(why);
+        const p = await startFastapiPeer(engine.grpcSocket);
+        return { pid: p.child.proc.pid!, port: p.port, stop: () => stopChild(p.child) };
+      },
+    },
     ...(['grpcjs', 'h2'] as const).map((client) => ({
       id: `gwc-floor-${client}`,
       label: `floor gateway: node:http in, one ModelInfer with ${client === 'h2' ? 'node:http2' : 'grpc-js'} (bytes passed through)`,
@@ -87,7 +111,8 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, rec
     try {
       front = await start();
     } catch (e) {
-      const why = `its server did not start: ${(e as Error).message.split('\n')[0]!.slice(0, 200)}`;
+      const first = (e as Error).message.split('\n')[0]!.slice(0, 300);
+      const why = first.startsWith('not measured:') ? first : `its server did not start: ${first}`;
       ctx.log(`  ${label}: NOT MEASURED: ${why}`);
       ctx.gatewayCpu.push({ id, label, skipped: why });
       continue;

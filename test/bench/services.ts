@@ -120,7 +120,7 @@ export interface GatewayProc {
 export const BENCH_API_KEY = 'bench-key';
 
 /** A gateway child in front of `engine` (a gRPC target: `host:port` or `unix:/path`). */
-export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = []): Promise<GatewayProc> {
+export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = [], nodeFlags: string[] = []): Promise<GatewayProc> {
   const port = await freePort();
   const env: Record<string, string> = { RECOMMENDER_API_KEYS: BENCH_API_KEY, REDIS_URL: '' };
   const child = spawnTs(
@@ -128,6 +128,7 @@ export async function startGatewayProc(name: string, engine: string, extraArgs: 
     'gateway/main.ts',
     [`--port=${port}`, '--host=127.0.0.1', `--engine=${engine}`, '--functions=functions', `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`, ...extraArgs],
     env,
+    nodeFlags,
   );
   await waitUntil(child, async () => (await httpRequest(port, 'GET', '/readyz')).status === 200, 30_000).catch(async (e) => {
     await stopChild(child);

@@ -183,7 +183,7 @@ export class OnnxInstance implements ExecutionInstance {
     if (m.kind !== 'result') throw internal('unexpected worker reply');
     const responses = split(requests, m.outputs, this.ctx, batched);
     const t3 = process.hrtime.bigint();
-    trace(`${this.name} ran ${requests.length} request(s) in ${(m.inferNs / 1e6).toFixed(2)} ms`, first.id);
+    if (trace.enabled) trace(`${this.name} ran ${requests.length} request(s) in ${(m.inferNs / 1e6).toFixed(2)} ms`, first.id);
     return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: m.inferNs, computeOutputNs: Number(t3 - t2) + Math.max(0, Number(t2 - t1) - m.inferNs) } };
   }
 

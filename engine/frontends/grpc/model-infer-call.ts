@@ -4,7 +4,7 @@
 // the received message buffer goes back to the receive pool after the
 // answer has been serialized.
 import type { ServerApi } from '../../api/server-api.ts';
-import type { InferResponse } from '../../api/infer-request.ts';
+import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { DECOUPLED_GRPC_MESSAGE } from '../../api/decoupled.ts';
 import { release } from './receive-pool.ts';
 import type { RequestCancel } from '../../api/cancel-signal.ts';
@@ -28,27 +28,44 @@ export function modelInferCall(
   signal: RequestCancel,
   answer: (err: unknown, res?: ModelInferResponse<Uint8Array>) => void,
 ): void {
-  const finish = (err: unknown, res?: InferResponse) => {
-    try {
-      if (res) answer(undefined, toInferResponse(res));
-      else answer(err);
-    } finally {
-      release(received);
-    }
-  };
   let req;
   try {
     req = toInferRequest(msg);
   } catch (err) {
-    finish(err);
+    finish(answer, received, err);
     return;
   }
   req.arrivalNs = process.hrtime.bigint();
   req.unaryOnly = DECOUPLED_GRPC_MESSAGE;
   req.signal = signal;
   req.traceparent = traceparent;
-  api.infer(req).then((res) => finish(undefined, res), (err) => finish(err));
+  void submit(api, req, received, answer);
 }
+
+// Module-level functions, not per-call closures: tsx (esbuild keepNames)
+// wraps every closure created per request in an __name() call (a
+// defineProperty each), a few percent of the main thread on a tiny model.
+async function submit(api: ServerApi, req: InferRequest, received: Buffer | undefined, answer: Answer): Promise<void> {
+  let res: InferResponse;
+  try {
+    res = await api.infer(req);
+  } catch (err) {
+    finish(answer, received, err);
+    return;
+  }
+  finish(answer, received, undefined, res);
+}
+
+function finish(answer: Answer, received: Buffer | undefined, err: unknown, res?: InferResponse): void {
+  try {
+    if (res) answer(undefined, toInferResponse(res));
+    else answer(err);
+  } finally {
+    release(received);
+  }
+}
+
+type Answer = (err: unknown, res?: ModelInferResponse<Uint8Array>) => void;
 
 /** The gRPC status of a failure: Triton's code mapped once, the message capped; INTERNAL ones logged with detail. */
 export function grpcFailure(err: unknown): GrpcOutcome {

@@ -1,0 +1,224 @@
+// POST /fn/<name> with a JSON body served straight from node:http, ahead of
+// the Hono app (as the engine's HTTP frontend serves its infer route).
+//
+// Why: a small call spent most of the gateway's CPU outside the call itself:
+// @hono/node-server's web Request/Response objects and header conversion,
+// Hono's router and Context, a middleware chain (docs/gateway/performance.md
+// has the profile). This listener reads the Node request, checks the key,
+// decodes the inputs with a plan compiled once per function
+// (json-inputs-fast.ts), calls the engine through the same runFunction and
+// writes the reply once.
+//
+// Which requests: POST to /fn/<plain name> with no query, a Host that
+// node-server takes as is, a JSON media type, no Prefer / X-Callback-Url
+// (async), no binary Accept, a name that is not an inbound webhook, while the
+// app is not draining, and a function that does not stream (a decoupled
+// target goes to Hono's stream route). Everything else goes to `fallback` (the Hono app),
+// which answers as it always did. Replies match the Hono route's: status,
+// headers and body (test/integration/L0_gateway_direct.test.ts compares them).
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { checkApiKey } from './api-key.ts';
+import { gatewayError, GatewayError } from './errors.ts';
+import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
+import { runFunction, CallSlices, type InvokeDeps } from './invoke.ts';
+import { fastJsonInputs } from './json-inputs-fast.ts';
+import { isStreamingFunction } from './function-stream.ts';
+import { isJsonType, jsonInputs, mediaType } from './payload-codec.ts';
+import { replyJson } from './reply-rows.ts';
+import { gatewayLog as log } from '../common/logger.ts';
+
+/** The app's in-flight accounting the direct route shares (app.ts). */
+export interface CallGate {
+  /** False while draining: the Hono route answers those (503). */
+  open(): boolean;
+  enter(): void;
+  leave(): void;
+}
+
+export interface DirectCallDeps extends InvokeDeps {
+  gate: CallGate;
+  /** Async routes are mounted: names with inbound webhooks go to Hono. */
+  jobs: boolean;
+}
+
+const TARGET = /^\/fn\/([A-Za-z0-9_-][A-Za-z0-9_.-]*)$/;
+/** node-server's reValidHost: a Host it uses without parsing. */
+const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
+
+/** A request listener that serves plain JSON calls itself and passes everything else to `fallback`. */
+export function directCallListener(deps: DirectCallDeps, fallback: RequestListener): RequestListener {
+  let hooks = { version: '', names: new Set<string>() };
+  const isWebhook = (name: string) => {
+    const v = deps.registry.version;
+    if (hooks.version !== v) hooks = { version: v, names: new Set(deps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
+    return hooks.names.has(name);
+  };
+  return (req, res) => {
+    const m = req.method === 'POST' ? TARGET.exec(req.url ?? '') : null;
+    const h = req.headers;
+    if (
+      !m || m[1] === '.' || m[1] === '..' || h.host === undefined || !PLAIN_HOST.test(h.host)
+      || !isJsonType(mediaType(h['content-type'])) || h.prefer !== undefined || h['x-callback-url'] !== undefined
+      || (h.accept !== undefined && h.accept.includes('application/octet-stream'))
+      || !deps.gate.open() || (deps.jobs && isWebhook(m[1]!))
+    ) return fallback(req, res);
+    routeCall(deps, req, res, m[1]!, fallback).catch((e: unknown) => {
+      // Only a bug gets here (every call error is answered inside): log it, drop the connection.
+      log.error(`POST ${req.url}: the direct route failed`, e);
+      res.destroy();
+    });
+  };
+}
+
+let served = 0;
+/** Calls this process served on the direct route (tests tell the two routes apart by it). */
+export function directCallsServed(): number {
+  return served;
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  transfer: string;
+}
+
+/** The function resolved ahead of the call (or why it did not resolve: the call reports it in its place). */
+type Resolved = { fn: ResolvedFunction } | { err: unknown };
+
+/** Streaming functions (decoupled targets) go to Hono's stream route; the rest are served here. */
+async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string, fallback: RequestListener): Promise<void> {
+  let pre: Resolved;
+  try {
+    pre = { fn: await deps.registry.resolve(name) };
+  } catch (err) {
+    pre = { err };
+  }
+  if ('fn' in pre && (await isStreamingFunction(deps, pre.fn))) return void fallback(req, res);
+  return serveCall(deps, req, res, pre);
+}
+
+async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, pre: Resolved): Promise<void> {
+  const t0 = performance.now();
+  served++;
+  deps.gate.enter();
+  const reply: Reply = { status: 500, headers: {}, transfer: 'inline' };
+  let fnName = '(unknown)';
+  try {
+    let body: string;
+    try {
+      body = await call(deps, req, pre, reply, (n) => (fnName = n));
+      reply.status = 200;
+    } catch (e) {
+      body = errorBody(e, req, reply);
+    }
+    const headers = { ...reply.headers, 'content-type': 'application/json', 'x-payload-transfer': reply.transfer, 'content-length': String(Buffer.byteLength(body)) };
+    res.writeHead(reply.status, headers);
+    res.end(body);
+  } finally {
+    deps.gate.leave();
+    deps.metrics?.observe(fnName, reply.status, reply.transfer, (performance.now() - t0) / 1000);
+  }
+}
+
+/** invoke.ts's steps for a JSON call, in its order; throws catalog errors. */
+async function call(deps: DirectCallDeps, req: IncomingMessage, pre: Resolved, reply: Reply, named: (n: string) => void): Promise<string> {
+  if ('err' in pre) throw pre.err;
+  const fn = pre.fn;
+  named(fn.name);
+  checkApiKey(fn.definition, (k) => header(req, k));
+  const id = header(req, 'x-request-id') ?? crypto.randomUUID();
+  reply.headers['x-request-id'] = id;
+  const slices = new CallSlices(deps.arena);
+  const span = deps.tracing?.startCall(fn.name, id, header(req, 'traceparent'));
+  let status = 500;
+  try {
+    const limit = fn.definition.limits.maxBodyBytes;
+    const len = req.headers['content-length'];
+    if (len !== undefined && /^\d+$/.test(len) && Number(len) > limit) throw tooLarge(req, reply, fn.name, limit);
+    const raw = await readNodeBody(req, reply, limit, fn.name);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
+    }
+    const { inputs, outputs: wanted } = fastJsonInputs(fn, parsed) ?? jsonInputs(fn, parsed);
+    const specs = selectOutputs(fn, wanted);
+    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    status = 200;
+    reply.transfer = transfer;
+    return JSON.stringify(replyJson(fn, outputs));
+  } catch (e) {
+    status = e instanceof GatewayError ? e.status : 500;
+    reply.transfer = slices.transfer;
+    throw e;
+  } finally {
+    span?.end(status);
+    slices.releaseAll();
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function selectOutputs(fn: ResolvedFunction, names: string[] | undefined): TensorSpec[] {
+  if (!names) return fn.outputs;
+  return names.map((n) => {
+    const s = fn.outputs.find((o) => o.name === n);
+    if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
+    return s;
+  });
+}
+
+/** As body-reader.ts's tooLarge: 413 now, the connection closed after the reply, the rest of the body read and dropped. */
+function tooLarge(req: IncomingMessage, reply: Reply, fn: string, limit: number): GatewayError {
+  reply.headers.connection = 'close';
+  if (!req.destroyed) {
+    req.on('error', () => undefined); // the 413 is already decided; a reset while draining changes nothing
+    req.resume();
+  }
+  return gatewayError('BODY_TOO_LARGE', { name: fn, limit });
+}
+
+/** The whole body under `limit` (any framing), as body-reader.ts's readBody. */
+function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: string): Promise<Buffer> {
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let n = 0;
+    const done = (err?: unknown) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onClosed);
+      req.off('close', onClosed);
+      if (err) reject(err);
+      else resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, n));
+    };
+    const onData = (chunk: Buffer) => {
+      n += chunk.byteLength;
+      if (n > limit) done(tooLarge(req, reply, fn, limit));
+      else parts.push(chunk);
+    };
+    const onEnd = () => done();
+    const onClosed = (e?: Error) =>
+      done(gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }, e));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onClosed);
+    req.on('close', onClosed);
+  });
+}
+
+/** app.ts's onError for the direct route: the catalog reply, INTERNAL for anything else. */
+function errorBody(e: unknown, req: IncomingMessage, reply: Reply): string {
+  if (e instanceof GatewayError) {
+    if (e.status >= 500) log.warn(`POST ${req.url}: ${e.code}: ${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
+    reply.status = e.status;
+    return JSON.stringify(e.toJSON());
+  }
+  log.error(`POST ${req.url} failed`, e);
+  reply.status = 500;
+  return JSON.stringify(gatewayError('INTERNAL').toJSON());
+}

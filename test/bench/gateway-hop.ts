@@ -1,0 +1,181 @@
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono]`
+// Issue 25's side-by-side: the small JSON call to the recommender, driven by
+// wrk, against (1) the engine alone over HTTP, (2) our gateway with its
+// direct route, (3) our gateway with every call through Hono
+// (--direct-route=false), (4) the FastAPI + uvicorn peer
+// (peer/fastapi_gateway.py, grpcio, stubs generated from protocol/*.proto);
+// all in front of ONE engine, in interleaved rounds so a shared machine's
+// noise falls on every row alike. Each row: calls/s, p99, CPU ms per call of
+// the front process and of the engine (/proc). --image adds the image
+// pipeline (image_search, a JPEG body) through both gateways. --profile=DIR
+// runs the two gateways under --cpu-prof (profiles land in DIR at exit).
+// Prints a Markdown table with the machine and the load average.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { makeJpeg } from '../fixtures/images.ts';
+import { which, wrkPost, type CLoadResult } from './c-clients.ts';
+import { cpuSeconds, freePort, ROOT, stopAll, stopChild, waitUntil, type Child } from './processes.ts';
+import { BENCH_API_KEY, BUNDLED_REPO, startEngineProc, startGatewayProc } from './services.ts';
+
+interface Front {
+  id: string;
+  /** wrk connections for this row (default --clients). */
+  clients?: number;
+  label: string;
+  pid?: number;
+  port: number;
+  path: string;
+  body: string;
+  headers: Record<string, string>;
+}
+interface Sample extends CLoadResult {
+  frontMs?: number;
+  engineMs: number;
+}
+
+const PY = '/usr/bin/python3';
+
+/** Why the FastAPI peer cannot run here, or undefined when it can. */
+export function fastapiMissing(): string | undefined {
+  try {
+    execFileSync(PY, ['-c', 'import fastapi, uvicorn, uvloop, httptools, grpc, grpc_tools'], { stdio: 'pipe' });
+    return undefined;
+  } catch (e) {
+    const msg = String((e as { stderr?: Buffer }).stderr ?? e).trim().split('\n').pop();
+    return `not measured: ${msg} (Debian python3-fastapi python3-uvicorn python3-uvloop python3-httptools python3-grpcio python3-grpc-tools)`;
+  }
+}
+
+/** Start the FastAPI peer in front of `engine` (a gRPC target); its stubs are generated into a temp dir first. */
+export async function startFastapiPeer(engine: string): Promise<{ child: Child; port: number }> {
+  const stubs = mkdtempSync(path.join(os.tmpdir(), 'fastapi-stubs-'));
+  const proto = path.join(ROOT, 'protocol');
+  execFileSync(PY, ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${stubs}`, `--grpc_python_out=${stubs}`, 'grpc_service.proto', 'model_config.proto'], { cwd: proto });
+  const port = await freePort();
+  const proc = spawn(PY, [path.join(ROOT, 'test/bench/peer/fastapi_gateway.py'), `--port=${port}`, `--engine=${engine}`, `--stubs=${stubs}`], {
+    env: { ...process.env, RECOMMENDER_API_KEYS: BENCH_API_KEY },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-2000));
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const child: Child = { name: 'fastapi', proc, tail: () => tail };
+  await waitUntil(child, async () => {
+    const r = await fetch(`http://127.0.0.1:${port}/docs`).catch(() => undefined);
+    return r?.status === 200;
+  }, 30_000).catch(async (e) => {
+    await stopChild(child);
+    throw e;
+  });
+  return { child, port };
+}
+
+async function sample(f: Front, enginePid: number, clients: number, secs: number, dir: string): Promise<Sample> {
+  const e0 = cpuSeconds(enginePid).total;
+  const f0 = f.pid ? cpuSeconds(f.pid).total : 0;
+  const r = await wrkPost(f.port, f.path, f.body, f.headers, clients, secs, dir);
+  const e1 = cpuSeconds(enginePid).total;
+  const f1 = f.pid ? cpuSeconds(f.pid).total : 0;
+  if (r.ok <= 0) throw new Error(`${f.id}: no call succeeded (${r.failed} failed)`);
+  return { ...r, engineMs: ((e1 - e0) * 1000) / r.ok, ...(f.pid ? { frontMs: ((f1 - f0) * 1000) / r.ok } : {}) };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' } } });
+  const [rounds, secs, clients] = [Number(values.rounds), Number(values.secs), Number(values.clients)];
+  if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-hop-'));
+  const load0 = os.loadavg();
+  const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
+  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`)]);
+  const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+  const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
+  const gwHono = await startGatewayProc('gw-hono', engine.grpcSocket, ['--direct-route=false'], prof);
+  const peerWhy = fastapiMissing();
+  const peer = peerWhy ? undefined : await startFastapiPeer(engine.grpcSocket);
+  const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
+  const fnBody = path.join(dir, 'fn.json');
+  writeFileSync(fnBody, JSON.stringify({ inputs: { user_features: { data: features, shape: [1, 64] } } }));
+  const engBody = path.join(dir, 'engine.json');
+  writeFileSync(engBody, JSON.stringify({ inputs: [{ name: 'user_features', shape: [1, 64], datatype: 'FP32', data: features }] }));
+  const json = { 'Content-Type': 'application/json' };
+  const key = { ...json, 'x-api-key': BENCH_API_KEY };
+  const fn = { path: '/fn/product_recommender', body: fnBody, headers: key };
+  const fronts: Front[] = [
+    { id: 'engine', label: 'engine alone, HTTP JSON infer', port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
+    // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
+    { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
+    { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
+    { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
+    ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
+  ];
+  if (values.image) {
+    const jpeg = path.join(dir, 'image.jpg');
+    writeFileSync(jpeg, await makeJpeg(640, 480, 7));
+    const img = { path: '/fn/image_search', body: jpeg, headers: { 'Content-Type': 'image/jpeg' } };
+    fronts.push({ id: 'img-gw', label: 'image_search, our gateway', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...img });
+    if (peer) fronts.push({ id: 'img-fastapi', label: 'image_search, FastAPI peer', pid: peer.child.proc.pid, port: peer.port, ...img });
+  }
+  if (values.only) {
+    const keep = values.only.split(',');
+    fronts.splice(0, fronts.length, ...fronts.filter((f) => keep.includes(f.id)));
+  }
+  const samples = new Map<string, Sample[]>(fronts.map((f) => [f.id, []]));
+  const failed = new Map<string, string>();
+  try {
+    for (const f of fronts) await wrkPost(f.port, f.path, f.body, f.headers, clients, 2, dir); // warm-up
+    for (let r = 0; r < rounds; r++) {
+      for (const f of fronts) {
+        if (failed.has(f.id)) continue;
+        const c = f.clients ?? (f.id.startsWith('img') ? 4 : clients);
+        let s: Sample;
+        try {
+          s = await sample(f, engine.child.proc.pid!, c, secs, dir);
+        } catch (e) {
+          failed.set(f.id, `not measured: ${(e as Error).message.split('\n')[0]}`);
+          continue;
+        }
+        samples.get(f.id)!.push(s);
+        process.stderr.write(`round ${r + 1} ${f.id}: ${(s.ok / s.seconds).toFixed(0)}/s p99 ${fmt(s.p99Ms, 2)} ms, front ${fmt(s.frontMs)} ms, engine ${fmt(s.engineMs)} ms CPU/call\n`);
+      }
+    }
+  } finally {
+    await gwDirect.stop();
+    await gwHono.stop();
+    if (peer) await stopChild(peer.child);
+    await engine.stop();
+    await stopAll();
+  }
+  const load1 = os.loadavg();
+  const cpu = os.cpus();
+  const lines = [
+    `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
+    `wrk -t1 -c${clients} (image rows -c4, the engine's second row -c2), ${rounds} interleaved rounds of ${secs} s; medians of the rounds`,
+    '',
+    '| row | calls/s | p99 ms | front CPU ms/call | engine CPU ms/call |',
+    '|---|---:|---:|---:|---:|',
+    ...fronts.map((f) => {
+      const s = samples.get(f.id)!;
+      if (!s.length) return `| ${f.label} | ${failed.get(f.id) ?? 'not measured'} | | | |`;
+      return `| ${f.label} | ${median(s.map((x) => x.ok / x.seconds)).toFixed(0)} | ${fmt(median(s.map((x) => x.p99Ms ?? 0)), 2)} | ${f.pid ? fmt(median(s.map((x) => x.frontMs!))) : '—'} | ${fmt(median(s.map((x) => x.engineMs)))} |`;
+    }),
+    ...(peerWhy ? [`| FastAPI + uvicorn + grpcio peer | ${peerWhy} | | | |`] : []),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  main().catch(async (e) => {
+    process.stderr.write(`${(e as Error).stack}\n`);
+    await stopAll();
+    process.exit(1);
+  });
+}
