@@ -17,6 +17,7 @@ import { readyOnDemand } from '../sharing/on-demand-loading.ts';
 import { validateRequest } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { checkedResponse, checkStreamedResponses } from './response-check.ts';
+import { applyReshape, reshapeResponse } from './reshape-step.ts';
 import { isDecoupled } from '../api/decoupled.ts';
 import { cancelled, invalidArg, unsupported } from '../api/status.ts';
 
@@ -175,13 +176,15 @@ function validateFor(mv: ModelVersion, req: InferRequest): void {
     mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));
     throw err;
   }
-  // What the model answers is checked against its config before it is cached or sent (response-check.ts).
+  // What the model answers is checked against its config before it is cached or sent (response-check.ts),
+  // after `reshape` turned it back into the config's dims (the backend sees the inputs reshaped; reshape-step.ts).
   checkStreamedResponses(mv.config, req);
+  applyReshape(mv.config, req);
 }
 
-/** The model's scheduler, its answer checked against the config. */
+/** The model's scheduler, its answer in the config's dims and checked against the config. */
 function enqueue(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
-  return mv.scheduler.enqueue(req).then((r) => checkedResponse(mv.config, req, r));
+  return mv.scheduler.enqueue(req).then((r) => checkedResponse(mv.config, req, reshapeResponse(mv.config, r)));
 }
 
 /** Step 6, order outputs: in the order asked for, else the config's order. */
