@@ -119,9 +119,15 @@ export class InferPipeline {
     for (const o of req.outputs) {
       if (!o.classification) continue;
       const i = res.outputs.findIndex((t) => t.name === o.name);
-      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.d.modelRepository, res.modelName));
+      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.d.modelRepository, res.modelName), this.labelLookup);
     }
   }
+
+  /** Composing models' configs and folders: an ensemble output's labels come from the step that writes it. */
+  private readonly labelLookup = (name: string, version: number) => {
+    const v = this.d.repository.readyVersion(name, version >= 0 ? version : undefined);
+    return v ? { config: v.config, dir: path.join(this.d.modelRepository, name) } : undefined;
+  };
 
   /** Step 8, shm outputs: outputs asked for in a region are copied there and answered as a reference. */
   private writeShmOutputs(req: InferRequest, res: InferResponse): void {
