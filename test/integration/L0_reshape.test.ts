@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
-import { writeModel } from '../fixtures/test-models.ts';
+import { JS_ECHO_MODEL, writeModel } from '../fixtures/test-models.ts';
 import { f32Bytes, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, toI32, type ProtoClient } from './helpers.ts';
 
 /** y = 2x on FP32 [batch]: a rank-1 model file, so the config's dims [1] need reshape [] to reach it. */
@@ -24,6 +24,10 @@ input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 1 ], reshape: { shape: [
 output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 1 ], reshape: { shape: [ ] } } ]
 instance_group [ { count: 1, kind: KIND_CPU } ]
 ${batching}`;
+
+/** Warm-up samples are written in the config's dims too. */
+const WARMUP = `model_warmup [ { name: "w", batch_size: 2, inputs { key: "INPUT0", value: { data_type: TYPE_FP32, dims: [ 1 ], zero_data: true } } } ]
+`;
 
 /** A JS model that returns its input rows as [3, 2] and tells the shape it received. */
 const SHAPE_MODEL = `type T = { datatype: string; shape: number[]; data: Uint8Array };
@@ -61,6 +65,24 @@ ensemble_scheduling { step [
 ] }
 `;
 
+/** The ensemble's own reshape: clients send [batch, 2, 3], its step sees [batch, 6]. */
+const OWN_RESHAPE_ENSEMBLE = `name: "reshape_own_ensemble"
+platform: "ensemble"
+max_batch_size: 4
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+output [ { name: "Y", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+ensemble_scheduling { step [
+  { model_name: "js_flat" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y" } }
+] }
+`;
+const FLAT_CONFIG = `name: "js_flat"
+backend: "js"
+default_model_filename: "model.ts"
+max_batch_size: 4
+input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 6 ] } ]
+output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 6 ] } ]
+`;
+
 let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
@@ -68,11 +90,13 @@ let client: ProtoClient;
 beforeAll(async () => {
   repo = tempRepo('l0-reshape');
   writeModel(repo, 'reshape_scalar', SCALAR_CONFIG('reshape_scalar'), { 'model.onnx': buildDoubleRank1() });
-  writeModel(repo, 'reshape_scalar_batched', SCALAR_CONFIG('reshape_scalar_batched', 'dynamic_batching { max_queue_delay_microseconds: 50000 }'), {
+  writeModel(repo, 'reshape_scalar_batched', SCALAR_CONFIG('reshape_scalar_batched', WARMUP + 'dynamic_batching { max_queue_delay_microseconds: 50000 }'), {
     'model.onnx': buildDoubleRank1(),
   });
   writeModel(repo, 'js_reshape', SHAPE_CONFIG, { 'model.ts': SHAPE_MODEL });
   writeModel(repo, 'reshape_ensemble', ENSEMBLE_CONFIG, {});
+  writeModel(repo, 'js_flat', FLAT_CONFIG, { 'model.ts': JS_ECHO_MODEL });
+  writeModel(repo, 'reshape_own_ensemble', OWN_RESHAPE_ENSEMBLE, {});
   eng = await startTestEngine({ modelRepository: repo });
   client = protoLoaderClient(eng.grpcPort);
 });
@@ -93,7 +117,7 @@ describe('L0_reshape', () => {
   it('every model loaded', async () => {
     const { json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {});
     expect(Object.fromEntries(json.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state} ${m.reason}`.trim()]))).toEqual({
-      js_reshape: 'READY', reshape_ensemble: 'READY', reshape_scalar: 'READY', reshape_scalar_batched: 'READY',
+      js_flat: 'READY', js_reshape: 'READY', reshape_ensemble: 'READY', reshape_own_ensemble: 'READY', reshape_scalar: 'READY', reshape_scalar_batched: 'READY',
     });
   });
 
@@ -151,5 +175,16 @@ describe('L0_reshape', () => {
     });
     expect(r.outputs[0].shape.map(Number)).toEqual([2, 1]);
     expect(Array.from(toF32(r.raw_output_contents[0]))).toEqual([4, -12]);
+  });
+
+  it("an ensemble's own reshape: [batch, 2, 3] in, its step sees [batch, 6], [batch, 2, 3] out", async () => {
+    const data = Array.from({ length: 12 }, (_, i) => i + 0.25);
+    const r = await client.call('ModelInfer', {
+      model_name: 'reshape_own_ensemble',
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [2, 2, 3] }],
+      raw_input_contents: [f32Bytes(data)],
+    });
+    expect(r.outputs[0].shape.map(Number)).toEqual([2, 2, 3]);
+    expect(Array.from(toF32(r.raw_output_contents[0]))).toEqual(data);
   });
 });

@@ -131,6 +131,19 @@ describe('batch handling', () => {
   });
 });
 
+describe('reshape on the ensemble itself', () => {
+  it('its tensors inside are in the reshape shape, on inputs and outputs', () => {
+    const text = `name: "r" platform: "ensemble" max_batch_size: 4
+      input [ { name: "X", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+      output [ { name: "Y", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+      ensemble_scheduling { step [ { model_name: "flat" input_map { key: "X", value: "X" } output_map { key: "Y", value: "Y" } } ] }`;
+    const models = new Map([['flat', js('flat', 4, 'input { name: "X" data_type: TYPE_FP32 dims: [6] } output { name: "Y" data_type: TYPE_FP32 dims: [6] }')]]);
+    const plan = buildEnsemblePlan(ensemble(text, 'r'), lookupIn(models), 'r/config.pbtxt');
+    expect(plan.tensors.get('X')!.dims).toEqual([6]);
+    expect(plan.tensors.get('Y')!.dims).toEqual([6]);
+  });
+});
+
 describe('ensemble checks', () => {
   const prefix = "search_pipeline_ensemble/config.pbtxt: ensemble 'search_pipeline_ensemble': ";
   it('composing model missing', () => {
