@@ -26,6 +26,9 @@ function reshaped<T extends Tensor>(config: ModelConfig, t: T, decl: ModelTensor
   if (!decl || !target) return t;
   const batched = config.max_batch_size > 0;
   const inner = batched ? t.shape.slice(1) : t.shape;
+  // An output a backend already gave in its config dims (not the reshape shape) stays as it is.
+  const from = toBackend ? decl.dims : target;
+  if (inner.length !== from.length || inner.some((d, i) => from[i] !== -1 && from[i] !== d)) return t;
   const shape = toBackend ? convert(inner, decl.dims, target) : convert(inner, target, decl.dims);
   return { ...t, shape: batched ? [t.shape[0]!, ...shape] : shape };
 }

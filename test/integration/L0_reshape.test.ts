@@ -1,6 +1,6 @@
 // Triton's `reshape` (its L0_reshape): the client speaks the config's `dims`,
 // the backend sees `reshape.shape`, on inputs and outputs, batched or not,
-// for ONNX Runtime and JS models, alone, dynamically batched and inside an
+// for ONNX Runtime, JS and Python models, alone, dynamically batched and inside an
 // ensemble. Real engine, real ONNX Runtime, gRPC and HTTP over loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
@@ -65,6 +65,22 @@ ensemble_scheduling { step [
 ] }
 `;
 
+/** The same as a Python model (Triton's python backend), written by the pipeline the same way. */
+const PY_SHAPE_MODEL = `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            b = x.shape[0]
+            seen = np.array([[x.ndim, x.shape[1] if x.ndim > 1 else -1, x.shape[2] if x.ndim > 2 else -1]] * b, dtype=np.int32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x.reshape(b, 3, 2)), pb_utils.Tensor("SEEN", seen)]))
+        return responses
+`;
+
 /** The ensemble's own reshape: clients send [batch, 2, 3], its step sees [batch, 6]. */
 const OWN_RESHAPE_ENSEMBLE = `name: "reshape_own_ensemble"
 platform: "ensemble"
@@ -94,6 +110,7 @@ beforeAll(async () => {
     'model.onnx': buildDoubleRank1(),
   });
   writeModel(repo, 'js_reshape', SHAPE_CONFIG, { 'model.ts': SHAPE_MODEL });
+  writeModel(repo, 'py_reshape', SHAPE_CONFIG.replace('"js_reshape"', '"py_reshape"').replace('backend: "js"\ndefault_model_filename: "model.ts"', 'backend: "python"'), { 'model.py': PY_SHAPE_MODEL });
   writeModel(repo, 'reshape_ensemble', ENSEMBLE_CONFIG, {});
   writeModel(repo, 'js_flat', FLAT_CONFIG, { 'model.ts': JS_ECHO_MODEL });
   writeModel(repo, 'reshape_own_ensemble', OWN_RESHAPE_ENSEMBLE, {});
@@ -117,7 +134,7 @@ describe('L0_reshape', () => {
   it('every model loaded', async () => {
     const { json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {});
     expect(Object.fromEntries(json.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state} ${m.reason}`.trim()]))).toEqual({
-      js_flat: 'READY', js_reshape: 'READY', reshape_ensemble: 'READY', reshape_own_ensemble: 'READY', reshape_scalar: 'READY', reshape_scalar_batched: 'READY',
+      js_flat: 'READY', js_reshape: 'READY', py_reshape: 'READY', reshape_ensemble: 'READY', reshape_own_ensemble: 'READY', reshape_scalar: 'READY', reshape_scalar_batched: 'READY',
     });
   });
 
@@ -146,10 +163,10 @@ describe('L0_reshape', () => {
     expect(Number(stats.execution_count)).toBeLessThan(5);
   });
 
-  it('JS: the model receives [batch, 6] for dims [2, 3] and its [batch, 3, 2] output comes back as [batch, 6]', async () => {
+  it.each(['js_reshape', 'py_reshape'])('%s: the model receives [batch, 6] for dims [2, 3] and its [batch, 3, 2] output comes back as [batch, 6]', async (model) => {
     const data = Array.from({ length: 12 }, (_, i) => i / 2);
     const r = await client.call('ModelInfer', {
-      model_name: 'js_reshape',
+      model_name: model,
       inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2, 3] }],
       raw_input_contents: [f32Bytes(data)],
     });

@@ -18,6 +18,10 @@ describe('reshape', () => {
     expect(reshapeInputs(c, [t('I', [3, 4, 7])])[0]!.shape).toEqual([3, 2, 2, 7]);
     expect(reshapeOutputs(c, [t('O', [3, 2, 2, 7])])[0]!.shape).toEqual([3, 4, 7]);
   });
+  it('leaves an output that is already in its config dims', () => {
+    const c = cfg(4, [2, 3], [6]);
+    expect(reshapeOutputs(c, [t('O', [2, 2, 3])])[0]!.shape).toEqual([2, 2, 3]);
+  });
   it('works a lone -1 out from the element count', () => {
     const c = cfg(4, [2, 3], [-1]);
     expect(reshapeInputs(c, [t('I', [2, 2, 3])])[0]!.shape).toEqual([2, 6]);
