@@ -15,6 +15,15 @@ export interface ModelTensorConfig {
   label_filename?: string;
 }
 
+/** Triton's BatchInput: a tensor describing the batch, fed to the model under `target_name`. */
+export interface BatchInputConfig {
+  /** BATCH_ELEMENT_COUNT (default), BATCH_ACCUMULATED_ELEMENT_COUNT, ..._WITH_ZERO, BATCH_MAX_ELEMENT_COUNT_AS_SHAPE, BATCH_ITEM_SHAPE, BATCH_ITEM_SHAPE_FLATTEN. */
+  kind?: string;
+  target_name?: string[];
+  data_type?: string;
+  source_input?: string[];
+}
+
 export interface ModelInstanceGroup {
   name: string;
   kind: 'KIND_AUTO' | 'KIND_GPU' | 'KIND_CPU' | 'KIND_MODEL';
@@ -86,6 +95,8 @@ export interface ModelConfig {
   default_model_filename?: string;
   dynamic_batching?: DynamicBatching;
   ensemble_scheduling?: { step: EnsembleStep[] };
+  /** Inputs the backend builds from the whole batch (ragged batching). */
+  batch_input?: BatchInputConfig[];
   parameters?: Record<string, ModelParameter>;
   model_warmup?: ModelWarmup[];
   response_cache?: { enable?: boolean };

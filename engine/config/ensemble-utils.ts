@@ -5,6 +5,7 @@
 import { invalidArg } from '../api/status.ts';
 import { dimsCompatible, isEnsemble } from './model-config-utils.ts';
 import type { ModelConfig, ModelTensorConfig } from '../api/model-config.ts';
+import { innerDims } from './reshape.ts';
 
 /** Producer of a tensor: a step index, or ENSEMBLE_INPUT for the ensemble's own inputs. */
 export const ENSEMBLE_INPUT = -1;
@@ -62,7 +63,7 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
   const mbs = config.max_batch_size;
   const tensors = new Map<string, EnsembleTensorInfo>();
   for (const t of config.input) {
-    tensors.set(t.name, { name: t.name, data_type: t.data_type, dims: [...t.dims], producer: ENSEMBLE_INPUT, consumers: [], isEnsembleOutput: false });
+    tensors.set(t.name, { name: t.name, data_type: t.data_type, dims: innerDims(t), producer: ENSEMBLE_INPUT, consumers: [], isEnsembleOutput: false });
   }
 
   // Pass 1: wiring (who produces/consumes what), model existence, map keys.
@@ -76,7 +77,8 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
     if (isEnsemble(m) && containsEnsemble(m, ens, lookup, new Set())) {
       throw fail(`${where}: circular ensemble reference through '${s.model_name}'`);
     }
-    if (mbs > 0 && m.max_batch_size < mbs) {
+    // A non-batching step (max_batch_size 0) of a batching ensemble sees the batch dim in its own dims (pass 2).
+    if (mbs > 0 && m.max_batch_size > 0 && m.max_batch_size < mbs) {
       throw fail(`${where}: the ensemble allows batch size ${mbs} but '${s.model_name}' only ${m.max_batch_size}`);
     }
     models.push(m);
@@ -126,15 +128,24 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
     const s = steps[idx]!;
     const m = models[idx]!;
     const where = `step[${idx}] (model '${s.modelName}')`;
-    const expected = (x: ModelTensorConfig, full: boolean) => (full ? [-1, ...x.dims] : x.dims);
+    // Full form: the ensemble tensor carries the model's batch dim itself. Strip form: a
+    // batching ensemble's tensor meets a non-batching model whose first dim is the batch dim.
+    const strip = mbs > 0 && m.max_batch_size === 0;
+    const expected = (x: ModelTensorConfig, full: boolean) => (full ? [-1, ...x.dims] : strip ? x.dims.slice(1) : x.dims);
     const inCfg = s.inputs.map((p) => ({ ...p, cfg: m.input.find((x) => x.name === p.modelInput)!, t: tensors.get(p.tensor)! }));
-    // Full form: the ensemble tensor carries the model's batch dim itself.
     let full = false;
     if (mbs === 0 && m.max_batch_size > 0) {
       const fitsBare = inCfg.every((p) => dimsCompatible(p.cfg.dims, p.t.dims));
       const fitsFull = inCfg.every((p) => dimsCompatible(expected(p.cfg, true), p.t.dims));
       s.addBatchDim = fitsBare || !fitsFull;
       full = !s.addBatchDim;
+    }
+    if (strip) {
+      for (const x of [...inCfg.map((p) => p.cfg), ...s.outputs.map((p) => m.output.find((o) => o.name === p.modelOutput)!)]) {
+        if (x.dims.length === 0 || x.dims[0] !== -1) {
+          throw fail(`${where}: the ensemble batches (max_batch_size ${mbs}) but '${s.modelName}' does not (max_batch_size 0): its '${x.name}' dims [${x.dims}] must start with -1 for the batch dimension`);
+        }
+      }
     }
     for (const p of inCfg) {
       if (p.t.data_type !== p.cfg.data_type) {
@@ -156,7 +167,8 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
     const t = tensors.get(o.name)!;
     const where = `output '${o.name}' (written by step[${t.producer}], model '${steps[t.producer]!.modelName}')`;
     if (t.data_type !== o.data_type) throw fail(`${where}: the step produces ${t.data_type}, the ensemble declares ${o.data_type}`);
-    if (!dimsCompatible(o.dims, t.dims)) throw fail(`${where}: the step produces shape [${t.dims}], the ensemble declares [${o.dims}]`);
+    const dims = innerDims(o);
+    if (!dimsCompatible(dims, t.dims)) throw fail(`${where}: the step produces shape [${t.dims}], the ensemble declares [${dims}]`);
   }
 
   const { neededTensors, neededSteps } = neededBy(config.output.map((o) => o.name), steps, tensors);

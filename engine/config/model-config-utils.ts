@@ -92,8 +92,10 @@ function reconcileBackend(c: ModelConfig, opts: NormalizeOptions, fail: Fail): v
   c.platform ||= BACKEND_TO_PLATFORM[c.backend] ?? '';
 }
 
-/** The model file's tensors less those the sequence batcher supplies (controls, states): clients never see them. */
+/** The model file's tensors less those the engine supplies (batch inputs, sequence controls and states): clients never see them. */
 function withoutEngineTensors(c: ModelConfig, io: { inputs: IOInfo[]; outputs: IOInfo[] }): { inputs: IOInfo[]; outputs: IOInfo[] } {
+  const batchInputs = new Set((c.batch_input ?? []).flatMap((b) => b.target_name ?? []));
+  if (batchInputs.size) io = { inputs: io.inputs.filter((t) => !batchInputs.has(t.name)), outputs: io.outputs };
   if (!c.sequence_batching) return io;
   const ins = engineSuppliedInputs(c);
   const outs = new Set(stateOutputs(c));

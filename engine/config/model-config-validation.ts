@@ -52,6 +52,8 @@ export function validateModelConfig(c: ModelConfig, file: string): void {
     throw fail('ensemble_scheduling', `only valid with platform '${ENSEMBLE_PLATFORM}'`);
   }
 
+  validateBatchInputs(c, fail);
+
   (c.model_warmup ?? []).forEach((w, i) => {
     const path = `model_warmup[${i}]`;
     const limit = Math.max(1, c.max_batch_size);
@@ -59,6 +61,29 @@ export function validateModelConfig(c: ModelConfig, file: string): void {
     for (const k of Object.keys(w.inputs ?? {})) {
       if (!findInput(c, k)) throw fail(`${path}.inputs[${k}]`, `'${k}' is not an input of the model`);
     }
+  });
+}
+
+export const BATCH_INPUT_KINDS = [
+  'BATCH_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
+  'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', 'BATCH_ITEM_SHAPE', 'BATCH_ITEM_SHAPE_FLATTEN',
+];
+
+/** batch_input: a known kind, one target that is not a request input, one source that is, FP32 or INT32. */
+function validateBatchInputs(c: ModelConfig, fail: Fail): void {
+  (c.batch_input ?? []).forEach((b, i) => {
+    const path = `batch_input[${i}]`;
+    const kind = b.kind ?? 'BATCH_ELEMENT_COUNT';
+    if (!BATCH_INPUT_KINDS.includes(kind)) throw fail(`${path}.kind`, `unknown kind '${kind}'`);
+    const targets = b.target_name ?? [];
+    if (targets.length !== 1) throw fail(`${path}.target_name`, `needs exactly one target name, got ${targets.length}`);
+    if (findInput(c, targets[0]!)) throw fail(`${path}.target_name`, `'${targets[0]}' is also a request input; a batch input is built by the server`);
+    if (b.data_type !== 'TYPE_FP32' && b.data_type !== 'TYPE_INT32') {
+      throw fail(`${path}.data_type`, `batch input '${targets[0]}' must be TYPE_FP32 or TYPE_INT32, got ${b.data_type ?? 'none'}`);
+    }
+    const sources = b.source_input ?? [];
+    if (sources.length !== 1) throw fail(`${path}.source_input`, `needs exactly one source input, got ${sources.length}`);
+    if (!findInput(c, sources[0]!)) throw fail(`${path}.source_input`, `'${sources[0]}' is not an input of the model`);
   });
 }
 
@@ -104,6 +129,11 @@ export function validateAgainstModel(c: ModelConfig, io: { inputs: IOInfo[]; out
       const dt = toConfigType(info.datatype);
       if (t.data_type !== dt) throw fail(`${path}.data_type`, `'${t.name}' is ${dt} in the model file, config says ${t.data_type}`);
       let shape = info.shape;
+      if (kind === 'input' && t.allow_ragged_batch && c.max_batch_size > 0) {
+        // Ragged batching: the backend concatenates the batch into one 1-D tensor (Triton's onnxruntime backend).
+        if (shape.length !== 1) throw fail(`${path}.allow_ragged_batch`, `'${t.name}' must be 1-D in the model file to take ragged batches, it has shape [${shape}]`);
+        return;
+      }
       if (c.max_batch_size > 0) {
         if (shape[0] !== -1) {
           throw fail('max_batch_size', `${c.max_batch_size} but ${kind} '${t.name}' has no dynamic batch dim in the model file (shape [${shape}])`);

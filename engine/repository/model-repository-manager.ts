@@ -13,6 +13,7 @@ import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
 import { ModelEntryStatus, type ModelVersion } from './model-lifecycle.ts';
 import { loadModelVersion } from './model-version-loader.ts';
 import { RepositoryPoller } from './repository-poller.ts';
+import { ensemblesInDependencyOrder } from './ensemble-load-order.ts';
 import { backendNameOf, readRawConfig, versionsOnDisk, versionsToLoad } from '../config/model-config-loader.ts';
 import { StatusError, internal, invalidArg, notFound, toStatusError, unavailable } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
@@ -109,21 +110,24 @@ export class ModelRepositoryManager {
     if (controlMode === 'poll') this.poller.start(this.opts.pollSecs);
   }
 
-  /** Load plain models first, in parallel, then ensembles (they need their steps' configs). */
+  /**
+   * Load plain models first, in parallel, then ensembles in dependency order
+   * (an ensemble whose step is another ensemble after it), as Triton does.
+   */
   private async loadMany(names: string[]): Promise<void> {
-    const isEnsemble = (n: string) => {
+    const steps = new Map<string, string[]>();
+    for (const n of names) {
       try {
-        return backendNameOf(readRawConfig(this.source(n))) === 'ensemble';
+        const raw = readRawConfig(this.source(n));
+        if (backendNameOf(raw) === 'ensemble') steps.set(n, (raw.ensemble_scheduling?.step ?? []).map((s) => s.model_name));
       } catch {
-        // Only orders the loads: an unreadable config fails that model's own load below, with its reason.
-        return false;
+        // Only orders the loads: an unreadable config fails that model's own load with the plain ones, with its reason.
       }
-    };
-    const plain = names.filter((n) => !isEnsemble(n));
-    const ens = names.filter((n) => isEnsemble(n));
+    }
+    const plain = names.filter((n) => !steps.has(n));
     const settle = (n: string) => this.load(n).catch((e: unknown) => log.error(`failed to load '${n}': ${(e as Error).message}`));
     await Promise.all(plain.map(settle));
-    for (const n of ens) await settle(n);
+    for (const n of ensemblesInDependencyOrder(steps)) await settle(n);
   }
 
   async stop(): Promise<void> {

@@ -8,6 +8,7 @@ import type { Scheduler } from '../api/scheduler.ts';
 import { byteSizeOf, fromConfigType, serializeBytes } from '../api/datatypes.ts';
 import { invalidArg } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
+import { reshapeInputs } from '../config/reshape.ts';
 
 /** Run every warmup sample `count` times; a failure fails the load. */
 export async function runWarmup(config: ModelConfig, scheduler: Scheduler, modelDir: string): Promise<void> {
@@ -31,7 +32,8 @@ export async function runWarmup(config: ModelConfig, scheduler: Scheduler, model
       return { name, datatype, shape, data };
     });
     for (let i = 0; i < Math.max(1, w.count ?? 1); i++) {
-      const req: InferRequest = { modelName: config.name, id: `warmup:${w.name}`, inputs, outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() };
+      // Samples are in the config's dims: the backend gets them reshaped, like any request.
+      const req: InferRequest = { modelName: config.name, id: `warmup:${w.name}`, inputs: reshapeInputs(config, inputs), outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() };
       try {
         await scheduler.enqueue(req);
       } catch (err) {

@@ -118,7 +118,9 @@ export class EnsembleScheduler implements Scheduler {
               if (failed) return;
               failed = true;
               const se = toStatusError(err);
-              reject(new StatusError(se.code, `in ensemble '${plan.name}', step ${i} (model '${step.modelName}'): ${se.message}`, se.detail));
+              // Triton's text: the prefix, then the step's own message (clients match on the prefix).
+              trace(`'${plan.name}' step ${i} (model '${step.modelName}') failed`, request.id);
+              reject(new StatusError(se.code, `in ensemble '${plan.name}', ${se.message}`, se.detail));
             },
           );
         }

@@ -17,6 +17,7 @@ import { readyOnDemand } from '../sharing/on-demand-loading.ts';
 import { validateRequest } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { checkedResponse, checkStreamedResponses } from './response-check.ts';
+import { applyReshape, reshapeResponse } from './reshape-step.ts';
 import { isDecoupled } from '../api/decoupled.ts';
 import { cancelled, invalidArg, unsupported } from '../api/status.ts';
 
@@ -118,9 +119,15 @@ export class InferPipeline {
     for (const o of req.outputs) {
       if (!o.classification) continue;
       const i = res.outputs.findIndex((t) => t.name === o.name);
-      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.d.modelRepository, res.modelName));
+      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.d.modelRepository, res.modelName), this.labelLookup);
     }
   }
+
+  /** Composing models' configs and folders: an ensemble output's labels come from the step that writes it. */
+  private readonly labelLookup = (name: string, version: number) => {
+    const v = this.d.repository.readyVersion(name, version >= 0 ? version : undefined);
+    return v ? { config: v.config, dir: path.join(this.d.modelRepository, name) } : undefined;
+  };
 
   /** Step 8, shm outputs: outputs asked for in a region are copied there and answered as a reference. */
   private writeShmOutputs(req: InferRequest, res: InferResponse): void {
@@ -175,13 +182,15 @@ function validateFor(mv: ModelVersion, req: InferRequest): void {
     mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));
     throw err;
   }
-  // What the model answers is checked against its config before it is cached or sent (response-check.ts).
+  // What the model answers is checked against its config before it is cached or sent (response-check.ts),
+  // after `reshape` turned it back into the config's dims (the backend sees the inputs reshaped; reshape-step.ts).
   checkStreamedResponses(mv.config, req);
+  applyReshape(mv.config, req);
 }
 
-/** The model's scheduler, its answer checked against the config. */
+/** The model's scheduler, its answer in the config's dims and checked against the config. */
 function enqueue(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
-  return mv.scheduler.enqueue(req).then((r) => checkedResponse(mv.config, req, r));
+  return mv.scheduler.enqueue(req).then((r) => checkedResponse(mv.config, req, reshapeResponse(mv.config, r)));
 }
 
 /** Step 6, order outputs: in the order asked for, else the config's order. */

@@ -94,9 +94,53 @@ describe('batch handling', () => {
     expect(plan.tensors.get('FINAL_VECTOR')!.dims).toEqual([-1, 512]);
   });
 
-  it('rejects a batching ensemble over a model with a smaller max_batch_size', () => {
-    const text = SEED.replace('platform: "ensemble"', 'platform: "ensemble" max_batch_size: 8');
-    expect(planError(text)).toMatch(/step\[0\] \(model 'image_preprocess_model'\): the ensemble allows batch size 8 but 'image_preprocess_model' only 0/);
+  it('rejects a batching ensemble over a batching model with a smaller max_batch_size', () => {
+    const text = SEED.replace('platform: "ensemble"', 'platform: "ensemble" max_batch_size: 32');
+    expect(planError(text)).toMatch(/step\[1\] \(model 'clip_encoder_model'\): the ensemble allows batch size 32 but 'clip_encoder_model' only 16/);
+  });
+
+  // Triton accepts a max_batch_size 0 step in a batching ensemble when its dims hold the batch dim.
+  const BATCHING = `name: "b" platform: "ensemble" max_batch_size: 8
+    input [ { name: "IN", data_type: TYPE_FP32, dims: [ 16 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 16 ] } ]
+    ensemble_scheduling { step [
+      { model_name: "nobatch" input_map { key: "X", value: "IN" } output_map { key: "Y", value: "MID" } },
+      { model_name: "batch" input_map { key: "X", value: "MID" } output_map { key: "Y", value: "OUT" } } ] }`;
+  const withNoBatch = (dims: string) => new Map([
+    ['nobatch', js('nobatch', 0, `input { name: "X" data_type: TYPE_FP32 dims: ${dims} } output { name: "Y" data_type: TYPE_FP32 dims: ${dims} }`)],
+    ['batch', js('batch', 8, 'input { name: "X" data_type: TYPE_FP32 dims: [16] } output { name: "Y" data_type: TYPE_FP32 dims: [16] }')],
+  ]);
+
+  it('accepts a max_batch_size 0 step whose dims cover the full shape, batch dim included', () => {
+    const plan = buildEnsemblePlan(ensemble(BATCHING, 'b'), lookupIn(withNoBatch('[-1, 16]')), 'b/config.pbtxt');
+    expect(plan.tensors.get('MID')!.dims).toEqual([16]);
+    expect(plan.steps.map((s) => s.addBatchDim)).toEqual([false, false]);
+  });
+
+  it('refuses a max_batch_size 0 step whose dims leave out the batch dim, naming it', () => {
+    const m = withNoBatch('[16]');
+    expect(() => buildEnsemblePlan(ensemble(BATCHING, 'b'), lookupIn(m), 'b/config.pbtxt')).toThrow(
+      /step\[0\] \(model 'nobatch'\): the ensemble batches \(max_batch_size 8\) but 'nobatch' does not \(max_batch_size 0\): its 'X' dims \[16\] must start with -1/,
+    );
+  });
+
+  it('refuses a max_batch_size 0 step whose other dims do not match', () => {
+    expect(() => buildEnsemblePlan(ensemble(BATCHING, 'b'), lookupIn(withNoBatch('[-1, 8]')), 'b/config.pbtxt')).toThrow(
+      /tensor 'IN' has shape \[16\] but input 'X' expects \[8\]/,
+    );
+  });
+});
+
+describe('reshape on the ensemble itself', () => {
+  it('its tensors inside are in the reshape shape, on inputs and outputs', () => {
+    const text = `name: "r" platform: "ensemble" max_batch_size: 4
+      input [ { name: "X", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+      output [ { name: "Y", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
+      ensemble_scheduling { step [ { model_name: "flat" input_map { key: "X", value: "X" } output_map { key: "Y", value: "Y" } } ] }`;
+    const models = new Map([['flat', js('flat', 4, 'input { name: "X" data_type: TYPE_FP32 dims: [6] } output { name: "Y" data_type: TYPE_FP32 dims: [6] }')]]);
+    const plan = buildEnsemblePlan(ensemble(text, 'r'), lookupIn(models), 'r/config.pbtxt');
+    expect(plan.tensors.get('X')!.dims).toEqual([6]);
+    expect(plan.tensors.get('Y')!.dims).toEqual([6]);
   });
 });
 

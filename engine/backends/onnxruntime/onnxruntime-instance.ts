@@ -14,6 +14,7 @@ import { StatusError, internal, invalidArg, unavailable } from '../../api/status
 import { deserializeBytes, serializeBytes } from '../../api/datatypes.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 import { stateOutputs } from '../../config/sequence-config.ts';
+import { batchDims, batchInputTensors, raggedInputs } from './ragged-batch.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { Lifecycle, type TransitionTable } from '../../../common/lifecycle.ts';
 
@@ -138,19 +139,23 @@ export class OnnxInstance implements ExecutionInstance {
     // Shm inputs of a lone request are read in place by the worker.
     const inPlace = requests.length === 1 ? first.inputs.filter((t) => t.shmLocation) : [];
     const copied = first.inputs.filter((t) => !inPlace.includes(t));
+    // Ragged inputs go flattened; batch inputs describe the batch (ragged-batch.ts).
+    const ragged = raggedInputs(config);
+    const extra = config.batch_input?.length ? batchInputTensors(config, requests) : [];
     let total = 0;
     for (const t of copied) {
       for (const r of requests) total += byName(r, t.name).data.byteLength;
       total = Math.ceil(total / ALIGN) * ALIGN;
     }
-    const buf = copied.length ? this.buffer(total) : undefined;
+    for (const t of extra) total += Math.ceil(t.data.byteLength / ALIGN) * ALIGN;
+    const buf = copied.length || extra.length ? this.buffer(total) : undefined;
     if (buf) transfer.push(buf);
     const out = buf ? new Uint8Array(buf) : undefined;
     let off = 0;
     for (const t of first.inputs) {
       const type = ortTypeOf(t.datatype);
       if (!type) throw invalidArg(`input '${t.name}': datatype ${t.datatype} is not supported by onnxruntime`);
-      const dims = batched ? [requests.reduce((n, r) => n + byName(r, t.name).shape[0]!, 0), ...t.shape.slice(1)] : t.shape;
+      const dims = batchDims(t.name, requests, ragged, batched);
       if (inPlace.includes(t)) {
         const loc = t.shmLocation!;
         inputs.push({
@@ -167,6 +172,11 @@ export class OnnxInstance implements ExecutionInstance {
       }
       inputs.push({ name: t.name, type, dims, buffer: buf, byteOffset: start, byteLength: off - start });
       off = Math.ceil(off / ALIGN) * ALIGN;
+    }
+    for (const t of extra) {
+      out!.set(t.data, off);
+      inputs.push({ name: t.name, type: ortTypeOf(t.datatype)!, dims: t.shape, buffer: buf, byteOffset: off, byteLength: t.data.byteLength });
+      off = Math.ceil((off + t.data.byteLength) / ALIGN) * ALIGN;
     }
     const wanted = wantedOutputs(requests, config);
     const outputs: WireOutputRequest[] = wanted.map((name) => ({ name }));
