@@ -43,7 +43,7 @@ export interface ShmAcquired {
   /** The registered region's own offset and size in the object (what a worker maps once). */
   readonly regionOffset: number;
   readonly regionSize: number;
-  /** True once the region was unregistered (it stays mapped until released). */
+  /** True once the region left the table (unregistered and no longer in use, or vanished). */
   readonly unregistered: boolean;
   /**
    * Whether the bytes are still intact: the object still holds them and no
@@ -63,20 +63,31 @@ interface Region {
   readonly fd: ShmFd;
   readonly mapping: ShmMapping;
   users: number;
+  /** Unregister asked for while in use: listed until the last user releases, then removed (Triton's awaiting_unregister). */
+  awaitingUnregister: boolean;
   unregistered: boolean;
 }
+
+/** Triton's kTritonSharedMemoryRegionPrefix: keys of its Python backend's own regions, never a client's. */
+export const RESERVED_KEY_PREFIX = 'triton_python_backend_shm_region_';
+
+/** size_t's maximum on a 64-bit host, as Triton's overflow text prints it. */
+const SIZE_MAX = 2n ** 64n - 1n;
 
 /**
  * Owns every registered region: one fd and one mapping of [offset, offset+byte_size)
  * per region, made once at registration. A region with users (acquired, not released)
- * leaves the table at unregister but stays mapped until its last user releases.
+ * stays in the table (listed by status, usable by new requests) after an unregister
+ * and leaves it, unmapped, when its last user releases, as in Triton.
  * Threading: used from the engine's main thread only; worker threads map the
  * same bytes themselves from `key` + `absoluteOffset`.
  */
 export class SharedMemoryManager {
   readonly #regions = new Map<string, Region>();
-  /** Unregistered regions still in use, unmapped at their last release. */
+  /** Regions that left the table while in use (close(), a vanished object), unmapped at their last release. */
   readonly #draining = new Set<Region>();
+  /** Called with a region's key once it left the table (the server drops worker mappings of it). */
+  onRemoved?: (key: string) => void;
   readonly #opts: SharedMemoryManagerOptions;
   #totalBytes = 0;
   #closed = false;
@@ -89,10 +100,13 @@ export class SharedMemoryManager {
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (this.#closed) throw unavailable('shared memory manager is shut down');
     if (typeof name !== 'string' || name === '') throw invalidArg('shared memory region name must not be empty');
-    if (this.#regions.has(name)) throw alreadyExists(`shared memory region '${name}' already in manager`);
-    if (!isValidShmKey(key)) {
-      throw invalidArg(`invalid shared memory key '${key}' for region '${name}': expected '/' and 1-250 of [A-Za-z0-9._-]`);
+    if (typeof key === 'string' && (key.startsWith(RESERVED_KEY_PREFIX) || key.startsWith(`/${RESERVED_KEY_PREFIX}`))) {
+      throw invalidArg(
+        `cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${RESERVED_KEY_PREFIX}'`,
+      );
     }
+    if (this.#regions.has(name)) throw alreadyExists(`shared memory region '${name}' already in manager`);
+    if (!isValidShmKey(key)) throw invalidArg(`cannot register shared memory region '${name}' - invalid shm key '${key}'`);
     const prefix = this.#opts.keyPrefix;
     if (prefix !== undefined && !key.startsWith(prefix)) {
       throw invalidArg(`shared memory key '${key}' for region '${name}' does not start with the allowed prefix '${prefix}'`);
@@ -113,9 +127,8 @@ export class SharedMemoryManager {
     try {
       const { ok, size } = checkSize(fd, offset + byteSize);
       if (!ok) {
-        throw invalidArg(
-          `shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the ${size} bytes of '${key}'`,
-        );
+        log.info(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the ${size} bytes of '${key}'`);
+        throw invalidArg(`failed to register shared memory region '${name}': invalid args`);
       }
       mapping = shmMap(fd, offset, byteSize);
     } catch (err) {
@@ -123,22 +136,25 @@ export class SharedMemoryManager {
       if (err instanceof StatusError) throw err;
       throw internal(`Unable to map shared memory region '${name}' ('${key}')`, err);
     }
-    this.#regions.set(name, { name, key, offset, byteSize, fd, mapping, users: 0, unregistered: false });
+    this.#regions.set(name, { name, key, offset, byteSize, fd, mapping, users: 0, awaitingUnregister: false, unregistered: false });
     this.#totalBytes += byteSize;
     trace(`registered '${name}' -> '${key}' [${offset}, +${byteSize})`);
   }
 
-  /** Unregister `name`; '' unregisters all. An unknown name succeeds (as in Triton). */
+  /**
+   * Unregister `name`; '' unregisters all. An unknown name succeeds (as in Triton).
+   * A region in use stays listed until its last user releases it.
+   */
   unregister(name: string, who?: string): void {
     if (name === '') {
       if (this.#regions.size > 0) {
         log.warn(`unregistering all ${this.#regions.size} system shared memory regions (requested by ${who ?? 'unknown'})`);
       }
-      for (const region of [...this.#regions.values()]) this.#remove(region);
+      for (const region of [...this.#regions.values()]) this.#unregister(region);
       return;
     }
     const region = this.#regions.get(name);
-    if (region) this.#remove(region);
+    if (region) this.#unregister(region);
   }
 
   /** Status of one region (NOT_FOUND when unknown) or, without a name, of all. */
@@ -157,18 +173,14 @@ export class SharedMemoryManager {
    * INVALID_ARG, never SIGBUS). The region stays mapped until release().
    */
   acquire(
-    ref: { region: string; offset: number; byteSize: number },
+    ref: { region: string; offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } },
     purpose: { tensor: string; kind: 'input' | 'output' },
   ): ShmAcquired {
     const what = `${purpose.kind} '${purpose.tensor}'`;
     const region = this.#regions.get(ref.region);
     if (!region) throw invalidArg(`Unable to find shared memory region: '${ref.region}' (${what})`);
-    if (!isCount(ref.offset) || !isCount(ref.byteSize) || ref.offset + ref.byteSize > region.byteSize) {
-      throw invalidArg(
-        `shared memory region '${region.name}' offset+byte_size out of bounds for ${what}: ` +
-          `offset ${ref.offset} + byte_size ${ref.byteSize} > region byte_size ${region.byteSize}`,
-      );
-    }
+    const bad = boundsProblem(region, ref, what);
+    if (bad) throw bad;
     const absoluteOffset = region.offset + ref.offset;
     const needEnd = absoluteOffset + ref.byteSize;
     const intact = () => intactProblem(region, needEnd, what);
@@ -191,7 +203,9 @@ export class SharedMemoryManager {
         if (released) return;
         released = true;
         region.users--;
-        if (region.users === 0 && region.unregistered) this.#unmap(region);
+        if (region.users > 0) return;
+        if (region.awaitingUnregister && this.#regions.get(region.name) === region) this.#remove(region);
+        else if (region.unregistered) this.#unmap(region);
       },
     };
   }
@@ -242,6 +256,16 @@ export class SharedMemoryManager {
     }
   }
 
+  /** Take `region` out of the table, or mark it to leave at its last release while in use. */
+  #unregister(region: Region): void {
+    if (region.users > 0) {
+      region.awaitingUnregister = true;
+      trace(`'${region.name}' will be unregistered after ${region.users} in-flight use(s) complete`);
+      return;
+    }
+    this.#remove(region);
+  }
+
   #remove(region: Region): void {
     this.#regions.delete(region.name);
     this.#totalBytes -= region.byteSize;
@@ -250,8 +274,9 @@ export class SharedMemoryManager {
       this.#unmap(region);
     } else {
       this.#draining.add(region);
-      trace(`unregistered '${region.name}'; unmapping after ${region.users} in-flight use(s)`);
+      trace(`removed '${region.name}'; unmapping after ${region.users} in-flight use(s)`);
     }
+    this.onRemoved?.(region.key);
   }
 
   #unmap(region: Region): void {
@@ -294,6 +319,30 @@ function intactProblem(region: Region, needEnd: number, what: string): StatusErr
     return invalidArg(
       `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ${what} needs bytes up to ${needEnd}`,
     );
+  }
+  return undefined;
+}
+
+/**
+ * Triton's checks of a tensor's offset and byte_size against its region (in
+ * its order and words), with exact arithmetic: over HTTP both may be any
+ * uint64 (`wide` keeps values past 2^53 exactly).
+ */
+function boundsProblem(region: Region, ref: { offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } }, what: string): StatusError | undefined {
+  if (!ref.wide && (!isCount(ref.offset) || !isCount(ref.byteSize))) {
+    return invalidArg(`shared memory offset and byte size must be non-negative integers for ${what}`);
+  }
+  const offset = ref.wide?.offset ?? BigInt(ref.offset);
+  const byteSize = ref.wide?.byteSize ?? BigInt(ref.byteSize);
+  const end = region.byteSize > 0 ? BigInt(region.byteSize - 1) : 0n;
+  if (offset > end) return invalidArg(`Invalid offset for shared memory region: '${region.name}' (${what})`);
+  if (byteSize > SIZE_MAX - offset) {
+    return invalidArg(
+      `Integer overflow detected: byte_size (${byteSize}) + offset (${offset}) exceeds maximum value (${SIZE_MAX}) for region '${region.name}'`,
+    );
+  }
+  if (offset + byteSize > BigInt(region.byteSize)) {
+    return invalidArg(`Invalid offset + byte size for shared memory region: '${region.name}' (${what})`);
   }
   return undefined;
 }
