@@ -12,7 +12,7 @@ import type { RunningEngine } from '../../engine/server/server.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion, setSharedMemoryRegion } from '../../client/shared-memory.ts';
 import { encodeBytesTensor, httpJson, removeDir, startTestEngine } from './helpers.ts';
-import { pythonRepo } from './python-support.ts';
+import { pythonRepo, pythonShmEntries } from './python-support.ts';
 
 const BYTES_LEN_CONFIG = `name: "bytes_len"
 backend: "python"
@@ -108,4 +108,9 @@ describe('L0_python_backend_config', () => {
     const patient = await start([`--backend-config=python,python-executable=${slow}`, '--backend-config=python,stub-timeout-seconds=20']);
     expect(state(patient).state).toBe('READY');
   }, 60_000);
+
+  it('leaves nothing in /dev/shm once the engines stop (arenas made at load included)', async () => {
+    for (const e of engines.splice(0)) await e.stop();
+    expect(pythonShmEntries()).toEqual([]);
+  });
 });
