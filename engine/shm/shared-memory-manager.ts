@@ -3,7 +3,6 @@
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes
 // outputs into a region.
-import fs from 'node:fs';
 import {
   checkSize,
   isValidShmKey,
@@ -16,6 +15,7 @@ import {
 import type { ShmRegionStatus } from '../api/server-api.ts';
 import { StatusError, alreadyExists, internal, invalidArg, notFound, unavailable } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
+import { boundsProblem, intactProblem, isCount, objectVanished } from './shm-region-checks.ts';
 
 const trace = tracer('shm');
 
@@ -70,9 +70,6 @@ interface Region {
 
 /** Triton's kTritonSharedMemoryRegionPrefix: keys of its Python backend's own regions, never a client's. */
 export const RESERVED_KEY_PREFIX = 'triton_python_backend_shm_region_';
-
-/** size_t's maximum on a 64-bit host, as Triton's overflow text prints it. */
-const SIZE_MAX = 2n ** 64n - 1n;
 
 /**
  * Owns every registered region: one fd and one mapping of [offset, offset+byte_size)
@@ -288,71 +285,8 @@ export class SharedMemoryManager {
   }
 }
 
-/** True when the region's key no longer names the object the engine holds open (POSIX shm lives in /dev/shm on Linux). */
-function objectVanished(region: Region): boolean {
-  let held: fs.Stats;
-  try {
-    held = fs.fstatSync(region.fd);
-  } catch {
-    return false; // cannot tell: keep it
-  }
-  try {
-    const now = fs.statSync(`/dev/shm${region.key}`);
-    return now.ino !== held.ino || now.dev !== held.dev;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-}
-
-/** Why the bytes of a region up to `needEnd` cannot be trusted now, or undefined. */
-function intactProblem(region: Region, needEnd: number, what: string): StatusError | undefined {
-  if (region.mapping.faulted) {
-    return invalidArg(`shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`);
-  }
-  let check: { ok: boolean; size: number };
-  try {
-    check = checkSize(region.fd, needEnd);
-  } catch (err) {
-    return internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
-  }
-  if (!check.ok) {
-    return invalidArg(
-      `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ${what} needs bytes up to ${needEnd}`,
-    );
-  }
-  return undefined;
-}
-
-/**
- * Triton's checks of a tensor's offset and byte_size against its region (in
- * its order and words), with exact arithmetic: over HTTP both may be any
- * uint64 (`wide` keeps values past 2^53 exactly).
- */
-function boundsProblem(region: Region, ref: { offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } }, what: string): StatusError | undefined {
-  if (!ref.wide && (!isCount(ref.offset) || !isCount(ref.byteSize))) {
-    return invalidArg(`shared memory offset and byte size must be non-negative integers for ${what}`);
-  }
-  const offset = ref.wide?.offset ?? BigInt(ref.offset);
-  const byteSize = ref.wide?.byteSize ?? BigInt(ref.byteSize);
-  const end = region.byteSize > 0 ? BigInt(region.byteSize - 1) : 0n;
-  if (offset > end) return invalidArg(`Invalid offset for shared memory region: '${region.name}' (${what})`);
-  if (byteSize > SIZE_MAX - offset) {
-    return invalidArg(
-      `Integer overflow detected: byte_size (${byteSize}) + offset (${offset}) exceeds maximum value (${SIZE_MAX}) for region '${region.name}'`,
-    );
-  }
-  if (offset + byteSize > BigInt(region.byteSize)) {
-    return invalidArg(`Invalid offset + byte size for shared memory region: '${region.name}' (${what})`);
-  }
-  return undefined;
-}
-
 function statusOf(r: Region): ShmRegionStatus {
   return { name: r.name, key: r.key, offset: r.offset, byte_size: r.byteSize };
-}
-
-function isCount(n: number): boolean {
-  return Number.isSafeInteger(n) && n >= 0;
 }
 
 function closeQuietly(fd: ShmFd): void {
