@@ -1,6 +1,7 @@
 // The request pipeline (Triton's InferenceRequest path through the server
-// core), one named step after another: shm inputs, on-demand load, validate,
-// trace, cache or enqueue, order outputs, classify, shm outputs, release.
+// core), one named step after another: shm inputs and output regions (held
+// from the start), on-demand load, validate, trace, cache or enqueue, order
+// outputs, classify, shm outputs, release.
 // run() is a client's request; runOnModel() is also where ensemble steps
 // and BLS calls enter. Hot path: no allocation beyond what a request needs
 // (one closure for the trace, one for the scheduler's answer); main thread.
