@@ -216,7 +216,18 @@ export function encodeValues(dt: string, values: readonly unknown[], opts: Encod
   const range = INT_RANGE[dt];
   const big = dt === 'INT64' || dt === 'UINT64';
   for (let i = 0; i < values.length; i++) {
-    const v = values[i];
+    let v = values[i];
+    // A bigint (an integer literal past 2^53 read exactly): INT64/UINT64 keep it exact, floats take the nearest number.
+    if (typeof v === 'bigint') {
+      if (big) {
+        const [lo, hi] = dt === 'INT64' ? [-(2n ** 63n), 2n ** 63n] : [0n, 2n ** 64n];
+        if (v < lo || v >= hi) throw new TensorValueError(`element ${i} (${v}) is out of range for ${dt}`, i, v);
+        (view as BigInt64Array)[i] = v;
+        continue;
+      }
+      if (range) throw new TensorValueError(`element ${i} (${v}) is out of range for ${dt}`, i, v);
+      v = Number(v);
+    }
     if (typeof v !== 'number' || Number.isNaN(v)) throw new TensorValueError(`element ${i} must be a number`, i, v);
     if (range) {
       if (!Number.isInteger(v)) throw new TensorValueError(`element ${i} (${v}) must be an integer for ${dt}`, i, v);

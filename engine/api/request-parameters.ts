@@ -38,11 +38,24 @@ export function parseShmParams(
   if (size === undefined) {
     throw invalidArg(`'shared_memory_byte_size' must be given with 'shared_memory_region' for ${kind} '${tensor}'`);
   }
-  // Safe integers only: 2^53 and above lose their exact value as numbers.
-  if (!Number.isSafeInteger(size) || size < 0 || (offset !== undefined && (!Number.isSafeInteger(offset) || offset < 0))) {
+  const exactOffset = uint64Of(params.shared_memory_offset ?? 0);
+  const exactSize = uint64Of(params.shared_memory_byte_size);
+  if (exactOffset === undefined || exactSize === undefined) {
     throw invalidArg(`shared memory offset and byte size must be non-negative integers for ${kind} '${tensor}'`);
   }
+  // Past 2^53 a number is no longer exact: keep both as sent for the region's checks (which refuse them).
+  if (!Number.isSafeInteger(size) || (offset !== undefined && !Number.isSafeInteger(offset))) {
+    return { region, offset: Number(exactOffset), byteSize: Number(exactSize), wide: { offset: exactOffset, byteSize: exactSize } };
+  }
   return { region, offset: offset ?? 0, byteSize: size };
+}
+
+/** An unsigned 64-bit integer parameter exactly, or undefined when it is not one. */
+function uint64Of(v: ParamValue | undefined): bigint | undefined {
+  if (typeof v === 'bigint') return v >= 0n && v < UINT64_END ? v : undefined;
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v < 2 ** 64 ? BigInt(v) : undefined;
+  if (typeof v === 'string' && /^\d+$/.test(v)) return uint64Of(BigInt(v));
+  return undefined;
 }
 
 /** 2^64: the first value past uint64 (Triton's correlation IDs are uint64). */

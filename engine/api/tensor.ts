@@ -10,6 +10,11 @@ export interface ShmRef {
   /** Offset inside the registered region (not the shm object). */
   offset: number;
   byteSize: number;
+  /**
+   * Both values exactly, when either is past 2^53 (an HTTP body may send any
+   * uint64): the request then fails at the region's checks, with Triton's text.
+   */
+  wide?: { offset: bigint; byteSize: bigint };
 }
 
 /**

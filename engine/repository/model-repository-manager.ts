@@ -273,10 +273,17 @@ export class ModelRepositoryManager {
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-load-'));
     const dir = path.join(root, e.name);
-    for (const [key, rel] of rels) {
-      const target = path.resolve(dir, rel);
-      fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, files[key]!);
+    try {
+      for (const [key, rel] of rels) {
+        const target = path.resolve(dir, rel);
+        fs.mkdirSync(path.dirname(target), { recursive: true });
+        fs.writeFileSync(target, files[key]!);
+      }
+    } catch (err) {
+      // A name past NAME_MAX, a full disk: Triton's answer, and our temp folder only in the log.
+      log.error(`load of '${e.name}': writing its file overrides failed`, err);
+      fs.rmSync(root, { recursive: true, force: true });
+      throw internal(`failed to load '${e.name}', failed to poll from model repository`);
     }
     e.tmpDir = root;
     return dir;

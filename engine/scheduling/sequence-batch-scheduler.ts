@@ -107,6 +107,10 @@ export class SequenceBatchScheduler implements Scheduler {
     let seq: Seq;
     let flags;
     try {
+      // Each request is one step of one sequence: a statically batched request cannot be (Triton's check and words).
+      if (requestBatchSize(request, this.config.max_batch_size) > 1) {
+        throw invalidArg(`inference request to model '${this.modelName}' must specify batch-size 1 due to requirements of sequence batcher`);
+      }
       flags = sequenceFlagsOf(request.parameters);
       if (flags.id === undefined) {
         throw invalidArg(`inference request to model '${this.modelName}' must specify a non-zero or non-empty correlation ID`);

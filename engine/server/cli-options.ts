@@ -17,7 +17,7 @@ const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
 };
 
 export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
-  --model-repository=DIR        model repository (required)
+  --model-repository=DIR        model repository (required; --model-store is the same)
   --grpc-port=8001 --http-port=8000 --metrics-port=8002
   --grpc-unix-socket=PATH       also serve gRPC on this Unix socket (for a colocated gateway)
   --http-address=0.0.0.0        address all frontends bind
@@ -31,7 +31,9 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --shm-key-prefix=PREFIX       only shm keys with this prefix may be registered
   --shm-max-regions=N           most system shm regions registered at once (default unlimited)
   --shm-max-bytes=N             most bytes registered in system shm regions at once (default unlimited)
-  --backend-config=python,KEY=VALUE  backend setting (repeatable; python: python-executable, execution-env-path)
+  --backend-config=python,KEY=VALUE  backend setting (repeatable; python: python-executable, execution-env-path,
+                                stub-timeout-seconds=30, shm-default-byte-size=1048576; other backends' keys are ignored)
+  --backend-directory=DIR       accepted for Triton's scripts and ignored (backends are built in; logged)
   --trace-config=SETTING        Triton's: triton,file=F  level=TIMESTAMPS|TENSORS  rate=N  count=N
                                 triton,log-frequency=N  mode=opentelemetry  opentelemetry,url=URL (repeatable)
   --server-name=triton          server metadata name (Triton's clients compare it)
@@ -84,25 +86,33 @@ const nonNegative = (v: string | undefined, dflt: number, flag: string): number 
   return n;
 };
 
+const s = { type: 'string' } as const;
+
+/** Every flag the engine takes (test/unit/cli-options.test.ts checks each is in USAGE and docs/reference.md). */
+export const ENGINE_FLAGS = {
+  'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'http-port': s, 'metrics-port': s,
+  'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
+  'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
+  'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
+  'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true },
+  'server-name': s, 'trace-config': { type: 'string', multiple: true },
+  'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
+  'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
+  'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'exit-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
+  'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
+  'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
+  'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
+  'backend-directory': s,
+} as const;
+
 /** Parse argv (without node and script) into engine options and the log verbosity. */
-export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): EngineOptions & { logVerbose: number } {
-  const s = { type: 'string' } as const;
+export function parseEngineArgs(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): EngineOptions & { logVerbose: number; backendDirectory?: string } {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'http-port': s, 'metrics-port': s,
-      'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
-      'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
-      'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-      'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true },
-      'server-name': s, 'trace-config': { type: 'string', multiple: true },
-      'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
-      'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
-      'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'exit-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
-      'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
-      'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
-      'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
-    },
+    options: ENGINE_FLAGS,
     strict: true,
     allowPositionals: false,
   });
@@ -138,6 +148,8 @@ export function parseEngineArgs(argv: string[], env: NodeJS.ProcessEnv = process
     exitTimeoutSecs: nonNegative(values['exit-timeout-secs'], 30, 'exit-timeout-secs'),
     rateLimitResources: (values['rate-limit-resource'] ?? []).map(parseResourceFlag),
     logVerbose: int(values['log-verbose'], 0, 'log-verbose'),
+    // Triton's test scripts pass it; the engine's backends are built in: main.ts says so in the log.
+    backendDirectory: values['backend-directory'] || undefined,
     backendConfig: parseBackendConfig(values['backend-config'] ?? []),
     serverName: values['server-name'],
     traceConfig: traceSettingsFromFlags(values['trace-config'] ?? []),

@@ -1,6 +1,7 @@
 // The request pipeline (Triton's InferenceRequest path through the server
-// core), one named step after another: shm inputs, on-demand load, validate,
-// trace, cache or enqueue, order outputs, classify, shm outputs, release.
+// core), one named step after another: shm inputs and output regions (held
+// from the start), on-demand load, validate, trace, cache or enqueue, order
+// outputs, classify, shm outputs, release.
 // run() is a client's request; runOnModel() is also where ensemble steps
 // and BLS calls enter. Hot path: no allocation beyond what a request needs
 // (one closure for the trace, one for the scheduler's answer); main thread.
@@ -47,11 +48,12 @@ export class InferPipeline {
     const held: ShmAcquired[] = [];
     try {
       this.acquireShmInputs(req, held);
+      const outRegions = this.acquireShmOutputs(req, held);
       const res = await this.runOnModel(req);
       checkHeldInputs(held);
       refuseIfAbandoned(req);
       this.classifyOutputs(req, res);
-      this.writeShmOutputs(req, res);
+      this.writeShmOutputs(req, res, outRegions);
       return res;
     } finally {
       this.release(held, inlineBytes);
@@ -99,6 +101,21 @@ export class InferPipeline {
     }
   }
 
+  /**
+   * Step 1, shm outputs: each output region is checked and held from the
+   * start, as Triton does (an unregister meanwhile waits for this request).
+   */
+  private acquireShmOutputs(req: InferRequest, held: ShmAcquired[]): ReadonlyMap<string, ShmAcquired> | undefined {
+    let regions: Map<string, ShmAcquired> | undefined;
+    for (const o of req.outputs) {
+      if (!o.shm) continue;
+      const a = this.d.shm.acquire(o.shm, { tensor: o.name, kind: 'output' });
+      held.push(a);
+      (regions ??= new Map()).set(o.name, a);
+    }
+    return regions;
+  }
+
   /** Step 5, cache or enqueue: the response cache when the model and request allow it, else the scheduler. */
   private cacheOrEnqueue(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
     if (this.usesCache(mv, req)) return this.d.cache!.serve(mv, req, () => enqueue(mv, req));
@@ -129,10 +146,12 @@ export class InferPipeline {
     return v ? { config: v.config, dir: path.join(this.d.modelRepository, name) } : undefined;
   };
 
-  /** Step 8, shm outputs: outputs asked for in a region are copied there and answered as a reference. */
-  private writeShmOutputs(req: InferRequest, res: InferResponse): void {
+  /** Step 8, shm outputs: outputs asked for in a region are copied into the region held since step 1 and answered as a reference. */
+  private writeShmOutputs(req: InferRequest, res: InferResponse, regions: ReadonlyMap<string, ShmAcquired> | undefined): void {
+    if (!regions) return;
     for (const o of req.outputs) {
-      if (!o.shm) continue;
+      const a = regions.get(o.name);
+      if (!o.shm || !a) continue;
       const out = res.outputs.find((t) => t.name === o.name);
       if (!out || out.shm) continue;
       if (out.data.byteLength > o.shm.byteSize) {
@@ -140,16 +159,11 @@ export class InferPipeline {
           `shared memory size specified with the request for output '${o.name}' should be at least ${out.data.byteLength} bytes to hold the results`,
         );
       }
-      const a = this.d.shm.acquire({ ...o.shm, byteSize: out.data.byteLength }, { tensor: o.name, kind: 'output' });
-      try {
-        a.bytes.set(out.data);
-        // Truncated during the copy: the bytes went to the guard's page, not to the client.
-        const problem = a.check();
-        if (problem) throw problem;
-      } finally {
-        a.release();
-      }
-      out.shm = { ...o.shm, byteSize: out.data.byteLength };
+      a.bytes.set(out.data);
+      // Truncated during the copy: the bytes went to the guard's page, not to the client.
+      const problem = a.check();
+      if (problem) throw problem;
+      out.shm = { region: o.shm.region, offset: o.shm.offset, byteSize: out.data.byteLength };
       out.data = new Uint8Array(0);
     }
   }

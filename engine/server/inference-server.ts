@@ -74,6 +74,10 @@ export class InferenceServer implements ServerApi {
       : undefined;
     this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig), (n, v) => this.repository.readyVersion(n, v)) : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
+    // A region leaves the table at unregister, or at its last release when in use then: workers drop their mappings of its key.
+    this.shm.onRemoved = (key) => {
+      if (!this.shm.status().some((r) => r.key === key)) this.forgetInBackends([key]);
+    };
     this.repository = new ModelRepositoryManager({
       repository: opts.modelRepository,
       controlMode: opts.controlMode ?? 'none',
@@ -224,15 +228,14 @@ export class InferenceServer implements ServerApi {
 
   shmRegister(name: string, key: string, offset: number, byteSize: number): void {
     if (!this.opts.allowClientShm) {
-      throw unsupported(`system shared memory is disabled on this server (start it with --allow-client-shm=true)`);
+      throw unsupported(`Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.`);
     }
     this.shm.register(name, key, offset, byteSize);
   }
 
+  /** Unregister one region or all ('' ); one in use by a request stays listed until that request ends (as in Triton). */
   shmUnregister(name: string, who?: string): void {
-    const keys = name ? this.shm.status().filter((r) => r.name === name).map((r) => r.key) : this.shm.status().map((r) => r.key);
     this.shm.unregister(name, who);
-    this.forgetInBackends(keys);
   }
 
   /** Tell every backend to drop its worker mappings of these shm keys. */

@@ -3,7 +3,6 @@
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes
 // outputs into a region.
-import fs from 'node:fs';
 import {
   checkSize,
   isValidShmKey,
@@ -16,6 +15,7 @@ import {
 import type { ShmRegionStatus } from '../api/server-api.ts';
 import { StatusError, alreadyExists, internal, invalidArg, notFound, unavailable } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
+import { boundsProblem, intactProblem, isCount, objectVanished } from './shm-region-checks.ts';
 
 const trace = tracer('shm');
 
@@ -43,7 +43,7 @@ export interface ShmAcquired {
   /** The registered region's own offset and size in the object (what a worker maps once). */
   readonly regionOffset: number;
   readonly regionSize: number;
-  /** True once the region was unregistered (it stays mapped until released). */
+  /** True once the region left the table (unregistered and no longer in use, or vanished). */
   readonly unregistered: boolean;
   /**
    * Whether the bytes are still intact: the object still holds them and no
@@ -63,20 +63,28 @@ interface Region {
   readonly fd: ShmFd;
   readonly mapping: ShmMapping;
   users: number;
+  /** Unregister asked for while in use: listed until the last user releases, then removed (Triton's awaiting_unregister). */
+  awaitingUnregister: boolean;
   unregistered: boolean;
 }
+
+/** Triton's kTritonSharedMemoryRegionPrefix: keys of its Python backend's own regions, never a client's. */
+export const RESERVED_KEY_PREFIX = 'triton_python_backend_shm_region_';
 
 /**
  * Owns every registered region: one fd and one mapping of [offset, offset+byte_size)
  * per region, made once at registration. A region with users (acquired, not released)
- * leaves the table at unregister but stays mapped until its last user releases.
+ * stays in the table (listed by status, usable by new requests) after an unregister
+ * and leaves it, unmapped, when its last user releases, as in Triton.
  * Threading: used from the engine's main thread only; worker threads map the
  * same bytes themselves from `key` + `absoluteOffset`.
  */
 export class SharedMemoryManager {
   readonly #regions = new Map<string, Region>();
-  /** Unregistered regions still in use, unmapped at their last release. */
+  /** Regions that left the table while in use (close(), a vanished object), unmapped at their last release. */
   readonly #draining = new Set<Region>();
+  /** Called with a region's key once it left the table (the server drops worker mappings of it). */
+  onRemoved?: (key: string) => void;
   readonly #opts: SharedMemoryManagerOptions;
   #totalBytes = 0;
   #closed = false;
@@ -89,10 +97,13 @@ export class SharedMemoryManager {
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (this.#closed) throw unavailable('shared memory manager is shut down');
     if (typeof name !== 'string' || name === '') throw invalidArg('shared memory region name must not be empty');
-    if (this.#regions.has(name)) throw alreadyExists(`shared memory region '${name}' already in manager`);
-    if (!isValidShmKey(key)) {
-      throw invalidArg(`invalid shared memory key '${key}' for region '${name}': expected '/' and 1-250 of [A-Za-z0-9._-]`);
+    if (typeof key === 'string' && (key.startsWith(RESERVED_KEY_PREFIX) || key.startsWith(`/${RESERVED_KEY_PREFIX}`))) {
+      throw invalidArg(
+        `cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${RESERVED_KEY_PREFIX}'`,
+      );
     }
+    if (this.#regions.has(name)) throw alreadyExists(`shared memory region '${name}' already in manager`);
+    if (!isValidShmKey(key)) throw invalidArg(`cannot register shared memory region '${name}' - invalid shm key '${key}'`);
     const prefix = this.#opts.keyPrefix;
     if (prefix !== undefined && !key.startsWith(prefix)) {
       throw invalidArg(`shared memory key '${key}' for region '${name}' does not start with the allowed prefix '${prefix}'`);
@@ -113,9 +124,8 @@ export class SharedMemoryManager {
     try {
       const { ok, size } = checkSize(fd, offset + byteSize);
       if (!ok) {
-        throw invalidArg(
-          `shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the ${size} bytes of '${key}'`,
-        );
+        log.info(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the ${size} bytes of '${key}'`);
+        throw invalidArg(`failed to register shared memory region '${name}': invalid args`);
       }
       mapping = shmMap(fd, offset, byteSize);
     } catch (err) {
@@ -123,22 +133,25 @@ export class SharedMemoryManager {
       if (err instanceof StatusError) throw err;
       throw internal(`Unable to map shared memory region '${name}' ('${key}')`, err);
     }
-    this.#regions.set(name, { name, key, offset, byteSize, fd, mapping, users: 0, unregistered: false });
+    this.#regions.set(name, { name, key, offset, byteSize, fd, mapping, users: 0, awaitingUnregister: false, unregistered: false });
     this.#totalBytes += byteSize;
     trace(`registered '${name}' -> '${key}' [${offset}, +${byteSize})`);
   }
 
-  /** Unregister `name`; '' unregisters all. An unknown name succeeds (as in Triton). */
+  /**
+   * Unregister `name`; '' unregisters all. An unknown name succeeds (as in Triton).
+   * A region in use stays listed until its last user releases it.
+   */
   unregister(name: string, who?: string): void {
     if (name === '') {
       if (this.#regions.size > 0) {
         log.warn(`unregistering all ${this.#regions.size} system shared memory regions (requested by ${who ?? 'unknown'})`);
       }
-      for (const region of [...this.#regions.values()]) this.#remove(region);
+      for (const region of [...this.#regions.values()]) this.#unregister(region);
       return;
     }
     const region = this.#regions.get(name);
-    if (region) this.#remove(region);
+    if (region) this.#unregister(region);
   }
 
   /** Status of one region (NOT_FOUND when unknown) or, without a name, of all. */
@@ -157,18 +170,14 @@ export class SharedMemoryManager {
    * INVALID_ARG, never SIGBUS). The region stays mapped until release().
    */
   acquire(
-    ref: { region: string; offset: number; byteSize: number },
+    ref: { region: string; offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } },
     purpose: { tensor: string; kind: 'input' | 'output' },
   ): ShmAcquired {
     const what = `${purpose.kind} '${purpose.tensor}'`;
     const region = this.#regions.get(ref.region);
     if (!region) throw invalidArg(`Unable to find shared memory region: '${ref.region}' (${what})`);
-    if (!isCount(ref.offset) || !isCount(ref.byteSize) || ref.offset + ref.byteSize > region.byteSize) {
-      throw invalidArg(
-        `shared memory region '${region.name}' offset+byte_size out of bounds for ${what}: ` +
-          `offset ${ref.offset} + byte_size ${ref.byteSize} > region byte_size ${region.byteSize}`,
-      );
-    }
+    const bad = boundsProblem(region, ref, what);
+    if (bad) throw bad;
     const absoluteOffset = region.offset + ref.offset;
     const needEnd = absoluteOffset + ref.byteSize;
     const intact = () => intactProblem(region, needEnd, what);
@@ -191,7 +200,9 @@ export class SharedMemoryManager {
         if (released) return;
         released = true;
         region.users--;
-        if (region.users === 0 && region.unregistered) this.#unmap(region);
+        if (region.users > 0) return;
+        if (region.awaitingUnregister && this.#regions.get(region.name) === region) this.#remove(region);
+        else if (region.unregistered) this.#unmap(region);
       },
     };
   }
@@ -242,6 +253,16 @@ export class SharedMemoryManager {
     }
   }
 
+  /** Take `region` out of the table, or mark it to leave at its last release while in use. */
+  #unregister(region: Region): void {
+    if (region.users > 0) {
+      region.awaitingUnregister = true;
+      trace(`'${region.name}' will be unregistered after ${region.users} in-flight use(s) complete`);
+      return;
+    }
+    this.#remove(region);
+  }
+
   #remove(region: Region): void {
     this.#regions.delete(region.name);
     this.#totalBytes -= region.byteSize;
@@ -250,8 +271,9 @@ export class SharedMemoryManager {
       this.#unmap(region);
     } else {
       this.#draining.add(region);
-      trace(`unregistered '${region.name}'; unmapping after ${region.users} in-flight use(s)`);
+      trace(`removed '${region.name}'; unmapping after ${region.users} in-flight use(s)`);
     }
+    this.onRemoved?.(region.key);
   }
 
   #unmap(region: Region): void {
@@ -263,47 +285,8 @@ export class SharedMemoryManager {
   }
 }
 
-/** True when the region's key no longer names the object the engine holds open (POSIX shm lives in /dev/shm on Linux). */
-function objectVanished(region: Region): boolean {
-  let held: fs.Stats;
-  try {
-    held = fs.fstatSync(region.fd);
-  } catch {
-    return false; // cannot tell: keep it
-  }
-  try {
-    const now = fs.statSync(`/dev/shm${region.key}`);
-    return now.ino !== held.ino || now.dev !== held.dev;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-}
-
-/** Why the bytes of a region up to `needEnd` cannot be trusted now, or undefined. */
-function intactProblem(region: Region, needEnd: number, what: string): StatusError | undefined {
-  if (region.mapping.faulted) {
-    return invalidArg(`shared memory region '${region.name}' ('${region.key}') shrank while registered; register it again (${what})`);
-  }
-  let check: { ok: boolean; size: number };
-  try {
-    check = checkSize(region.fd, needEnd);
-  } catch (err) {
-    return internal(`Unable to check shared memory region '${region.name}' ('${region.key}')`, err);
-  }
-  if (!check.ok) {
-    return invalidArg(
-      `shared memory region '${region.name}' ('${region.key}') was truncated to ${check.size} bytes; ${what} needs bytes up to ${needEnd}`,
-    );
-  }
-  return undefined;
-}
-
 function statusOf(r: Region): ShmRegionStatus {
   return { name: r.name, key: r.key, offset: r.offset, byte_size: r.byteSize };
-}
-
-function isCount(n: number): boolean {
-  return Number.isSafeInteger(n) && n >= 0;
 }
 
 function closeQuietly(fd: ShmFd): void {

@@ -1,7 +1,8 @@
 // Triton's flags: both `--flag=value` and `--flag value`, defaults, and errors
 // that name the flag.
 import { describe, expect, it } from 'vitest';
-import { parseEngineArgs } from '../../engine/server/cli-options.ts';
+import { readFileSync } from 'node:fs';
+import { ENGINE_FLAGS, parseEngineArgs, USAGE } from '../../engine/server/cli-options.ts';
 
 describe('parseEngineArgs', () => {
   it("uses Triton's defaults", () => {
@@ -59,5 +60,21 @@ describe('parseEngineArgs', () => {
     expect(() => parseEngineArgs(['--model-repository=/m', '--strict-model-config=maybe'])).toThrow(/--strict-model-config: expected true or false/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--load-model=a'])).toThrow(/--load-model needs --model-control-mode=explicit/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--no-such-flag'])).toThrow();
+  });
+});
+
+describe('every engine flag is documented', () => {
+  const reference = readFileSync(new URL('../../docs/reference.md', import.meta.url), 'utf8');
+  it('in USAGE and in docs/reference.md', () => {
+    const missing = Object.keys(ENGINE_FLAGS)
+      .filter((f) => f !== 'help')
+      .flatMap((f) => [USAGE.includes(`--${f}`) ? [] : [`USAGE: --${f}`], reference.includes(`--${f}`) ? [] : [`reference.md: --${f}`]].flat());
+    expect(missing).toEqual([]);
+  });
+
+  it("accepts Triton's --backend-directory (ignored, kept for the log) and python backend keys", () => {
+    const o = parseEngineArgs(['--model-repository=/m', '--backend-directory=/opt/tritonserver/backends', '--backend-config=python,stub-timeout-seconds=120', '--backend-config=tensorflow,version=2']);
+    expect(o.backendDirectory).toBe('/opt/tritonserver/backends');
+    expect(o.backendConfig).toEqual({ python: { 'stub-timeout-seconds': '120' }, tensorflow: { version: '2' } });
   });
 });

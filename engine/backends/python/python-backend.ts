@@ -34,6 +34,7 @@ export const pythonBackend: Backend = {
     if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.relative(ctx.modelDir, file)}`);
     const interpreter = resolveInterpreter(ctx.config, ctx.modelDir, ctx.backendConfig?.python);
     const limitMs = executeTimeoutMs(ctx.config);
+    const { stubTimeoutMs, arenaBytes } = pythonBackendSettings(ctx.backendConfig?.python);
     const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU' as const, count: 1 }];
     const instances: PythonInstance[] = [];
     for (const g of groups) {
@@ -46,6 +47,8 @@ export const pythonBackend: Backend = {
             kind: g.kind === 'KIND_GPU' ? 'GPU' : g.kind === 'KIND_MODEL' ? 'MODEL' : 'CPU',
             deviceId: g.gpus?.[i % g.gpus.length] ?? 0,
             executeTimeoutMs: limitMs,
+            stubTimeoutMs,
+            arenaBytes,
           }),
         );
       }
@@ -69,3 +72,27 @@ export const pythonBackend: Backend = {
     };
   },
 };
+
+/**
+ * Triton's `--backend-config=python,stub-timeout-seconds=N` (how long a new
+ * stub may take to come up; positive) and `shm-default-byte-size=N` (each
+ * instance's input arena from the start; at least 1 MiB, as Triton asks).
+ */
+export function pythonBackendSettings(cfg: Record<string, string> = {}): { stubTimeoutMs?: number; arenaBytes?: number } {
+  const out: { stubTimeoutMs?: number; arenaBytes?: number } = {};
+  const t = cfg['stub-timeout-seconds'];
+  if (t !== undefined) {
+    const n = Number(t);
+    if (!/^\d+$/.test(t) || !(n > 0)) throw invalidArg(`--backend-config=python,stub-timeout-seconds must be a positive number of seconds, got '${t}'`);
+    out.stubTimeoutMs = n * 1000;
+  }
+  const b = cfg['shm-default-byte-size'];
+  if (b !== undefined) {
+    const n = Number(b);
+    if (!/^\d+$/.test(b) || !Number.isSafeInteger(n) || n < 1 << 20) {
+      throw invalidArg(`--backend-config=python,shm-default-byte-size must be a whole number of bytes, at least 1 MiB (1048576), got '${b}'`);
+    }
+    out.arenaBytes = n;
+  }
+  return out;
+}

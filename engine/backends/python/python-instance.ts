@@ -38,6 +38,10 @@ export interface PythonInstanceOptions {
   deviceId: number;
   /** The model's execute_timeout_secs in ms: a longer execute gets its stub killed. */
   executeTimeoutMs?: number;
+  /** --backend-config=python,stub-timeout-seconds in ms: how long a new stub may take to come up (default 30 s). */
+  stubTimeoutMs?: number;
+  /** --backend-config=python,shm-default-byte-size: the input arena's size from the start (default 1 MiB). */
+  arenaBytes?: number;
 }
 
 /** The batch whose execute() the stub is running. */
@@ -77,7 +81,7 @@ export class PythonInstance implements ExecutionInstance {
     private readonly opts: PythonInstanceOptions,
   ) {
     this.#life = new Lifecycle(INSTANCE_TRANSITIONS, 'STOPPED', `python instance ${name} of model '${ctx.modelName}'`);
-    this.arena = new InputArena(`${opts.prefix}-in`);
+    this.arena = new InputArena(`${opts.prefix}-in`, opts.arenaBytes);
     this.probe = new ReadinessProbe((rid) => this.stub?.send({ t: 'is_ready', rid }), `python model '${ctx.modelName}' ${name}`);
   }
 
@@ -119,6 +123,7 @@ export class PythonInstance implements ExecutionInstance {
     this.stub = stub;
     void stub.exited.then((how) => this.onExit(stub, how));
     try {
+      await this.stubUp(stub);
       if (autoComplete) {
         const completed = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
         stub.send({ t: 'autocomplete', config: this.ctx.config, model_dir: this.ctx.modelDir });
@@ -136,6 +141,28 @@ export class PythonInstance implements ExecutionInstance {
       throw err;
     } finally {
       this.starting = undefined;
+    }
+  }
+
+  /**
+   * Wait for the stub's hello, at most stub-timeout-seconds (Triton's
+   * pre-initialization wait and its words); initialize() itself is not bounded.
+   */
+  private async stubUp(stub: StubProcess): Promise<void> {
+    const ms = this.opts.stubTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const up = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        log.error(`python stub of '${this.ctx.modelName}' ${this.name} (pid ${stub.child.pid}) did not come up within ${ms / 1000} s; killing it`);
+        reject(internal(`Timed out occurred while waiting for the stub process. Failed to initialize model instance ${this.name}`));
+      }, ms);
+    });
+    try {
+      await Promise.race([up, late]);
+      this.arena.reserve();
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -209,6 +236,9 @@ export class PythonInstance implements ExecutionInstance {
 
   private onFrame(stub: StubProcess, m: StubFrame): void {
     switch (m.t) {
+      case 'hello':
+        this.starting?.resolve();
+        return;
       case 'ready':
         this.hasIsReady = m.has_is_ready === true;
         this.starting?.resolve();

@@ -9,7 +9,7 @@ import type { WireTensor } from './tensor-transfer.ts';
 /** The kinds the engine sends, in stub_frames.py's order. */
 export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply', 'cancel'] as const;
 /** The kinds a stub sends, in stub_frames.py's order. */
-export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel'] as const;
+export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel', 'hello'] as const;
 
 /** One request of an `exec` frame. */
 export interface ExecRequest {
@@ -74,7 +74,9 @@ export type StubFrame =
   /** finalize() returned; the process exits next. */
   | { t: 'fini_done' }
   /** The model cancelled its BLS call `bid` (a response iterator's cancel()). */
-  | { t: 'bls_cancel'; bid: number };
+  | { t: 'bls_cancel'; bid: number }
+  /** The stub is up and reads its channel (Triton's pre-initialization step, bounded by stub-timeout-seconds). */
+  | { t: 'hello' };
 
 export type EngineFrameKind = (typeof ENGINE_FRAME_KINDS)[number];
 export type StubFrameKind = (typeof STUB_FRAME_KINDS)[number];

@@ -143,6 +143,7 @@ def main():
     reader, writer = ShmReader(), Writer(prefix)
     channel = Channel(reader, writer, write_frame)
     pb_utils._channel = channel
+    write_frame({"t": F.HELLO})
     work = queue.Queue()
     threading.Thread(target=reader_loop, args=(work, channel), daemon=True).start()
     # The model's event loop runs for the stub's life (as in Triton), so tasks an

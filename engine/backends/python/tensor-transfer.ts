@@ -39,12 +39,24 @@ export class InputArena {
   private map: ShmMapping | undefined;
   private size = 0;
 
-  constructor(readonly key: string) {}
+  /** `initialBytes`: the size made at reserve() and the least it grows to (shm-default-byte-size). */
+  constructor(
+    readonly key: string,
+    private readonly initialBytes = 1 << 20,
+  ) {}
+
+  /** Make the arena at its initial size now (at stub start, as Triton sizes its shm pool), if not made yet. */
+  reserve(): void {
+    if (this.size < this.initialBytes) this.grow(this.initialBytes);
+  }
 
   /** Wire form of each request's inputs; large bytes are copied into the arena (grown as needed). */
   encode(requests: InferInput[][]): WireTensor[][] {
     let need = 0;
-    for (const inputs of requests) for (const t of inputs) if (!t.shmLocation && t.data.byteLength > INLINE_MAX) need += align(t.data.byteLength);
+    // Every input the loop below copies into the arena counts: inline-sent ones and BYTES from a client's region.
+    for (const inputs of requests) {
+      for (const t of inputs) if ((!t.shmLocation || t.datatype === 'BYTES') && t.data.byteLength > INLINE_MAX) need += align(t.data.byteLength);
+    }
     if (need > this.size) this.grow(need);
     let off = 0;
     return requests.map((inputs) =>
@@ -62,7 +74,7 @@ export class InputArena {
   }
 
   private grow(need: number): void {
-    const size = Math.max(need, this.size * 2, 1 << 20);
+    const size = Math.max(need, this.size * 2, this.initialBytes);
     if (this.fd === undefined) this.fd = shmOpen(this.key, { create: true });
     shmTruncate(this.fd, size);
     this.map?.close();

@@ -6,26 +6,31 @@ import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutp
 import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
 import { assembleBody, BinaryInputReader, splitBody } from './binary-extension.ts';
+import { mayHaveLostIntegers, parseExactJson } from './exact-json.ts';
 import { jsonToTensorBytes, tensorBytesToJson } from './tensor-json.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Parse JSON text, turning syntax errors into INVALID_ARG naming the problem. */
-export function parseJson(text: Buffer | string, what = 'request body'): unknown {
+/**
+ * Parse JSON text, turning syntax errors into INVALID_ARG naming the problem.
+ * `exact`: integer literals past 2^53 come back as bigint (exact-json.ts).
+ */
+export function parseJson(text: Buffer | string, what = 'request body', exact = false): unknown {
   try {
-    return JSON.parse(typeof text === 'string' ? text : text.toString('utf8'));
+    const t = typeof text === 'string' ? text : text.toString('utf8');
+    return exact ? parseExactJson(t) : JSON.parse(t);
   } catch (e) {
     throw invalidArg(`failed to parse the ${what} as JSON: ${(e as Error).message}`);
   }
 }
 
-/** A `parameters` object: string, number or boolean values only. */
+/** A `parameters` object: string, number (bigint past 2^53) or boolean values only. */
 export function parseParameters(v: unknown, where: string): Record<string, ParamValue> {
   if (v === undefined || v === null) return {};
   if (!isObject(v)) throw invalidArg(`'parameters' of ${where} must be a JSON object`);
   const out: Record<string, ParamValue> = {};
   for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
+    if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean' && typeof x !== 'bigint') {
       throw invalidArg(`parameter '${k}' of ${where} must be a string, number or boolean`);
     }
     out[k] = x;
@@ -112,7 +117,8 @@ export function parseInferRequest(
   modelVersion: string | undefined,
 ): ParsedInfer {
   const { json, binary } = splitBody(body, headerLength);
-  const doc = parseJson(json, 'inference request header');
+  let doc = parseJson(json, 'inference request header');
+  if (lostIntegers(doc)) doc = parseJson(json, 'inference request header', true);
   if (!isObject(doc)) throw invalidArg('the inference request must be a JSON object');
   if (doc.id !== undefined && typeof doc.id !== 'string') throw invalidArg(`request 'id' must be a string`);
   if (!Array.isArray(doc.inputs)) throw invalidArg(`the inference request needs an 'inputs' array`);
@@ -137,6 +143,38 @@ export function parseInferRequest(
   if (priority !== undefined) request.priority = priority;
   if (timeoutUs !== undefined) request.timeoutUs = timeoutUs;
   return { request, binaryOutputDefault: binaryOutput === true };
+}
+
+/**
+ * Whether an integer that must stay exact came out of JSON.parse past 2^53:
+ * INT64/UINT64 `data`, or a parameter (sequence_id, shm offsets). Then the
+ * body is read again with exact integers; FP32 and the other bodies never are.
+ */
+function lostIntegers(doc: unknown): boolean {
+  // Plain loops, no closures or copies: this runs on every JSON request (~0.1 µs for a small one).
+  if (!isObject(doc)) return false;
+  if (paramsLost(doc.parameters)) return true;
+  for (const list of [doc.inputs, doc.outputs]) {
+    if (!Array.isArray(list)) continue;
+    for (let i = 0; i < list.length; i++) {
+      const t: unknown = list[i];
+      if (!isObject(t)) continue;
+      if (paramsLost(t.parameters)) return true;
+      if ((t.datatype === 'INT64' || t.datatype === 'UINT64') && mayHaveLostIntegers(t.data)) return true;
+    }
+  }
+  return false;
+}
+
+/** Whether a `parameters` object holds a number past 2^53 (its values are scalars). */
+function paramsLost(p: unknown): boolean {
+  if (typeof p !== 'object' || p === null) return false;
+  const o = p as Record<string, unknown>;
+  for (const k in o) {
+    const v = o[k];
+    if (typeof v === 'number' && (v > Number.MAX_SAFE_INTEGER || v < -Number.MAX_SAFE_INTEGER)) return true;
+  }
+  return false;
 }
 
 const str = (s: string) => JSON.stringify(s);

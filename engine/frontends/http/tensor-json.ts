@@ -1,7 +1,8 @@
 // JSON <-> tensor bytes for the KServe v2 REST protocol: an input's `data`
 // (flat or nested row-major array) becomes little-endian bytes; an output's
 // bytes become the JSON text of its flat `data` array. Pure functions.
-import { decodeValues, encodeValues, TensorValueError } from '../../../protocol/tensor-codec.ts';
+import { isUtf8 } from 'node:buffer';
+import { decodeValues, deserializeBytes, encodeValues, TensorValueError } from '../../../protocol/tensor-codec.ts';
 import { elementCount, elementSize, typedView, type Datatype } from '../../api/datatypes.ts';
 import { invalidArg } from '../../api/status.ts';
 
@@ -35,7 +36,7 @@ export function flattenData(data: unknown, tensor: string): unknown[] {
 }
 
 function badElement(tensor: string, dt: Datatype, i: number, v: unknown): Error {
-  const shown = JSON.stringify(v) ?? String(v);
+  const shown = typeof v === 'bigint' ? String(v) : (JSON.stringify(v) ?? String(v));
   return invalidArg(`element ${i} of input '${tensor}' is not a valid ${dt} value: ${shown.slice(0, 40)}`);
 }
 
@@ -73,6 +74,8 @@ export function tensorBytesToJson(tensor: string, datatype: Datatype, bytes: Uin
   }
   switch (datatype) {
     case 'BYTES':
+      checkUtf8(tensor, bytes);
+      return JSON.stringify(decodeOrInvalid(datatype, bytes, tensor));
     case 'BOOL':
       return JSON.stringify(decodeOrInvalid(datatype, bytes, tensor));
     case 'FP16':
@@ -88,6 +91,27 @@ export function tensorBytesToJson(tensor: string, datatype: Datatype, bytes: Uin
     }
     default:
       return `[${typedView(datatype, bytes).join(',')}]`;
+  }
+}
+
+/**
+ * JSON strings are Unicode: an element that is not UTF-8 cannot be sent in
+ * `data` without changing it (Triton's client fails to read such a body).
+ * Refuse it, saying how to get the bytes instead.
+ */
+function checkUtf8(tensor: string, bytes: Uint8Array): void {
+  let elements: Uint8Array[];
+  try {
+    elements = deserializeBytes(bytes, tensor);
+  } catch (err) {
+    throw invalidArg((err as Error).message);
+  }
+  for (let i = 0; i < elements.length; i++) {
+    if (!isUtf8(elements[i]!)) {
+      throw invalidArg(
+        `element ${i} of BYTES output '${tensor}' is not valid UTF-8 and cannot be sent as JSON; request the output with 'binary_data': true`,
+      );
+    }
   }
 }
 
