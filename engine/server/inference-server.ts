@@ -86,6 +86,7 @@ export class InferenceServer implements ServerApi {
       rateLimiter: this.rateLimiter,
       budget: this.budget,
       onDemandTimeoutMs: opts.onDemandTimeoutMs,
+      memoryMonitorMs: opts.memoryMonitorMs,
       exitTimeoutMs: (opts.exitTimeoutSecs ?? 30) * 1000,
       fingerprintVersions: opts.cacheConfig !== undefined,
     });
