@@ -10,6 +10,7 @@ export function rssBytesOf(pid: number | 'self'): number | undefined {
     const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'));
     return m ? Number(m[1]) * 1024 : undefined;
   } catch {
+    // The process is gone (a stub that exited): it holds nothing; the caller counts 0.
     return undefined;
   }
 }
