@@ -58,6 +58,11 @@ export function isValidShmKey(key: string): boolean {
 /** The system page size (mmap offsets are aligned down to it). */
 export const pageSize: number = addon.pageSize;
 
+/** Return the allocator's free memory to the kernel (glibc malloc_trim over all arenas); true when some was released. */
+export function mallocTrim(): boolean {
+  return addon.mallocTrim();
+}
+
 /** Mappings of this process not yet unmapped (every thread), for tests and leak checks. */
 export function liveMappings(): number {
   return addon.liveMappings();

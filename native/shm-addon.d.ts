@@ -22,6 +22,7 @@ export interface ShmAddon {
   mappingFaulted(buffer: ArrayBuffer): boolean;
   /** Mappings not yet unmapped, across all threads of the process. */
   liveMappings(): number;
+  mallocTrim(): boolean;
   /** close(fd). */
   close(fd: number): void;
   /** shm_unlink(key). */

@@ -39,6 +39,8 @@ export interface BackendModel {
   readonly io?: { inputs: IOInfo[]; outputs: IOInfo[] };
   /** Approximate resident bytes (statistics memory_usage). */
   memoryBytes?(): number;
+  /** Resident bytes the model holds in processes of its own (Python stubs: their RSS), read now; the memory budget charges them. */
+  externalMemoryBytes?(): number;
   /** Start one more execution instance (adaptive instance counts); backends that cannot omit it. */
   addInstance?(): Promise<ExecutionInstance>;
   /** Stop an instance addInstance (or load) made; it is idle and out of the pool. */

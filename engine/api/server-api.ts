@@ -27,8 +27,19 @@ export interface ModelIndexEntry {
   version: string;
   state: ModelState;
   reason: string;
-  /** Bytes charged against --model-memory-budget (ours; only with a budget). */
+  /** Bytes charged against --model-memory-budget now (ours; only with a budget). */
   resident_bytes?: number;
+  /** Of those, what was charged when its load and warmup finished (the rest: growth seen while it ran). */
+  load_bytes?: number;
+  /** Budgeted loads of the model after it was not resident, their total time, and evictions: it caused, it suffered. */
+  cold_loads?: number;
+  cold_load_ms_total?: number;
+  /** Of that: waiting for room (evictions included), the backend starting its instances, warmup. */
+  cold_load_room_ms_total?: number;
+  cold_load_backend_ms_total?: number;
+  cold_load_warmup_ms_total?: number;
+  evictions_caused?: number;
+  evicted?: number;
 }
 
 export interface Duration {

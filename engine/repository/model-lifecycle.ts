@@ -66,6 +66,8 @@ export class ModelVersion {
   pool?: InstancePool;
   /** Fingerprint of the files and config it was loaded from (version-fingerprint.ts), when the engine has a response cache. */
   identity?: string;
+  /** How long its backend took to start its instances, and its warmup (the memory budget reports them). */
+  loadTimings?: { backendNs: number; warmupNs: number };
   readonly #life: Lifecycle<ModelState>;
   #reason = '';
 

@@ -21,6 +21,9 @@ import { SerialLock } from '../../common/serial-lock.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import { budgetedLoad } from '../sharing/budgeted-load.ts';
+import { MemoryMonitor } from '../sharing/memory-monitor.ts';
+import { budgetFields } from '../sharing/budget-index.ts';
+import { trimAllocator } from '../sharing/process-memory.ts';
 import { evictionCandidates, loadOnDemand } from '../sharing/on-demand-loading.ts';
 import { checkModelName, echo } from './model-name.ts';
 
@@ -43,6 +46,8 @@ export interface RepositoryOptions {
   rateLimiter?: RateLimiter;
   /** --model-memory-budget: loads are charged against it (and evict idle models in on-demand mode). */
   budget?: MemoryBudget;
+  /** How often the memory monitor reads RSS (ms; default 500). */
+  memoryMonitorMs?: number;
   /** On-demand mode: how long a request waits for its model to load. */
   onDemandTimeoutMs?: number;
   /** --exit-timeout-secs: how long an unload (and the whole shutdown) waits for in-flight requests (default 30 s). */
@@ -89,8 +94,20 @@ export class ModelRepositoryManager {
   /** Models with a load under way (never evicted), and the shared load of each on-demand model. */
   readonly loading = new Set<string>();
   readonly pendingLoads = new Map<string, Promise<void>>();
+  /** With a budget: keeps its books at what the models hold while they run. */
+  readonly memoryMonitor: MemoryMonitor | undefined;
 
   constructor(private readonly opts: RepositoryOptions) {
+    const budget = opts.budget;
+    this.memoryMonitor = budget
+      ? new MemoryMonitor({
+          budget,
+          versionsOf: (n) => [...(this.models.get(n)?.versions.values() ?? [])],
+          candidates: () => evictionCandidates(this, budget, ''),
+          evict: opts.controlMode === 'on-demand' ? (n) => this.evict(n) : undefined,
+          intervalMs: opts.memoryMonitorMs,
+        })
+      : undefined;
     this.poller = new RepositoryPoller({
       repository: opts.repository,
       modelDirs: () => this.modelDirs(),
@@ -106,6 +123,7 @@ export class ModelRepositoryManager {
     const { controlMode, startupModels } = this.opts;
     const names =
       (controlMode === 'explicit' || controlMode === 'on-demand') && !startupModels.includes('*') ? startupModels : this.modelDirs();
+    this.memoryMonitor?.start();
     await this.loadMany(names);
     if (controlMode === 'poll') this.poller.start(this.opts.pollSecs);
   }
@@ -132,6 +150,7 @@ export class ModelRepositoryManager {
 
   async stop(): Promise<void> {
     this.poller.stop();
+    this.memoryMonitor?.stop();
     // One exit timeout for the whole shutdown, as Triton's --exit-timeout-secs.
     const until = Date.now() + this.exitTimeoutMs;
     // Ensembles first: they hold requests on their composing models.
@@ -224,7 +243,8 @@ export class ModelRepositoryManager {
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
       const deps = {
         shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
-        backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions,
+        backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions, warmForBudget: this.opts.budget !== undefined,
+        chargedBytes: this.opts.budget ? () => Math.round(this.opts.budget!.bytesOf(name)) : undefined,
       };
       const loadAll = async () => {
         for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
@@ -332,6 +352,7 @@ export class ModelRepositoryManager {
     for (const v of old) v.setState('UNLOADING');
     await Promise.all(old.map((v) => v.unload(graceMs)));
     this.opts.budget?.unloaded(e.name, evicted);
+    if (this.opts.budget) trimAllocator();
     if (e.tmpDir) fs.rmSync(e.tmpDir, { recursive: true, force: true });
     e.tmpDir = undefined;
     log.info(`successfully unloaded '${e.name}'`);
@@ -375,13 +396,11 @@ export class ModelRepositoryManager {
     const out: ModelIndexEntry[] = [];
     for (const name of [...names].sort()) {
       const e = this.models.get(name);
+      const books = budgetFields(this.opts.budget, name);
       if (e && e.versions.size) {
-        const resident = this.opts.budget?.costOf(name)?.bytes;
-        for (const v of e.versions.values()) {
-          out.push({ name, version: String(v.version), state: v.state, reason: v.reason, ...(resident !== undefined ? { resident_bytes: resident } : {}) });
-        }
+        for (const v of e.versions.values()) out.push({ name, version: String(v.version), state: v.state, reason: v.reason, ...books });
       } else {
-        out.push({ name, version: '', state: e ? e.status.state : 'UNAVAILABLE', reason: e ? e.status.reason : 'not loaded' });
+        out.push({ name, version: '', state: e ? e.status.state : 'UNAVAILABLE', reason: e ? e.status.reason : 'not loaded', ...books });
       }
     }
     return readyOnly ? out.filter((m) => m.state === 'READY') : out;

@@ -11,7 +11,7 @@ import { InstancePool } from '../scheduling/instance-pool.ts';
 import { DynamicBatchScheduler } from '../scheduling/dynamic-batch-scheduler.ts';
 import { SequenceBatchScheduler } from '../scheduling/sequence-batch-scheduler.ts';
 import type { Scheduler } from '../api/scheduler.ts';
-import { runWarmup } from './model-warmup.ts';
+import { runSyntheticWarmup, runWarmup } from './model-warmup.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import { loadModelConfig, type ConfigSource } from '../config/model-config-loader.ts';
 import { log, tracer } from '../../common/logger.ts';
@@ -25,6 +25,10 @@ export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'lookupConfig' | 'b
   rateLimiter?: RateLimiter;
   /** Fingerprint the version's files and config before the backend reads them (the response cache keys on it). */
   fingerprint?: boolean;
+  /** Under a memory budget: warm a model without model_warmup on every instance at its largest batch before it is measured. */
+  warmForBudget?: boolean;
+  /** Under a memory budget: the bytes it charges the model (statistics memory_usage shows them, not the backend's guess). */
+  chargedBytes?: () => number;
 };
 
 /** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
@@ -34,6 +38,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   const config = loadModelConfig(src, raw, versionDir);
   const identity = deps.fingerprint ? await fingerprintOrNone(src.modelDir, versionDir, config) : undefined;
   const backend = backendFor(config);
+  const tBackend = process.hrtime.bigint();
   const bm = await backend.load({
     modelName: src.modelName,
     version,
@@ -44,7 +49,8 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     lookupConfig: deps.lookupConfig,
     backendConfig: deps.backendConfig,
   });
-  const stats = new ModelStatistics(src.modelName, String(version), () => bm.memoryBytes?.() ?? 0);
+  const backendNs = Number(process.hrtime.bigint() - tBackend);
+  const stats = new ModelStatistics(src.modelName, String(version), deps.chargedBytes ?? (() => bm.memoryBytes?.() ?? 0));
   let scheduler: Scheduler;
   let limited: ReturnType<RateLimiter['register']> | undefined;
   let pool: InstancePool | undefined;
@@ -71,8 +77,10 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   if (limited) mv.onUnloaded.push(limited.unregister);
   mv.pool = pool;
   mv.setState('LOADING');
+  const tWarmup = process.hrtime.bigint();
   try {
     await runWarmup(config, scheduler, src.modelDir);
+    if (deps.warmForBudget && config.backend !== 'python') await runSyntheticWarmup(config, bm.instances);
   } catch (err) {
     mv.setState('UNAVAILABLE', (err as Error).message);
     await scheduler.stop();
@@ -80,6 +88,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     limited?.unregister();
     throw err;
   }
+  mv.loadTimings = { backendNs, warmupNs: Number(process.hrtime.bigint() - tWarmup) };
   mv.setState('READY');
   trace(`${src.modelName}:${version} ready with ${bm.instances.length} instance(s)`);
   return mv;

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { InferRequest } from '../api/infer-request.ts';
-import type { Scheduler } from '../api/scheduler.ts';
+import type { ExecutionInstance, Scheduler } from '../api/scheduler.ts';
 import { byteSizeOf, fromConfigType, serializeBytes } from '../api/datatypes.ts';
 import { invalidArg } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
@@ -42,4 +42,31 @@ export async function runWarmup(config: ModelConfig, scheduler: Scheduler, model
     }
     log.info(`model '${config.name}': warmup '${w.name}' done (${w.count ?? 1}x, batch ${batch})`);
   }
+}
+
+/**
+ * Under the memory budget, a model with no model_warmup is warmed on every
+ * instance at once with zeros at its largest batch (variable dims as 1), so
+ * the arenas a run grows are there when the load is measured (ours; Triton
+ * warms only what model_warmup lists). A model that refuses zeros only logs:
+ * it is charged what it has then, and the memory monitor charges the rest.
+ */
+export async function runSyntheticWarmup(config: ModelConfig, instances: readonly ExecutionInstance[]): Promise<void> {
+  if (config.model_warmup?.length || config.sequence_batching || !instances.length || !config.input?.length) return;
+  const batch = Math.max(1, config.max_batch_size);
+  const inputs = config.input.map((t) => {
+    const datatype = fromConfigType(t.data_type);
+    const dims = t.dims.map((d) => (d < 0 ? 1 : d));
+    const shape = config.max_batch_size > 0 ? [batch, ...dims] : dims;
+    const n = shape.reduce((a, b) => a * b, 1);
+    const data = datatype === 'BYTES' ? serializeBytes(Array.from({ length: n }, () => '')) : new Uint8Array(byteSizeOf(datatype, shape));
+    return { name: t.name, datatype, shape, data };
+  });
+  const t0 = performance.now();
+  const results = await Promise.allSettled(
+    instances.map((inst) => inst.execute([{ modelName: config.name, id: 'warmup:synthetic', inputs, outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() }])),
+  );
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) log.warn(`model '${config.name}': synthetic warmup at batch ${batch} failed (${(failed.reason as Error)?.message}); charged what it holds without it`);
+  else log.info(`model '${config.name}': synthetic warmup at batch ${batch} on ${instances.length} instance(s) in ${(performance.now() - t0).toFixed(0)} ms`);
 }

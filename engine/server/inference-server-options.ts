@@ -35,6 +35,8 @@ export interface InferenceServerOptions {
   pinnedModels?: string[];
   /** On-demand mode: how long a request waits for its model's load (default 30 s). */
   onDemandTimeoutMs?: number;
+  /** How often the memory budget's monitor reads RSS (ms; default 500; tests). */
+  memoryMonitorMs?: number;
   /** --adaptive-instances: models with max_instance_count gain and lose instances with their queue time (ours). */
   adaptiveInstances?: boolean;
   /** Observation window of adaptive instances (default 250 ms). */

@@ -90,6 +90,7 @@ export class InferenceServer implements ServerApi {
       rateLimiter: this.rateLimiter,
       budget: this.budget,
       onDemandTimeoutMs: opts.onDemandTimeoutMs,
+      memoryMonitorMs: opts.memoryMonitorMs,
       exitTimeoutMs: (opts.exitTimeoutSecs ?? 30) * 1000,
       fingerprintVersions: opts.cacheConfig !== undefined,
     });

@@ -1,13 +1,18 @@
 // A model load under the memory budget (ours): make room first (evicting idle
-// models when the caller allows), load, charge what the load measured, and
-// refuse to stay over the budget. Runs inside MemoryBudget.exclusive, so one
-// budgeted load measures at a time.
+// models when the caller allows), hold the expected bytes, load and warm up,
+// then charge what the load measured and refuse to stay over the budget.
+// Making room and charging are exclusive (short); the loads themselves
+// overlap, so a load that only needs free room never waits behind another
+// one's worker start-up or warmup. A load that overlapped another cannot tell
+// its RSS growth from the other's: it is charged its backend's figure (or its
+// expected bytes), and the memory monitor charges the rest once it runs.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ModelVersion } from '../repository/model-lifecycle.ts';
 import type { EvictionCandidate } from './eviction-decision.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
+import { selfRssBytes, trimAllocator } from './process-memory.ts';
 import { unavailable } from '../api/status.ts';
 import { log } from '../../common/logger.ts';
 
@@ -42,55 +47,102 @@ export function estimateBytes(dir: string, versions: number[], raw: ModelConfig)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Evict until `need` more bytes fit; throws UNAVAILABLE when that cannot happen within ctx.waitMs. */
-async function makeRoom(budget: MemoryBudget, ctx: BudgetedLoadContext, need: number): Promise<void> {
+/**
+ * Evict until `need` more bytes fit, then run `then` in the same exclusive
+ * turn; throws UNAVAILABLE when no room comes within ctx.waitMs. Between tries
+ * the lock is free, so other loads and charges go on meanwhile.
+ */
+export async function makeRoom(budget: MemoryBudget, ctx: BudgetedLoadContext, need: number, then: () => void = () => {}, what = `needs ${need} bytes`): Promise<void> {
   const until = performance.now() + ctx.waitMs;
   for (;;) {
-    const plan = budget.plan(need, ctx.evict ? ctx.candidates() : []);
-    if (plan.fits && plan.evict.length === 0) return;
-    if (plan.fits) {
-      for (const victim of plan.evict) {
-        if (await ctx.evict!(victim)) log.info(`memory budget: evicted '${victim}' to make room for '${ctx.name}'`);
+    const done = await budget.exclusive(async () => {
+      for (let round = 0; round < 8; round++) {
+        const plan = budget.plan(need, ctx.evict ? ctx.candidates() : []);
+        if (!plan.fits) return false;
+        if (plan.evict.length === 0) {
+          then();
+          return true;
+        }
+        for (const victim of plan.evict) {
+          if (await ctx.evict!(victim)) {
+            budget.causedEviction(ctx.name);
+            log.info(`memory budget: evicted '${victim}' to make room for '${ctx.name}'`);
+          }
+        }
+        trimAllocator();
       }
-      continue;
-    }
+      return false;
+    });
+    if (done) return;
     if (performance.now() >= until) {
       throw unavailable(
-        `memory budget: model '${ctx.name}' needs ${need} bytes; ${budget.usedBytes()} of ${budget.budgetBytes} are in use by models that cannot be evicted now`,
+        `memory budget: model '${ctx.name}' ${what}; ${budget.usedBytes()} of ${budget.budgetBytes} are in use by models that cannot be evicted now`,
       );
     }
     await sleep(20);
   }
 }
 
+/** Loads whose RSS is being measured now; one that starts marks them all as overlapped. */
+const measuring = new Set<{ overlapped: boolean }>();
+
+/** Budgeted loads measuring their RSS growth now (the memory monitor waits for none). */
+export const loadsMeasuring = (): number => measuring.size;
+
 /** Load under the budget; `load` fills `loaded` (the caller unloads those if this throws). */
-export function budgetedLoad(budget: MemoryBudget, ctx: BudgetedLoadContext, load: () => Promise<ModelVersion[]>): Promise<void> {
-  return budget.exclusive(async () => {
-    // A reload's old versions stay charged until they are replaced.
-    const estimate = Math.max(0, estimateBytes(ctx.dir, ctx.versions, ctx.raw) - budget.bytesOf(ctx.name));
-    try {
-      await makeRoom(budget, ctx, estimate);
-      const rss0 = process.memoryUsage().rss;
-      const t0 = process.hrtime.bigint();
-      const loaded = await load();
-      const rssDeltaBytes = Math.max(0, process.memoryUsage().rss - rss0);
-      const figures = loaded.map((v) => v.backend.memoryBytes?.());
-      // The backend's own figure when it has one: a single load's RSS delta also holds worker start-up, GC timing and allocator retention.
-      const bytes = figures.some((f) => f !== undefined) ? figures.reduce<number>((a, f) => a + (f ?? 0), 0) : rssDeltaBytes;
-      const previous = budget.costOf(ctx.name);
-      budget.loaded(ctx.name, { bytes, rssDeltaBytes }, Number(process.hrtime.bigint() - t0));
-      if (budget.usedBytes() > budget.budgetBytes) {
-        try {
-          await makeRoom(budget, ctx, 0);
-        } catch (err) {
-          if (previous) budget.loaded(ctx.name, previous, 0);
-          else budget.unloaded(ctx.name, false);
-          throw err;
-        }
-      }
-    } catch (err) {
-      budget.loadFailed();
-      throw err;
-    }
-  });
+export async function budgetedLoad(budget: MemoryBudget, ctx: BudgetedLoadContext, load: () => Promise<ModelVersion[]>): Promise<void> {
+  const t0 = process.hrtime.bigint();
+  const previous = budget.costOf(ctx.name);
+  const fileBytes = estimateBytes(ctx.dir, ctx.versions, ctx.raw);
+  // A reload's old versions stay charged until they are replaced.
+  // (Never more than the whole budget: a model that once grew past it may still load, and is evicted again if it grows.)
+  const expected = Math.min(budget.expectedBytes(ctx.name, fileBytes), Math.max(fileBytes, budget.budgetBytes));
+  const need = Math.max(0, expected - (previous?.bytes ?? 0));
+  try {
+    await makeRoom(budget, ctx, need, () => budget.reserve(ctx.name, need));
+  } catch (err) {
+    budget.loadFailed();
+    throw err;
+  }
+  const tRoom = process.hrtime.bigint();
+  const me = { overlapped: measuring.size > 0 };
+  for (const m of measuring) m.overlapped = true;
+  measuring.add(me);
+  let loaded: ModelVersion[];
+  let rssDelta: number;
+  try {
+    const rss0 = selfRssBytes();
+    loaded = await load();
+    rssDelta = Math.max(0, selfRssBytes() - rss0);
+  } catch (err) {
+    budget.loadFailed(ctx.name);
+    throw err;
+  } finally {
+    measuring.delete(me);
+  }
+  const tLoad = process.hrtime.bigint();
+  const own = loaded.reduce((a, v) => a + (v.backend.memoryBytes?.() ?? 0), 0);
+  const external = loaded.reduce((a, v) => a + (v.backend.externalMemoryBytes?.() ?? 0), 0);
+  // Alone, the RSS growth across load and warmup is what the model holds (never less than the backend's own figure).
+  const inProcess = me.overlapped ? Math.max(own, expected - external, 0) : Math.max(rssDelta, own);
+  const bytes = inProcess + external;
+  // The charge replaces the old versions' charge and the reservation; room for any more is made first, so the books never go over.
+  const extra = Math.max(0, bytes - (previous?.bytes ?? 0) - need);
+  const record = () => {
+    budget.loaded(ctx.name, { bytes, rssDeltaBytes: me.overlapped ? 0 : rssDelta, externalBytes: external }, Number(tLoad - t0), !previous);
+    const sum = (k: 'backendNs' | 'warmupNs') => loaded.reduce((a, v) => a + (v.loadTimings?.[k] ?? 0), 0);
+    if (!previous) budget.notePhases(ctx.name, Number(tRoom - t0), sum('backendNs'), sum('warmupNs'));
+  };
+  try {
+    await makeRoom(budget, ctx, extra, record, `needs ${bytes} bytes once loaded and warm`);
+  } catch (err) {
+    budget.loadFailed(ctx.name);
+    throw err;
+  }
+  log.info(
+    `memory budget: '${ctx.name}' loaded in ${ms(tLoad - t0)} ms (room ${ms(tRoom - t0)} ms, load and warmup ${ms(tLoad - tRoom)} ms${me.overlapped ? ', overlapped another load' : ''}); charged ${mib(bytes)} MiB`,
+  );
 }
+
+const ms = (ns: bigint) => (Number(ns) / 1e6).toFixed(0);
+const mib = (b: number) => (b / 2 ** 20).toFixed(1);

@@ -27,6 +27,8 @@ export async function readyOnDemand(
 ): Promise<ModelVersion> {
   const t0 = process.hrtime.bigint();
   const version = req.modelVersion ? Number(req.modelVersion) : undefined;
+  // A call that says how long it may wait is never failed sooner for a load that is merely slow.
+  const waitMs = Math.max(timeoutMs, (req.timeoutUs ?? 0) / 1000);
   // An eviction may win the race between a load finishing and this request using it: then load again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const mv = repo.readyVersion(req.modelName, version);
@@ -34,7 +36,7 @@ export async function readyOnDemand(
       if (attempt > 0) mv.stats.queueWait(Number(process.hrtime.bigint() - t0));
       return mv;
     }
-    await repo.ensureLoaded(req.modelName, timeoutMs);
+    await repo.ensureLoaded(req.modelName, waitMs);
   }
   return repo.get(req.modelName, req.modelVersion);
 }

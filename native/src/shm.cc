@@ -16,6 +16,7 @@
 #include <string>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -190,6 +191,13 @@ Napi::Value Unlink(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// mallocTrim(): give the allocator's free memory in every arena back to the
+// kernel (glibc malloc_trim); true when some was released. The memory budget
+// calls it after a model unloads so the process RSS shows what was freed.
+Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), malloc_trim(0) != 0);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open, "open"));
   exports.Set("ftruncate", Napi::Function::New(env, Ftruncate, "ftruncate"));
@@ -200,6 +208,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("liveMappings", Napi::Function::New(env, LiveMappings, "liveMappings"));
   exports.Set("close", Napi::Function::New(env, Close, "close"));
   exports.Set("unlink", Napi::Function::New(env, Unlink, "unlink"));
+  exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("pageSize", Napi::Number::New(env, static_cast<double>(sysconf(_SC_PAGESIZE))));
   Napi::Object flags = Napi::Object::New(env);
   flags.Set("create", Napi::Number::New(env, kFlagCreate));

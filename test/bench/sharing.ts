@@ -1,4 +1,4 @@
-// `npm run bench:sharing [-- --phase-ms=N]`: the seed's scenario for sharing
+// `npm run bench:sharing [-- --phase-ms=N]`: traffic moving between models for sharing
 // one machine. Two ONNX models A and B (one ONNX Runtime worker each when
 // static; 1..2 when adaptive); closed-loop traffic on the hot model moves
 // A -> B -> A. The static and the adaptive engine run the same scenario one
@@ -12,7 +12,15 @@ import { parseArgs } from 'node:util';
 import { startEngine, type RunningEngine } from '../../engine/server/server.ts';
 import { buildSlowModel } from '../fixtures/test-models.ts';
 
-const { values } = parseArgs({ options: { 'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' }, reps: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' }, reps: { type: 'string', default: '3' },
+    // --scenario seed (sharing-seed.ts) and cold (sharing-cold.ts); none: the adaptive-instances and cache run below.
+    scenario: { type: 'string' }, 'total-mib': { type: 'string', default: '1000' }, 'budget-mib': { type: 'string', default: '740' },
+    'spike-clients': { type: 'string', default: '4' }, 'spike-ms': { type: 'string', default: '30000' }, 'wake-ms': { type: 'string', default: '15000' },
+    busy: { type: 'string', default: '0' },
+  },
+});
 const PHASE_MS = Number(values['phase-ms']);
 const CLIENTS = Number(values.clients);
 
@@ -155,7 +163,23 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-main().catch((err) => {
+async function entry(): Promise<void> {
+  if (values.scenario === 'seed') {
+    const { seedScenario } = await import('./sharing-seed.ts');
+    const out = await seedScenario({
+      totalMiB: Number(values['total-mib']), budgetMiB: Number(values['budget-mib']), spikeClients: Number(values['spike-clients']),
+      spikeMs: Number(values['spike-ms']), wakeAtMs: Number(values['wake-ms']),
+    });
+    process.stdout.write(out + '\n');
+  } else if (values.scenario === 'cold') {
+    const { coldScenario } = await import('./sharing-cold.ts');
+    process.stdout.write((await coldScenario({ busy: Number(values.busy) })) + '\n');
+  } else if (values.scenario) throw new Error(`--scenario: expected seed or cold, got '${values.scenario}'`);
+  else await main();
+  process.exit(0);
+}
+
+entry().catch((err) => {
   process.stderr.write(`${(err as Error).stack}\n`);
   process.exit(1);
 });

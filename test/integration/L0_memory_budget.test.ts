@@ -1,10 +1,13 @@
 // The memory budget and on-demand loading on the real engine, with real ONNX
-// models of known size (4 MiB initializers): a request loads its model, the
-// budget is never exceeded (sampled every few ms), the least recently used
-// idle model is evicted, a pinned model and a hot one stay, in-flight
-// requests never fail because of an eviction, and the wait for a load counts
-// as queue time.
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+// models (32 MiB initializers): a request loads its model, the budget is
+// never exceeded (sampled every few ms), the least recently used idle model
+// is evicted, a pinned model and a hot one stay, in-flight requests never
+// fail because of an eviction, and the wait for a load counts as queue time.
+// Charges are what the loads measured (RSS across load and warmup), so the
+// budget is set from a probe engine's charge; the memory monitor (growth
+// while running) is tested by L0_budget_rss and memory-monitor.test.ts and
+// is slowed down here so these books move only with loads.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
@@ -12,9 +15,10 @@ import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
 import { httpJson, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 const IN = 64;
-const COLS = 16384; // 64 x 16384 FP32 = 4 MiB of weights
+// 64 x 131072 FP32 = 32 MiB of weights: far above the few MiB a worker thread adds, so charges measured by RSS differ little between loads.
+const COLS = 131072;
 
-/** FP32 [batch, 64] -> [batch, 1]: mean of x·W, W a 4 MiB initializer. */
+/** FP32 [batch, 64] -> [batch, 1]: mean of x·W, W a 32 MiB initializer. */
 function buildBigMlp(seed: number): Uint8Array {
   const g = new GraphBuilder(`big_mlp_${seed}`, seed);
   g.input('x', ElemType.FLOAT, ['batch', IN]);
@@ -45,9 +49,18 @@ beforeAll(async () => {
     writeFileSync(path.join(repo, m, 'config.pbtxt'), config(m, m === 'pinned'));
     writeFileSync(path.join(repo, m, '1', 'model.onnx'), buildBigMlp(i + 1));
   });
-  cost = statSync(path.join(repo, 'm0', '1', 'model.onnx')).size;
+  // What one model is charged here, measured by a probe engine (ONNX Runtime's library is then loaded in this process).
+  const probe = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', modelMemoryBudget: 2 ** 34, memoryMonitorMs: 3_600_000 });
+  const charges: number[] = [];
+  for (const m of ['m0', 'm1', 'm0', 'm1']) {
+    await probe.server.loadModel(m);
+    charges.push(probe.engine.budget!.bytesOf(m));
+    await probe.server.unloadModel(m);
+  }
+  await probe.stop();
+  cost = charges.slice(1).reduce((a, b) => a + b, 0) / 3;
   // Room for three models: the pinned one and two others.
-  engine = await startTestEngine({ modelRepository: repo, controlMode: 'on-demand', modelMemoryBudget: Math.floor(cost * 3.5), onDemandTimeoutMs: 60_000 });
+  engine = await startTestEngine({ modelRepository: repo, controlMode: 'on-demand', modelMemoryBudget: Math.floor(cost * 3.5), onDemandTimeoutMs: 60_000, memoryMonitorMs: 3_600_000 });
 });
 
 afterAll(async () => {
@@ -68,14 +81,14 @@ function sampler(): { stop(): number } {
 }
 
 describe('memory budget with on-demand loading', () => {
-  it('loads on request, charges each model its size, evicts the least recently used idle model, keeps the pinned one', async () => {
+  it('loads on request, charges each model what its load measured, evicts the least recently used idle model, keeps the pinned one', async () => {
     expect(state('m0').state).not.toBe('READY');
     await infer('pinned');
     await infer('m0');
     await infer('m1');
     expect(budget().models.map((m) => m.name)).toEqual(['m0', 'm1', 'pinned']);
-    for (const m of budget().models) expect(m.bytes).toBe(cost);
-    expect(state('m0').resident_bytes).toBe(cost);
+    for (const m of budget().models) expect(m.bytes).toBeGreaterThan(32 << 20); // at least the weights
+    expect(state('m0').resident_bytes).toBe(engine.engine.budget!.bytesOf('m0'));
     await infer('m0'); // m1 is now the least recently used
     const s = sampler();
     await infer('m2');
@@ -90,11 +103,14 @@ describe('memory budget with on-demand loading', () => {
     expect(m2.inference_stats.queue.count).toBe(1);
     expect(m2.inference_stats.queue.ns).toBeGreaterThan(1e6);
     const { json } = await httpJson(engine.httpPort, 'POST', '/v2/repository/index', {});
-    expect((json as unknown as Array<{ name: string; resident_bytes?: number }>).find((e) => e.name === 'm2')!.resident_bytes).toBe(cost);
+    const m2Bytes = engine.engine.budget!.bytesOf('m2');
+    expect((json as unknown as Array<{ name: string; resident_bytes?: number }>).find((e) => e.name === 'm2')!.resident_bytes).toBe(m2Bytes);
     const metrics = await (await fetch(`http://127.0.0.1:${engine.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/nv_model_eviction_count 1/);
-    expect(metrics).toMatch(new RegExp(`nv_model_resident_bytes\\{model="m2"\\} ${cost}`));
+    expect(metrics).toMatch(new RegExp(`nv_model_resident_bytes\\{model="m2"\\} ${m2Bytes}`));
     expect(metrics).toMatch(/nv_model_load_count 4/);
+    expect(metrics).toMatch(/nv_model_evicted_count\{model="m1"\} 1/);
+    expect(metrics).toMatch(/nv_model_evictions_caused_count\{model="m2"\} 1/);
   });
 
   it('moves capacity with the traffic: budget never exceeded, the hot model stays, no request fails', async () => {
@@ -121,17 +137,20 @@ describe('memory budget with on-demand loading', () => {
     clearInterval(hotWatch);
     expect(s.stop()).toBeLessThanOrEqual(budget().budgetBytes);
     expect(failures).toBe(0);
-    expect(budget().evictions - evictionsBefore).toBeGreaterThanOrEqual(3);
+    // Charges are measured (RSS), so how many loads fit beside each other varies a little: at least one gave way.
+    expect(budget().evictions - evictionsBefore).toBeGreaterThanOrEqual(1);
     expect(hotLoads).toBe(0);
     expect(state('pinned').state).toBe('READY');
   });
 
   it('refuses a load that cannot fit, outside on-demand mode, without evicting', async () => {
-    const e = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', modelMemoryBudget: Math.floor(cost * 1.5) });
+    const e = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', modelMemoryBudget: Math.floor(cost * 1.5), memoryMonitorMs: 3_600_000 });
     try {
       await e.server.loadModel('m0');
-      await expect(e.server.loadModel('m1')).rejects.toThrow(/memory budget: model 'm1' needs/);
-      expect(e.engine.budget!.status()).toMatchObject({ usedBytes: cost, evictions: 0, loadFailures: 1 });
+      const used = e.engine.budget!.usedBytes();
+      await expect(e.server.loadModel('m1')).rejects.toThrow(/memory budget: model 'm1' needs \d+ bytes/);
+      expect(e.engine.budget!.status()).toMatchObject({ usedBytes: used, evictions: 0, loadFailures: 1 });
+      expect(e.server.repositoryIndex(false).find((x) => x.name === 'm1')!.state).not.toBe('READY');
     } finally {
       await e.stop();
     }

@@ -38,9 +38,9 @@ describe('MemoryBudget', () => {
   it('keeps books of cost, use and counters, and plans with its own last-use record', () => {
     let now = 0;
     const b = new MemoryBudget(100, ['p'], () => now);
-    b.loaded('a', { bytes: 40, rssDeltaBytes: 50 }, 1000);
+    b.loaded('a', { bytes: 40, rssDeltaBytes: 50, externalBytes: 0 }, 1000);
     now = 1;
-    b.loaded('b', { bytes: 40, rssDeltaBytes: 0 }, 1000);
+    b.loaded('b', { bytes: 40, rssDeltaBytes: 0, externalBytes: 0 }, 1000);
     now = 2;
     b.begin('a'); // a is now the most recently used, and busy
     expect(b.inUse('a')).toBe(true);

@@ -18,21 +18,52 @@ import type { ModelConfig } from '../../api/model-config.ts';
 // Under tsx the worker's TypeScript (bundled by spawn-worker); compiled, its dist/ JavaScript.
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './onnxruntime-worker.ts' : './onnxruntime-worker.js', import.meta.url);
 
+const flag = (config: ModelConfig, key: string): boolean | undefined => {
+  const v = config.parameters?.[key]?.string_value;
+  if (v === undefined || v === '') return undefined;
+  if (/^(1|true)$/i.test(v)) return true;
+  if (/^(0|false)$/i.test(v)) return false;
+  throw invalidArg(`model '${config.name}': parameter '${key}' must be "1"/"true" or "0"/"false", got '${v}'`);
+};
+
 /** Session options from the config (Triton onnxruntime backend parameter names). */
 export function sessionOptionsOf(config: ModelConfig, gpu: boolean): Record<string, unknown> {
   const p = (k: string) => config.parameters?.[k]?.string_value;
   const intra = Number(p('intra_op_thread_count') ?? 1);
   const inter = Number(p('inter_op_thread_count') ?? 1);
   const spinning = p('allow_spinning') ?? '0';
+  // Memory for speed, per model: the arena keeps what a run grew for the next run; the pattern pre-plans a run's buffers.
+  const arena = flag(config, 'enable_mem_arena');
+  const pattern = flag(config, 'enable_mem_pattern');
+  const strategy = p('arena_extend_strategy');
+  if (strategy !== undefined && !/^(0|1|kNextPowerOfTwo|kSameAsRequested)$/.test(strategy)) {
+    throw invalidArg(`model '${config.name}': parameter 'arena_extend_strategy' must be 0 (kNextPowerOfTwo) or 1 (kSameAsRequested), got '${strategy}'`);
+  }
+  const sameAsRequested = strategy === '1' || strategy === 'kSameAsRequested';
   return {
     intraOpNumThreads: intra > 0 ? intra : 1,
     interOpNumThreads: inter > 0 ? inter : 1,
     executionMode: p('execution_mode') === 'parallel' ? 'parallel' : 'sequential',
     graphOptimizationLevel: 'all',
-    executionProviders: gpu ? ['cuda', 'cpu'] : ['cpu'],
+    ...(arena === undefined ? {} : { enableCpuMemArena: arena }),
+    ...(pattern === undefined ? {} : { enableMemPattern: pattern }),
+    executionProviders: gpu ? [{ name: 'cuda', ...(strategy === undefined ? {} : { arena_extend_strategy: sameAsRequested ? 1 : 0 }) }, 'cpu'] : ['cpu'],
     // Instances share cores: spinning threads would slow each other 2x (measured here).
     extra: { session: { intra_op: { allow_spinning: spinning }, inter_op: { allow_spinning: spinning } } },
   };
+}
+
+/** Run options: `memory.enable_memory_arena_shrinkage` ("cpu:0", "gpu:0" or both, ';'-separated) returns arena memory after each run. */
+export function runOptionsOf(config: ModelConfig): Record<string, unknown> | undefined {
+  const v = config.parameters?.['memory.enable_memory_arena_shrinkage']?.string_value;
+  if (v === undefined || v === '') return undefined;
+  if (!/^(cpu|gpu):\d+(;(cpu|gpu):\d+)*$/.test(v)) {
+    throw invalidArg(`model '${config.name}': parameter 'memory.enable_memory_arena_shrinkage' must list devices like "cpu:0" or "cpu:0;gpu:0", got '${v}'`);
+  }
+  if (v.includes('cpu:') && flag(config, 'enable_mem_arena') === false) {
+    throw invalidArg(`model '${config.name}': 'memory.enable_memory_arena_shrinkage' shrinks the CPU arena, but 'enable_mem_arena' turns it off`);
+  }
+  return { extra: { memory: { enable_memory_arena_shrinkage: v } } };
 }
 
 function ioOf(meta: WireMeta[], batched: boolean): IOInfo[] {
@@ -60,11 +91,12 @@ export const onnxruntimeBackend: Backend = {
     // KIND_GPU only survives normalization where onnxruntime has CUDA (gpu-info.ts).
     const gpu = groups.some((g) => g.kind === 'KIND_GPU');
     const options = sessionOptionsOf(ctx.config, gpu);
+    const runOptions = runOptionsOf(ctx.config);
     const instances: OnnxInstance[] = [];
     for (const g of groups) {
       for (let i = 0; i < g.count; i++) {
         const name = `${g.name}_${i}`;
-        const spawn = () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options });
+        const spawn = () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options, runOptions });
         instances.push(new OnnxInstance(name, spawn, ctx));
       }
     }
@@ -81,7 +113,7 @@ export const onnxruntimeBackend: Backend = {
       instances: [...instances],
       addInstance: async () => {
         const name = `${groups[0]?.name ?? ctx.modelName}_${next++}`;
-        const inst = new OnnxInstance(name, () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options }), ctx);
+        const inst = new OnnxInstance(name, () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options, runOptions }), ctx);
         try {
           await inst.ready();
         } catch (err) {

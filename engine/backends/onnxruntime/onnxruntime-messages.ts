@@ -71,4 +71,6 @@ export interface WorkerInit {
   modelPath: string;
   instanceName: string;
   sessionOptions: Record<string, unknown>;
+  /** ORT RunOptions for every run (memory.enable_memory_arena_shrinkage), if any. */
+  runOptions?: Record<string, unknown>;
 }

@@ -106,7 +106,10 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
       } else fetches[o.name] = null;
     }
     const t0 = process.hrtime.bigint();
-    const res = msg.outputs.length ? await session.run(feeds, fetches as ort.InferenceSession.FetchesType) : await session.run(feeds);
+    const runOptions = init.runOptions as ort.InferenceSession.RunOptions | undefined;
+    const res = msg.outputs.length
+      ? await session.run(feeds, fetches as ort.InferenceSession.FetchesType, runOptions)
+      : await session.run(feeds, runOptions);
     const inferNs = Number(process.hrtime.bigint() - t0);
     const faulted = inUse.find((m) => m.mapping.faulted);
     if (faulted) throw new Error(`shared memory object '${faulted.key}' shrank while the model read it (its pages read as zeros); results discarded`);

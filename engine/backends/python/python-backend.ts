@@ -10,6 +10,7 @@ import { PythonInstance } from './python-instance.ts';
 import { resolveInterpreter } from './interpreter.ts';
 import { sweepStaleShm } from './tensor-transfer.ts';
 import { executeTimeoutMs } from './execution-limit.ts';
+import { rssOfPids } from '../../sharing/process-memory.ts';
 import { log } from '../../../common/logger.ts';
 
 let instanceCounter = 0;
@@ -66,6 +67,8 @@ export const pythonBackend: Backend = {
       instances,
       // Triton asks a python model's is_ready() on readiness checks: ready when every instance says so.
       isReady: async () => (await Promise.all(instances.map((x) => x.isReady()))).every(Boolean),
+      // Each stub is a process of its own: the memory budget charges what it holds (VmRSS), read now.
+      externalMemoryBytes: () => rssOfPids(instances.flatMap((x) => (x.pid === undefined ? [] : [x.pid]))),
       finalize: async () => {
         await Promise.all(instances.map((x) => x.close()));
       },
