@@ -171,12 +171,14 @@ describe('L0_batcher: queue policies', () => {
   it('priority: a priority-1 request overtakes queued priority-2 (default) requests', async () => {
     const order: string[] = [];
     const track = (tag: string, p: Promise<ModelInferResponse>) => p.then(() => order.push(tag));
-    const all = [track('busy', echo('js_prio', delay(500)))];
-    await sleep(60);
+    // The busy request holds the one instance long enough for the other three to be queued behind it
+    // even on a loaded host (each is sent well after the one before has reached the queue).
+    const all = [track('busy', echo('js_prio', delay(1500)))];
+    await sleep(150);
     all.push(track('low1', echo('js_prio', {})));
-    await sleep(15);
+    await sleep(100);
     all.push(track('low2', echo('js_prio', { priority: { int64_param: 2 } })));
-    await sleep(15);
+    await sleep(100);
     all.push(track('high', echo('js_prio', { priority: { int64_param: 1 } })));
     await Promise.all(all);
     expect(order).toEqual(['busy', 'high', 'low1', 'low2']);
