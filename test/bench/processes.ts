@@ -34,7 +34,8 @@ export function removeTempDir(dir: string): void {
 
 export { freePort };
 
-let compiled = false;
+// BENCH_COMPILED=1 starts every bench run that way (what production runs).
+let compiled = process.env.BENCH_COMPILED === '1';
 /**
  * From now on, engine/ and gateway/ entries run from dist/ (`npm run build`'s
  * JavaScript, as `npm start` and the image run them) instead of through tsx.
