@@ -13,6 +13,8 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
+import { shmUnlinkIfExists } from '../../native/index.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { renderText } from '../fixtures/text-images.ts';
@@ -106,14 +108,16 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
   }, 120_000);
 
   afterAll(async () => {
-    expect(pageErrors).toEqual([]);
+    // Stop first, assert after: a failed assertion must not leave the gateway's regions in /dev/shm.
     try {
       await ctx?.close();
       await gw?.stop();
     } finally {
       await engine?.stop();
       removeDir(tmp);
+      for (const k of listSharedMemoryKeys(`/tgwc${process.pid}_`)) shmUnlinkIfExists(k); // only after a failed stop
     }
+    expect(pageErrors).toEqual([]);
   }, 60_000);
 
   it('overview lists every bundled model and every function', async () => {
