@@ -12,22 +12,12 @@ import path from 'node:path';
 import { cropBatch, type Image } from './crop.ts';
 import { characterClasses, ctcGreedy } from './ctc-decode.ts';
 import { DB_DEFAULTS, detectBoxes, type DbOptions, type Quad } from './db-postprocess.ts';
+import { floats, type Infer, type InTensor, type OutTensor } from './js-tensors.ts';
 
-interface InTensor {
-  datatype: string;
-  shape: number[];
-  data: Uint8Array;
-}
 interface JsRequest {
   inputs: Record<string, InTensor>;
 }
-type OutTensor = { datatype: string; shape: number[]; data: ArrayBufferView };
 type JsResponse = { outputs: Record<string, OutTensor> } | { error: { code: string; message: string } };
-type Infer = (call: {
-  model: string;
-  inputs: Array<{ name: string; datatype: string; shape: number[]; data: ArrayBufferView }>;
-  outputs?: string[];
-}) => Promise<{ outputs: Record<string, InTensor> }>;
 
 interface Settings {
   db: DbOptions;
@@ -41,13 +31,6 @@ let settings: Settings | undefined;
 
 const REC_INPUT = 'x';
 const REC_OUTPUT = 'softmax_11.tmp_0';
-
-/** A float32 view of tensor bytes (copied when the bytes are not 4-byte aligned). */
-function floats(t: InTensor): Float32Array {
-  const d = t.data;
-  if (d.byteOffset % 4 === 0) return new Float32Array(d.buffer, d.byteOffset, d.byteLength / 4);
-  return new Float32Array(Uint8Array.from(d).buffer);
-}
 
 /** BYTES tensor encoding: each element as a 4-byte little-endian length and its UTF-8 bytes. */
 function serializeStrings(values: string[]): Uint8Array {

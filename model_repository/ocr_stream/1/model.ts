@@ -12,24 +12,14 @@ import path from 'node:path';
 import { batchWidth, cropGeometry, REC_HEIGHT, scaledWidth, writeCrop, type Image } from '../../ocr_recognize/1/crop.ts';
 import { characterClasses, ctcGreedy } from '../../ocr_recognize/1/ctc-decode.ts';
 import { DB_DEFAULTS, detectBoxes, type DbOptions, type Quad } from '../../ocr_recognize/1/db-postprocess.ts';
+import { floats, type Infer, type InTensor, type OutTensor } from '../../ocr_recognize/1/js-tensors.ts';
 
-interface InTensor {
-  datatype: string;
-  shape: number[];
-  data: Uint8Array;
-}
-type OutTensor = { datatype: string; shape: number[]; data: ArrayBufferView };
 type Result = { outputs: Record<string, OutTensor> } | { error: { code: string; message: string } };
 interface JsRequest {
   inputs: Record<string, InTensor>;
   signal: { aborted: boolean };
   send: (r: Result) => void;
 }
-type Infer = (call: {
-  model: string;
-  inputs: Array<{ name: string; datatype: string; shape: number[]; data: ArrayBufferView }>;
-  outputs?: string[];
-}) => Promise<{ outputs: Record<string, InTensor> }>;
 
 interface Settings {
   db: DbOptions;
@@ -43,13 +33,6 @@ let settings: Settings | undefined;
 
 const REC_OUTPUT = 'softmax_11.tmp_0';
 const DET_OUTPUT = 'sigmoid_0.tmp_0';
-
-/** A float32 view of tensor bytes (copied when the bytes are not 4-byte aligned). */
-function floats(t: InTensor): Float32Array {
-  const d = t.data;
-  if (d.byteOffset % 4 === 0) return new Float32Array(d.buffer, d.byteOffset, d.byteLength / 4);
-  return new Float32Array(Uint8Array.from(d).buffer);
-}
 
 function oneString(s: string): Uint8Array {
   const b = Buffer.from(s, 'utf8');
