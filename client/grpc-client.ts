@@ -10,6 +10,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { inferenceService, GRPC_OPTIONS } from '../protocol/index.ts';
 import { DirectUnaryChannel } from './grpc-direct-unary.ts';
+import { LocalInferChannel, type LocalChannelOptions } from './local-infer-channel.ts';
 import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../protocol/kserve-messages.ts';
 import type {
   CudaRegionStatus, InferenceRpcs, LogSettingValue, ModelIndex, ModelMetadataResponse, ModelStatistics, RegionStatus, RepositoryParameter,
@@ -63,6 +64,14 @@ export interface GrpcClientOptions {
    * header of Triton's --grpc-restricted-protocol (`triton-grpc-protocol-<key>`).
    */
   metadata?: Record<string, string>;
+  /**
+   * A colocated engine's `--local-socket` path: ModelInfer goes over the
+   * local channel (local-infer-channel.ts) while it is open, over gRPC
+   * otherwise. The client's `metadata` is sent in its handshake.
+   */
+  localSocket?: string;
+  /** The local channel's retry delay and log (local-infer-channel.ts). */
+  localChannel?: Omit<LocalChannelOptions, 'metadata'>;
 }
 
 const ServiceClient = grpc.makeClientConstructor(inferenceService(), 'GRPCInferenceService');
@@ -75,6 +84,13 @@ type Unary = (
   cb: (err: grpc.ServiceError | null, res?: object) => void,
 ) => grpc.ClientUnaryCall;
 
+const decodeInferResponse = (b: Buffer) => INFER.responseDeserialize(b) as ModelInferResponse;
+
+function onlyTraceparent(md: Record<string, string> | undefined): boolean {
+  if (md) for (const k in md) if (k !== 'traceparent') return false;
+  return true;
+}
+
 /** Promise-based client for one engine address (`host:port`). */
 export class TritonGrpcClient {
   readonly address: string;
@@ -82,12 +98,15 @@ export class TritonGrpcClient {
   private readonly defaultTimeoutMs: number | undefined;
   private readonly direct: DirectUnaryChannel | undefined;
   private readonly metadata: Record<string, string> | undefined;
+  /** The local channel, when a socket path was given. */
+  readonly local: LocalInferChannel | undefined;
 
   constructor(address: string, opts: GrpcClientOptions = {}) {
     this.address = address;
     this.metadata = opts.metadata && Object.keys(opts.metadata).length ? { ...opts.metadata } : undefined;
     this.defaultTimeoutMs = opts.defaultTimeoutMs;
     if (opts.directInfer && !opts.credentials && DirectUnaryChannel.accepts(address)) this.direct = new DirectUnaryChannel(address);
+    if (opts.localSocket) this.local = new LocalInferChannel(opts.localSocket, { ...opts.localChannel, metadata: this.metadata });
     this.raw = new ServiceClient(address, opts.credentials ?? grpc.credentials.createInsecure(), {
       ...GRPC_OPTIONS,
       ...opts.channelOptions,
@@ -131,11 +150,16 @@ export class TritonGrpcClient {
     return this.unary('ModelMetadata', { name, version }, o);
   }
   modelInfer(req: ModelInferRequest, o?: CallOptions): Promise<ModelInferResponse> {
-    if (!this.direct) return this.unary('ModelInfer', req, o);
+    const local = this.local;
+    if (!this.direct && !local) return this.unary('ModelInfer', req, o);
     const timeoutMs = o?.timeoutMs ?? this.defaultTimeoutMs;
-    return this.direct
-      .call(INFER.path, INFER.requestSerialize(req), { timeoutMs, metadata: this.metadataOf(o) })
-      .then((b) => INFER.responseDeserialize(b) as ModelInferResponse);
+    const bytes = INFER.requestSerialize(req);
+    // The local channel carries a traceparent but no other per-call metadata: a call with some goes over gRPC.
+    if (local && onlyTraceparent(o?.metadata) && local.usable(bytes.length)) {
+      return local.call(bytes, timeoutMs, o?.metadata?.traceparent).then(decodeInferResponse);
+    }
+    if (!this.direct) return this.unary('ModelInfer', req, o);
+    return this.direct.call(INFER.path, bytes, { timeoutMs, metadata: this.metadataOf(o) }).then(decodeInferResponse);
   }
   /** The model's configuration as a plain object (model_config.proto field names). */
   modelConfig(name: string, version = '', o?: CallOptions): Promise<{ config: Record<string, unknown> }> {
@@ -210,6 +234,7 @@ export class TritonGrpcClient {
 
   /** Close the channel; calls in flight fail with CANCELLED. */
   close(): void {
+    this.local?.close();
     this.raw.close();
     this.direct?.close();
   }

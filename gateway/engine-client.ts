@@ -33,6 +33,14 @@ export interface EngineClientOptions {
   probeIntervalMs?: number;
   /** `<key>=<value>[,...]` for a restricted engine (default: GATEWAY_ENGINE_KEY). */
   engineKey?: string;
+  /**
+   * The engine's `--local-socket` path (default: GATEWAY_ENGINE_LOCAL_SOCKET):
+   * ModelInfer over the local channel while it is open, gRPC otherwise
+   * (docs/engine/local-channel.md). Unset: gRPC only.
+   */
+  localSocket?: string;
+  /** How long after a failed or dropped local channel it is tried again (ms, default 1000). */
+  localRetryMs?: number;
 }
 
 /** The engine as the gateway needs it (tests may substitute a fake). */
@@ -105,7 +113,14 @@ export class EngineClient extends EventEmitter implements EngineApi {
       directInfer: process.env.GATEWAY_GRPC_DIRECT_INFER !== '0',
       // The key of the engine's restricted groups, on every call (never logged).
       metadata: engineKeyMetadata(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY),
+      localSocket: opts.localSocket ?? (process.env.GATEWAY_ENGINE_LOCAL_SOCKET || undefined),
+      localChannel: { retryMs: opts.localRetryMs, log: (m) => log.info(m) },
     });
+  }
+
+  /** ModelInfer calls sent over the local channel so far (0 without one). */
+  get localCalls(): number {
+    return this.client.local?.calls ?? 0;
   }
 
   get up(): boolean {

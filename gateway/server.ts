@@ -41,6 +41,10 @@ export interface GatewayOptions {
   host?: string;
   /** Engine gRPC address host:port. */
   engine?: string;
+  /** The engine's --local-socket path: ModelInfer over the local channel when it is open (default GATEWAY_ENGINE_LOCAL_SOCKET). */
+  engineLocalSocket?: string;
+  /** Retry delay of a failed local channel (ms). */
+  engineLocalRetryMs?: number;
   /** Folder of function definitions (*.json). */
   functions?: string;
   redisUrl?: string;
@@ -96,7 +100,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const prefix = o.prefix ?? 'tgw';
   const ownerId = newOwnerId();
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
-  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001');
+  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   let store: LeaseStore;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;

@@ -20,6 +20,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --model-repository=DIR        model repository (required; --model-store is the same)
   --grpc-port=8001 --http-port=8000 --metrics-port=8002
   --grpc-unix-socket=PATH       also serve gRPC on this Unix socket (for a colocated gateway)
+  --local-socket=PATH           serve unary ModelInfer on this Unix socket without HTTP/2 (ours: the
+                                colocated gateway's local channel, docs/engine/local-channel.md; off by default)
   --http-address=0.0.0.0        address all frontends bind
   --allow-grpc=true --allow-http=true --allow-metrics=true
   --model-control-mode=none     none | poll | explicit | on-demand (ours: a request loads its model)
@@ -90,7 +92,7 @@ const s = { type: 'string' } as const;
 
 /** Every flag the engine takes (test/unit/cli-options.test.ts checks each is in USAGE and docs/reference.md). */
 export const ENGINE_FLAGS = {
-  'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'http-port': s, 'metrics-port': s,
+  'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'local-socket': s, 'http-port': s, 'metrics-port': s,
   'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
   'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
   'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
@@ -129,6 +131,7 @@ export function parseEngineArgs(
     grpcPort: bool(values['allow-grpc'], true, 'allow-grpc') ? int(values['grpc-port'], 8001, 'grpc-port') : -1,
     httpPort: bool(values['allow-http'], true, 'allow-http') ? int(values['http-port'], 8000, 'http-port') : -1,
     grpcUnixSocket: values['grpc-unix-socket'] || undefined,
+    localSocket: values['local-socket'] || undefined,
     metricsPort: bool(values['allow-metrics'], true, 'allow-metrics') ? int(values['metrics-port'], 8002, 'metrics-port') : -1,
     controlMode: mode,
     loadModels,

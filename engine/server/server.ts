@@ -4,6 +4,7 @@ import { InferenceServer, type InferenceServerOptions } from './inference-server
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
+import { startLocalServer } from '../frontends/local/local-server.ts';
 import type { ServerApi } from '../api/server-api.ts';
 import type { RestrictedFeatures } from '../frontends/restricted-api.ts';
 import type { HttpTimeouts } from '../frontends/http/http-timeouts.ts';
@@ -15,6 +16,8 @@ export interface EngineOptions extends InferenceServerOptions {
   grpcPort?: number;
   /** Also serve gRPC on this Unix socket path (a colocated gateway skips loopback TCP). */
   grpcUnixSocket?: string;
+  /** Serve the local channel (unary ModelInfer without HTTP/2, docs/engine/local-channel.md) on this Unix socket path. */
+  localSocket?: string;
   httpPort?: number;
   metricsPort?: number;
   /** --http-restricted-api: groups of HTTP endpoints that need a header. */
@@ -44,11 +47,13 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted });
   const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts });
   const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
+  const local = opts.localSocket ? await startLocalServer(engine, { path: opts.localSocket, restricted: opts.grpcRestricted }) : undefined;
+  if (local) log.info(`started the local channel at ${local.path}`);
   if (grpc) log.info(`started GRPCInferenceService at ${host}:${grpc.port}${opts.grpcUnixSocket ? ` and unix:${opts.grpcUnixSocket}` : ''}`);
   try {
     await engine.start();
   } catch (err) {
-    await Promise.all([grpc?.close(), http?.close(), metrics?.close()]);
+    await Promise.all([grpc?.close(), http?.close(), metrics?.close(), local?.close()]);
     throw err;
   }
   let stopping: Promise<void> | undefined;
@@ -62,7 +67,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
       (stopping ??= (async () => {
         // Finish in-flight requests (schedulers drain on unload), then close the frontends.
         await engine.stop();
-        await Promise.all([grpc?.close(), http?.close(), metrics?.close()]);
+        await Promise.all([grpc?.close(), http?.close(), metrics?.close(), local?.close()]);
       })()),
   };
 }
