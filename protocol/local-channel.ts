@@ -18,6 +18,8 @@ export const LOCAL_MAGIC = 0x54524c43;
 export const LOCAL_VERSION = 1;
 /** Bytes before each frame's payload. */
 export const FRAME_HEADER_BYTES = 9;
+/** Length and type: enough to refuse a frame before its call id arrives. */
+const CHECKABLE = 5;
 
 export const FrameType = {
   HELLO: 1,
@@ -59,7 +61,7 @@ export class LocalFrameReader {
       this.parts.push(chunk);
       this.have += chunk.length;
       if (this.need === 0) {
-        if (this.have < FRAME_HEADER_BYTES) return undefined;
+        if (this.have < CHECKABLE) return undefined;
         const need = this.needed();
         if (typeof need === 'string') return this.fail(need);
         this.need = need;
@@ -71,11 +73,12 @@ export class LocalFrameReader {
       this.need = 0;
     }
     let at = 0;
-    while (buf.length - at >= FRAME_HEADER_BYTES) {
+    while (buf.length - at >= CHECKABLE) {
       const len = buf.readUInt32BE(at);
       const type = buf[at + 4]!;
       const bad = this.check(len, type);
       if (bad) return this.fail(bad);
+      if (buf.length - at < FRAME_HEADER_BYTES) break;
       const end = at + FRAME_HEADER_BYTES + len;
       if (end > buf.length) break;
       onFrame(type as FrameType, buf.readUInt32BE(at + 5), buf.subarray(at + FRAME_HEADER_BYTES, end));
@@ -104,11 +107,11 @@ export class LocalFrameReader {
 
   /** Whole bytes of the frame at the head of the held parts, or a framing error. */
   private needed(): number | string {
-    const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+    const head = Buffer.allocUnsafe(CHECKABLE);
     let got = 0;
     for (const p of this.parts) {
-      got += p.copy(head, got, 0, Math.min(p.length, FRAME_HEADER_BYTES - got));
-      if (got === FRAME_HEADER_BYTES) break;
+      got += p.copy(head, got, 0, Math.min(p.length, CHECKABLE - got));
+      if (got === CHECKABLE) break;
     }
     const len = head.readUInt32BE(0);
     return this.check(len, head[4]!) ?? FRAME_HEADER_BYTES + len;

@@ -33,12 +33,15 @@ function flag(args: string[], name: string): string | undefined {
  * engine's begins with its Node flags, engine/node-flags.ts). With
  * `grpcSocket`, the colocated gateway reaches the engine over that Unix
  * socket (no loopback TCP per call; the engine keeps its TCP ports for
- * everyone else).
+ * everyone else). With `localSocket`, the engine also serves the local
+ * channel there (unary ModelInfer without HTTP/2, docs/engine/local-channel.md)
+ * and the gateway sends its calls over it, gRPC being the fallback.
  */
 export function startArgs(
   env: NodeJS.ProcessEnv,
   grpcSocket?: string,
   key = env.START_ADMIN_KEY || randomBytes(32).toString('hex'),
+  localSocket?: string,
 ): { engine: string[]; gateway: string[]; engineEnv: NodeJS.ProcessEnv; gatewayEnv: NodeJS.ProcessEnv } {
   const engineExtra = split(env.START_ENGINE_ARGS);
   const gatewayExtra = split(env.START_GATEWAY_ARGS);
@@ -50,9 +53,11 @@ export function startArgs(
       'engine/main.ts', '--model-repository=model_repository',
       '--http-address=127.0.0.1', '--allow-client-shm=true', `--shm-key-prefix=/${prefix}_`,
       ...(grpcSocket ? [`--grpc-unix-socket=${grpcSocket}`] : []),
+      ...(localSocket ? [`--local-socket=${localSocket}`] : []),
       ...engineExtra,
     ],
-    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', ...gatewayExtra],
+    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, '--functions=functions',
+      ...(localSocket ? [`--engine-local-socket=${localSocket}`] : []), ...gatewayExtra],
     engineEnv: {
       ENGINE_HTTP_RESTRICTED_API: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,
       ENGINE_GRPC_RESTRICTED_PROTOCOL: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,

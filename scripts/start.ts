@@ -22,7 +22,13 @@ interface Spec {
 }
 
 // The socket path carries the supervisor's pid so two `npm start`s on one host do not collide.
-const args = startArgs(process.env, path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`));
+// The local channel's socket (mode 0600, made by the engine) sits beside it.
+const args = startArgs(
+  process.env,
+  path.join(os.tmpdir(), `tritonish-engine-${process.pid}.sock`),
+  undefined,
+  path.join(os.tmpdir(), `tritonish-engine-${process.pid}-local.sock`),
+);
 const specs: Spec[] = [
   { name: 'engine', args: args.engine, env: { ...process.env, ...args.engineEnv } },
   { name: 'gateway', args: args.gateway, env: { ...process.env, ...args.gatewayEnv } },

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
 import { startArgs } from '../../scripts/start-args.ts';
+import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 import { engineKeyMetadata } from '../../gateway/engine-client.ts';
 
 /** The engine's own arguments: what follows its script (Node flags come before it). */
@@ -33,6 +34,13 @@ describe('npm start defaults', () => {
     const a = startArgs({}, '/tmp/e.sock');
     expect(parseEngineArgs(afterScript(a.engine)).grpcUnixSocket).toBe('/tmp/e.sock');
     expect(a.gateway).toContain('--engine=unix:/tmp/e.sock');
+  });
+
+  it('with a local socket, the engine serves the local channel there and the gateway sends ModelInfer over it', () => {
+    const a = startArgs({}, '/tmp/e.sock', 'k', '/tmp/e-local.sock');
+    expect(parseEngineArgs(afterScript(a.engine)).localSocket).toBe('/tmp/e-local.sock');
+    expect(parseGatewayArgs(a.gateway.slice(1)).engineLocalSocket).toBe('/tmp/e-local.sock');
+    expect(parseEngineArgs(afterScript(startArgs({}).engine)).localSocket).toBeUndefined();
   });
 
   it('START_ENGINE_ARGS opens it up (documented in docs/reliability.md)', () => {
