@@ -1,7 +1,8 @@
 // `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
-// direct route, (3) our gateway with every call through Hono
+// direct route, (2b) the same with ModelInfer over the local channel
+// (--engine-local-socket, docs/engine/local-channel.md), (3) our gateway with every call through Hono
 // (--direct-route=false), (4) the FastAPI + uvicorn peer
 // (peer/fastapi_gateway.py, grpcio, stubs generated from protocol/*.proto);
 // all in front of ONE engine, in interleaved rounds so a shared machine's
@@ -95,9 +96,11 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-hop-'));
   const load0 = os.loadavg();
   const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
-  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`)]);
+  const localSock = path.join(os.tmpdir(), `bench-${process.pid}-hop-local.sock`);
+  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`), `--local-socket=${localSock}`]);
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
+  const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
   const gwHono = await startGatewayProc('gw-hono', engine.grpcSocket, ['--direct-route=false'], prof);
   const peerWhy = fastapiMissing();
   const peer = peerWhy ? undefined : await startFastapiPeer(engine.grpcSocket);
@@ -114,6 +117,7 @@ async function main(): Promise<void> {
     // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
     { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
+    { id: 'gw-local', label: 'our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...fn },
     { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
     ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
   ];
@@ -132,6 +136,10 @@ async function main(): Promise<void> {
   const failed = new Map<string, string>();
   try {
     for (const f of fronts) await wrkPost(f.port, f.path, f.body, f.headers, clients, 2, dir); // warm-up
+    // The row measures the channel only if it carried the calls (the gateway logs when it opens).
+    if (fronts.some((f) => f.id === 'gw-local') && !gwLocal.child.tail().includes('local channel to the engine open')) {
+      failed.set('gw-local', 'not measured: the local channel did not open');
+    }
     for (let r = 0; r < rounds; r++) {
       for (const f of fronts) {
         if (failed.has(f.id)) continue;
@@ -150,6 +158,7 @@ async function main(): Promise<void> {
   } finally {
     await gwDirect.stop();
     await gwHono.stop();
+    await gwLocal.stop();
     if (peer) await stopChild(peer.child);
     await engine.stop();
     await stopAll();
