@@ -10,6 +10,8 @@ export interface MetricsSources {
   engineUp: () => boolean;
   storeUp: () => boolean;
   reaped?: () => number;
+  /** ModelInfer calls sent over the engine's local channel. */
+  localCalls?: () => number;
 }
 
 export class GatewayMetrics {
@@ -100,6 +102,14 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(src.reaped?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_engine_local_channel_calls',
+      help: 'ModelInfer calls sent to the engine over its local channel (the rest went over gRPC)',
+      registers,
+      collect() {
+        this.set(src.localCalls?.() ?? 0);
       },
     });
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'gateway_' });

@@ -140,6 +140,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const metrics = new GatewayMetrics({
     arena: arena ? () => arena.status() : undefined,
     engineUp: () => engine.up,
+    localCalls: () => engine.localCalls,
     storeUp: () => store.state === 'up',
     reaped: () => reaper.reapedTotal,
   }, true);
