@@ -8,6 +8,7 @@
 // the gateway's key only (START_ADMIN_KEY here, generated otherwise).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient } from '../../client/grpc-client.ts';
@@ -47,6 +48,10 @@ function childPids(script: string): number[] {
 
 const call = () =>
   fetch(`http://127.0.0.1:${gwPort}/fn/search_pipeline_ensemble`, { method: 'POST', body: image, headers: { 'Content-Type': 'image/jpeg' } });
+/** The local channel's socket (scripts/start.ts names it after the supervisor's pid). */
+const localSock = () => path.join(os.tmpdir(), `tritonish-engine-${sup.pid}-local.sock`);
+/** ModelInfer calls the gateway sent over the local channel (its metric). */
+const localCalls = async () => Number(/^gateway_engine_local_channel_calls (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${gwPort}/metrics`)).text())?.[1] ?? 0);
 const ownersOnShm = () => [...new Set(listSharedMemoryKeys(`/${PREFIX}_`).map((k) => k.split('_')[1]!))];
 
 beforeAll(async () => {
@@ -87,6 +92,11 @@ describe('npm start supervisor', () => {
     const r = await call();
     expect(r.status).toBe(200);
     expect(((await r.json()) as { outputs: { FINAL_VECTOR: { shape: number[] } } }).outputs.FINAL_VECTOR.shape).toEqual([512]);
+  });
+
+  it('sends the calls over the local channel, whose socket only this user may open', async () => {
+    await waitFor('a call over the local channel', async () => (await call()).status === 200 && (await localCalls()) > 0);
+    expect(fs.statSync(localSock()).mode & 0o777).toBe(0o600);
   });
 
   it("keeps the engine's model-repository, trace, logging and shared-memory APIs to the gateway's key", async () => {
@@ -144,6 +154,9 @@ describe('npm start supervisor', () => {
       return r.status === 503 && ((await r.json()) as { error: { code: string } }).error.code === 'ENGINE_UNAVAILABLE';
     }, 10_000, 20);
     await waitFor('served again', async () => (await call()).status === 200, 90_000, 200);
+    // The restarted engine replaced the killed one's stale socket; the gateway's channel reconnects to it.
+    const before = await localCalls();
+    await waitFor('calls over the local channel again', async () => (await call()).status === 200 && (await localCalls()) > before, 20_000, 200);
   }, 120_000);
 
   it('SIGTERM stops both children, exits 0 and leaves no region behind', async () => {
@@ -152,5 +165,6 @@ describe('npm start supervisor', () => {
     expect(await exit).toBe(0);
     expect(listSharedMemoryKeys(`/${PREFIX}_`)).toEqual([]);
     expect(childPids('main.js')).toEqual([]);
+    expect(fs.existsSync(localSock())).toBe(false);
   }, 60_000);
 });
