@@ -86,8 +86,9 @@ type Unary = (
 
 const decodeInferResponse = (b: Buffer) => INFER.responseDeserialize(b) as ModelInferResponse;
 
+/** True when `md` holds nothing but a traceparent the local channel's u16 field can carry (UTF-8: at most 3 bytes a char). */
 function onlyTraceparent(md: Record<string, string> | undefined): boolean {
-  if (md) for (const k in md) if (k !== 'traceparent') return false;
+  if (md) for (const k in md) if (k !== 'traceparent' || md[k]!.length > 0x5555) return false;
   return true;
 }
 

@@ -15,7 +15,7 @@
 // coalesced per event-loop turn (local-frame-writer.ts). Event loop only.
 import net from 'node:net';
 import {
-  decodeError, decodeWelcome, encodeFrame, encodeHello, FrameType, frameTypeName, LOCAL_VERSION, LocalFrameReader, requestHead,
+  decodeError, decodeWelcome, encodeFrame, encodeHello, FrameType, frameTypeName, LOCAL_VERSION, LocalFrameReader, REQUEST_FIELDS_BYTES, requestHead,
 } from '../protocol/local-channel.ts';
 import { LocalFrameWriter } from '../protocol/local-frame-writer.ts';
 import { GrpcStatus, GrpcText } from '../protocol/grpc-status.ts';
@@ -29,6 +29,9 @@ export interface LocalChannelOptions {
   /** State changes worth a log line (open, refused, dropped). */
   log?: (msg: string) => void;
 }
+
+/** A REQUEST's fields before its message, at most (a traceparent is under 64 KiB). */
+const REQUEST_HEAD_MAX = REQUEST_FIELDS_BYTES + 0xffff;
 
 /** Largest RESPONSE taken (the gRPC client's receive limit is none either). */
 const MAX_RESPONSE_BYTES = 0xffffffff;
@@ -67,7 +70,7 @@ export class LocalInferChannel {
 
   /** True when a ModelInferRequest of `bytes` can go over the channel now; else (re)connects if due, and the caller uses gRPC. */
   usable(bytes: number): boolean {
-    if (this.state === 'open') return bytes + 0x10005 <= this.maxRequestBytes;
+    if (this.state === 'open') return bytes + REQUEST_HEAD_MAX <= this.maxRequestBytes;
     if (this.state === 'idle' && !this.closed && Date.now() >= this.retryAt) this.connect();
     return false;
   }
@@ -109,7 +112,6 @@ export class LocalInferChannel {
     this.reader = new LocalFrameReader(MAX_RESPONSE_BYTES);
     this.writer = new LocalFrameWriter(s);
     s.unref(); // an idle channel does not keep the process alive
-    s.setNoDelay?.(true);
     s.once('connect', () => {
       this.writer?.push(encodeHello({ version: LOCAL_VERSION, metadata: this.opts.metadata ?? {} }));
     });

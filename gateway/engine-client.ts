@@ -3,6 +3,9 @@
 // rejected input), caches model metadata, notices when the engine goes away
 // and probes until it is back (then emits 'up' so the staging arena can
 // register its regions again). Works against any KServe v2 gRPC server.
+// With a local socket (a colocated engine's --local-socket), ModelInfer goes
+// over the local channel while it is open (client/local-infer-channel.ts);
+// its failures are gRPC-shaped and take the same translation.
 //
 // Ownership: owns one gRPC channel and the probe timer; close() ends both.
 // Event loop only.

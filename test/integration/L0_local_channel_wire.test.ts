@@ -130,7 +130,7 @@ describe('L0_local_channel_wire: handshake and bad input', () => {
 });
 
 describe('L0_local_channel_wire: cancellation reaches the engine request', () => {
-  it('CANCEL, a closed connection and a client deadline abort the request; an answered one is not', async () => {
+  it('CANCEL, a closed connection and a client deadline abort the request; an answered one is not, and carries its traceparent', async () => {
     let seen: ((r: InferRequest) => void) | undefined;
     let arrived = new Promise<InferRequest>((r) => (seen = r));
     let hold = true;
@@ -168,11 +168,13 @@ describe('L0_local_channel_wire: cancellation reaches the engine request', () =>
       req = await arrived;
       expect(await failed).toBe(4);
       await aborted(req);
-      // an answered call is never aborted
+      // an answered call is never aborted; its traceparent reaches the request
       hold = false;
       arrived = new Promise<InferRequest>((r) => (seen = r));
-      await ch.call(INFER.requestSerialize(simpleReq), 2000, undefined);
+      const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      await ch.call(INFER.requestSerialize(simpleReq), 2000, tp);
       req = await arrived;
+      expect(req.traceparent).toBe(tp);
       await new Promise((r) => setTimeout(r, 50));
       expect(req.signal!.aborted).toBe(false);
       // a call in flight when the engine goes away fails UNAVAILABLE (the gateway's 503)

@@ -59,7 +59,6 @@ export class LocalConnection {
     this.peer = `local channel connection ${nextConn++}`;
     this.reader = new LocalFrameReader(opts.maxRequestBytes);
     this.writer = new LocalFrameWriter(socket);
-    socket.setNoDelay?.(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     // Errors always come with a 'close' (handled there); traced, not thrown.
     socket.on('error', (e: Error) => trace(`${this.peer}: ${e.message}`));
