@@ -175,7 +175,8 @@ export class SharedMemoryManager {
   ): ShmAcquired {
     const what = `${purpose.kind} '${purpose.tensor}'`;
     const region = this.#regions.get(ref.region);
-    if (!region) throw invalidArg(`Unable to find shared memory region: '${ref.region}' (${what})`);
+    // NOT_FOUND as Triton's GetMemoryInfo answers (HTTP 404, gRPC NOT_FOUND), its text first.
+    if (!region) throw notFound(`Unable to find shared memory region: '${ref.region}' (${what})`);
     const bad = boundsProblem(region, ref, what);
     if (bad) throw bad;
     const absoluteOffset = region.offset + ref.offset;

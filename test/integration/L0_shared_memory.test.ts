@@ -208,7 +208,7 @@ describe('L0_shared_memory: errors', () => {
     await client.call('SystemSharedMemoryUnregister', { name: 'never_registered' });
   });
 
-  it('rejects bad tensor parameters with INVALID_ARG naming the tensor', async () => {
+  it('rejects bad tensor parameters naming the tensor (INVALID_ARG; an unknown region NOT_FOUND)', async () => {
     await createAndRegister('small', `/small${SUFFIX}`, PIXELS * 4);
     const infer = (parameters: object, outputs?: object[]) =>
       grpcError(client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], parameters)], ...(outputs ? { outputs } : {}) }));
@@ -220,7 +220,7 @@ describe('L0_shared_memory: errors', () => {
     e = await infer({ shared_memory_region: { string_param: 'small' } });
     expect([e.code, e.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("'shared_memory_byte_size' must be given")]);
     e = await infer(shmParams('nowhere', PIXELS * 4));
-    expect([e.code, e.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("'nowhere'")]);
+    expect([e.code, e.details]).toEqual([grpc.status.NOT_FOUND, "Unable to find shared memory region: 'nowhere' (input 'pixel_values')"]); // Triton's code
 
     // Output region too small for [1, 512] FP32.
     await createAndRegister('out_small', `/out_small${SUFFIX}`, 1024);

@@ -172,6 +172,37 @@ describe('L0_shared_memory (Triton): texts', () => {
     expect(g.details).toContain("Invalid offset for shared memory region: 'output0_data'");
   });
 
+  it('a region that is not registered: infer NOT_FOUND (HTTP 404), unregister succeeds, status NOT_FOUND, on both protocols', async () => {
+    await configure();
+    const shmInput = (name: string, region: string) => ({ name, datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: region, shared_memory_byte_size: T } });
+    // An input naming an unknown region (Triton: GetMemoryInfo, NOT_FOUND).
+    let r = await httpJson(port, 'POST', '/v2/models/simple/infer', { inputs: [shmInput('INPUT0', 'nowhere'), shmInput('INPUT1', 'input1_data')] });
+    expect([r.status, r.json.error]).toEqual([404, "Unable to find shared memory region: 'nowhere' (input 'INPUT0')"]);
+    // An output naming one.
+    r = await httpJson(port, 'POST', '/v2/models/simple/infer', {
+      inputs: [shmInput('INPUT0', 'input0_data'), shmInput('INPUT1', 'input1_data')],
+      outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: 'nowhere', shared_memory_byte_size: T } }],
+    });
+    expect([r.status, r.json.error]).toEqual([404, "Unable to find shared memory region: 'nowhere' (output 'OUTPUT0')"]);
+    const grpcInput = (name: string, region: string) => ({
+      name,
+      datatype: 'INT32',
+      shape: [1, 16],
+      parameters: { shared_memory_region: { string_param: region }, shared_memory_byte_size: { int64_param: T } },
+    });
+    const g = await grpcError(client.call('ModelInfer', { model_name: 'simple', inputs: [grpcInput('INPUT0', 'input0_data'), grpcInput('INPUT1', 'nowhere')] }));
+    expect([g.code, g.details]).toEqual([grpc.status.NOT_FOUND, "Unable to find shared memory region: 'nowhere' (input 'INPUT1')"]);
+    // Unregistering an unknown region succeeds and changes nothing (Triton's UnregisterHelper).
+    expect((await httpJson(port, 'POST', `${SYS}/region/nowhere/unregister`)).status).toBe(200);
+    await client.call('SystemSharedMemoryUnregister', { name: 'nowhere' });
+    expect((await statusNames()).sort()).toEqual(['input0_data', 'input1_data', 'output0_data', 'output1_data']);
+    // Status of an unknown region: NOT_FOUND with Triton's text.
+    const st = await httpJson(port, 'GET', `${SYS}/region/nowhere/status`);
+    expect([st.status, st.json.error]).toEqual([404, "Unable to find system shared memory region: 'nowhere'"]);
+    const gs = await grpcError(client.call('SystemSharedMemoryStatus', { name: 'nowhere' }));
+    expect([gs.code, gs.details]).toEqual([grpc.status.NOT_FOUND, "Unable to find system shared memory region: 'nowhere'"]);
+  });
+
   it('--allow-client-shm=false: Triton\'s text', async () => {
     const emptyRepo = tempRepo('l0-shm-triton-off');
     const off = await startTestEngine({ modelRepository: emptyRepo, allowClientShm: false });

@@ -137,9 +137,8 @@ describe('acquire', () => {
     const c = clientRegion(4096);
     mgr.register('r', c.key, 1024, 1024);
     const missing = statusOf(() => mgr.acquire({ region: 'x', offset: 0, byteSize: 4 }, { tensor: 'IN', kind: 'input' }));
-    expect(missing.code).toBe('INVALID_ARG');
-    expect(missing.message).toContain("Unable to find shared memory region: 'x'");
-    expect(missing.message).toContain("input 'IN'");
+    expect(missing.code).toBe('NOT_FOUND');
+    expect(missing.message).toBe("Unable to find shared memory region: 'x' (input 'IN')");
     const oob = statusOf(() => mgr.acquire({ region: 'r', offset: 1000, byteSize: 25 }, { tensor: 'OUT', kind: 'output' }));
     expect(oob.code).toBe('INVALID_ARG');
     expect(oob.message).toBe("Invalid offset + byte size for shared memory region: 'r' (output 'OUT')");
