@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import protobuf from 'protobufjs';
 import type { ServiceDefinition, MethodDefinition } from '@grpc/grpc-js';
+import { exactInt64Parameters } from './exact-int64.ts';
 
 // int64/uint64 as plain numbers (exact up to 2^53) instead of Long objects.
 (protobuf.util as { Long?: unknown }).Long = undefined;
@@ -22,6 +23,8 @@ export function protocolRoot(): protobuf.Root {
   r.resolvePath = (_origin, target) => path.join(PROTO_DIR, path.basename(target));
   r.loadSync(['grpc_service.proto', 'health.proto'], { keepCase: true });
   r.resolveAll();
+  // Correlation IDs are uint64: InferParameter keeps int64/uint64 past 2^53 exact (bigint).
+  exactInt64Parameters(r.lookupType('inference.InferParameter'));
   root = r;
   return r;
 }

@@ -18,10 +18,11 @@ export type InferParameterChoice = 'bool_param' | 'int64_param' | 'string_param'
 export interface InferParameter {
   parameter_choice?: InferParameterChoice;
   bool_param?: boolean;
-  int64_param?: number;
+  /** A number, or a bigint past 2^53 (decoded so; sent exactly: protocol/exact-int64.ts). */
+  int64_param?: number | bigint;
   string_param?: string;
   double_param?: number;
-  uint64_param?: number;
+  uint64_param?: number | bigint;
 }
 export type Parameters = Record<string, InferParameter>;
 

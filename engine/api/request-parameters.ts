@@ -58,6 +58,9 @@ function uint64Of(v: ParamValue | undefined): bigint | undefined {
   return undefined;
 }
 
+/** Triton's correlation ID as the sequence batcher keys it: a uint64 (exact, as a bigint) or a string. */
+export type CorrelationId = bigint | string;
+
 /** 2^64: the first value past uint64 (Triton's correlation IDs are uint64). */
 const UINT64_END = 2n ** 64n;
 

@@ -7,6 +7,7 @@ import type { InferInput, InferRequest, ParamValue, Tensor } from '../api/infer-
 import type { ModelConfig } from '../api/model-config.ts';
 import { byteSizeOf, fromConfigType, type Datatype } from '../api/datatypes.ts';
 import { invalidArg } from '../api/status.ts';
+import type { CorrelationId } from '../api/request-parameters.ts';
 
 export type ControlKind = 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID';
 
@@ -114,9 +115,10 @@ export function sequenceSpecOf(config: ModelConfig, file = `${config.name}/confi
   };
 }
 
+
 /** A request's correlation ID and flags (sequence_id: uint64 or string; 0 / '' = none). */
 export interface SequenceFlags {
-  id: number | string | undefined;
+  id: CorrelationId | undefined;
   start: boolean;
   end: boolean;
 }
@@ -126,27 +128,37 @@ const flag = (v: ParamValue | undefined) => v === true || v === 'true' || v === 
 /** Read sequence_id / sequence_start / sequence_end from the request parameters. */
 export function sequenceFlagsOf(params: Record<string, ParamValue>): SequenceFlags {
   const raw = params.sequence_id;
-  let id: number | string | undefined;
+  let id: CorrelationId | undefined;
   if (typeof raw === 'string') id = raw === '' ? undefined : raw;
-  else if (typeof raw === 'bigint') id = raw === 0n ? undefined : Number(raw);
-  else if (typeof raw === 'number') {
-    if (!Number.isInteger(raw) || raw < 0) throw invalidArg(`request parameter 'sequence_id' must be an unsigned integer or a string, got ${raw}`);
-    id = raw === 0 ? undefined : raw;
-  } else if (raw !== undefined) throw invalidArg(`request parameter 'sequence_id' must be an unsigned integer or a string`);
+  else if (typeof raw === 'bigint' || typeof raw === 'number') {
+    // Frontends hand a value past 2^53 over as a bigint (exact-json.ts, protocol/exact-int64.ts); a number is exact.
+    if (typeof raw === 'number' && !Number.isSafeInteger(raw)) {
+      throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${raw} (not exact)`);
+    }
+    const n = BigInt(raw);
+    if (n < 0n || n >= 2n ** 64n) throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${raw}`);
+    id = n === 0n ? undefined : n;
+  } else if (raw !== undefined) {
+    throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${typeof raw} ${String(raw)}`);
+  }
   return { id, start: flag(params.sequence_start), end: flag(params.sequence_end) };
 }
 
-/** The map key of a correlation ID: 7 and '7' are different sequences, as in Triton. */
-export const sequenceKey = (id: number | string): string => (typeof id === 'string' ? `s:${id}` : `n:${id}`);
+/** The map key of a correlation ID, exact: 7 and '7' are different sequences, as in Triton. */
+export const sequenceKey = (id: CorrelationId): string => (typeof id === 'string' ? `s:${id}` : `n:${id}`);
 
-function scalarBytes(datatype: Datatype, value: number | boolean | string, rows: number): Uint8Array {
+/** A 32-bit control's value: a bigint ID keeps its low 32 bits exactly (a C cast), never a rounded double's. */
+const low32 = (v: number | bigint | boolean | string): number => (typeof v === 'bigint' ? Number(BigInt.asUintN(32, v)) : Number(v));
+
+function scalarBytes(datatype: Datatype, value: number | bigint | boolean | string, rows: number): Uint8Array {
   const n = Math.max(1, rows);
   switch (datatype) {
     case 'FP32': return new Uint8Array(Float32Array.from({ length: n }, () => Number(value)).buffer);
-    case 'INT32': return new Uint8Array(Int32Array.from({ length: n }, () => Number(value)).buffer);
-    case 'UINT32': return new Uint8Array(Uint32Array.from({ length: n }, () => Number(value)).buffer);
-    case 'BOOL': return Uint8Array.from({ length: n }, () => (value === true || value === 1 ? 1 : 0));
-    case 'INT64': return new Uint8Array(BigInt64Array.from({ length: n }, () => BigInt(value)).buffer);
+    case 'INT32': return new Uint8Array(Int32Array.from({ length: n }, () => low32(value)).buffer);
+    case 'UINT32': return new Uint8Array(Uint32Array.from({ length: n }, () => low32(value)).buffer);
+    case 'BOOL': return Uint8Array.from({ length: n }, () => (value === true || value === 1 || value === 1n ? 1 : 0));
+    // BigInt64Array stores a uint64 ID past 2^63 as its two's complement, as a C cast would.
+    case 'INT64': return new Uint8Array(BigInt64Array.from({ length: n }, () => BigInt.asIntN(64, BigInt(value))).buffer);
     case 'UINT64': return new Uint8Array(BigUint64Array.from({ length: n }, () => BigInt(value)).buffer);
     case 'BYTES': {
       const s = Buffer.from(String(value));
@@ -165,9 +177,9 @@ function scalarBytes(datatype: Datatype, value: number | boolean | string, rows:
  * The control tensors for one request: shape [1] per batch row ([batch, 1]
  * when the model batches). READY is always true for a request that runs.
  */
-export function controlTensors(spec: SequenceSpec, flags: { id: number | string; start: boolean; end: boolean }, batched: boolean): InferInput[] {
+export function controlTensors(spec: SequenceSpec, flags: { id: CorrelationId; start: boolean; end: boolean }, batched: boolean): InferInput[] {
   return spec.controls.map((c) => {
-    let value: number | boolean | string;
+    let value: number | bigint | boolean | string;
     if (c.kind === 'CONTROL_SEQUENCE_CORRID') {
       if (c.datatype === 'BYTES') value = String(flags.id);
       else if (typeof flags.id === 'string') throw invalidArg(`sequence_id '${flags.id}' is a string but the model's CONTROL_SEQUENCE_CORRID '${c.name}' is ${c.datatype}`);
@@ -189,7 +201,7 @@ export function initialState(s: StateSpec, batched: boolean): Tensor {
 
 /** The request given to the model: controls and states added, state outputs asked for. */
 export function withSequenceInputs(
-  req: InferRequest, spec: SequenceSpec, flags: { id: number | string; start: boolean; end: boolean },
+  req: InferRequest, spec: SequenceSpec, flags: { id: CorrelationId; start: boolean; end: boolean },
   state: Map<string, Tensor> | undefined, batched: boolean, allOutputs: string[],
 ): InferRequest {
   const inputs: InferInput[] = [...req.inputs, ...controlTensors(spec, flags, batched)];

@@ -4,6 +4,7 @@
 // sequences waiting for a slot, and which sequences went idle. Pure: time is
 // passed in; the scheduler owns timers and execution.
 import { invalidArg } from '../api/status.ts';
+import type { CorrelationId } from '../api/request-parameters.ts';
 
 export interface Slot {
   /** Instance index (direct); -1 when any instance may run it (oldest). */
@@ -13,7 +14,7 @@ export interface Slot {
 
 export interface LiveSequence<T> {
   key: string;
-  id: number | string;
+  id: CorrelationId;
   /** Set once admitted to a slot; undefined while in the backlog. */
   slot?: Slot;
   /** Last request seen (ns), for max_sequence_idle_microseconds. */
@@ -47,7 +48,7 @@ export class SequenceSlots<T> {
    * continues it (Triton: the earlier sequence is cut short, the new one
    * starts in its place). A non-START request needs a live sequence.
    */
-  admit(id: number | string, key: string, start: boolean, end: boolean, nowNs: bigint, model: string, data: () => T): Admission<T> {
+  admit(id: CorrelationId, key: string, start: boolean, end: boolean, nowNs: bigint, model: string, data: () => T): Admission<T> {
     let seq = this.byKey.get(key);
     const restarted = start && !!seq;
     if (!seq) {

@@ -7,18 +7,18 @@ import { StatusError } from '../../engine/api/status.ts';
 
 const mk = (pinned = true, perInstance = [2, 1]) => new SequenceSlots<{ n: number }>(perInstance, pinned);
 const admit = (t: SequenceSlots<{ n: number }>, id: number | string, start: boolean, end = false, now = 0n) =>
-  t.admit(id, sequenceKey(id), start, end, now, 'm', () => ({ n: 0 }));
+  t.admit(typeof id === 'number' ? BigInt(id) : id, sequenceKey(typeof id === 'number' ? BigInt(id) : id), start, end, now, 'm', () => ({ n: 0 }));
 
 describe('SequenceSlots', () => {
   it('pins each sequence to a slot of one instance and backlogs the rest (direct)', () => {
     const t = mk();
     const seqs = [1, 2, 3, 4].map((id) => admit(t, id, true).seq);
     expect(seqs.map((s) => s.slot && [s.slot.instance, s.slot.index])).toEqual([[0, 0], [0, 1], [1, 0], undefined]);
-    expect(t.inSlots(0).map((s) => s.id)).toEqual([1, 2]);
+    expect(t.inSlots(0).map((s) => s.id)).toEqual([1n, 2n]);
     expect(t.backlogCount).toBe(1);
     // The backlog sequence takes the slot the first one gives back.
     admit(t, 1, false, true);
-    expect(t.release(seqs[0]!)?.id).toBe(4);
+    expect(t.release(seqs[0]!)?.id).toBe(4n);
     expect([seqs[3]!.slot?.instance, seqs[3]!.slot?.index]).toEqual([0, 0]);
   });
 
@@ -53,7 +53,7 @@ describe('SequenceSlots', () => {
     admit(t, 2, false, false, 900n);
     expect(t.nextIdleAt(1000n)).toBe(1100n);
     const idle = t.idle(1100n, 1000n, () => true);
-    expect(idle.map((s) => s.id)).toEqual([1]);
+    expect(idle.map((s) => s.id)).toEqual([1n]);
     t.releaseIdle(idle[0]!, 1100n);
     expect(() => admit(t, 1, false)).toThrow(/released after max_sequence_idle_microseconds/);
     expect(t.idle(1100n, 1000n, () => false)).toEqual([]);

@@ -18,8 +18,9 @@ const PARAM_FIELDS: readonly InferParameterChoice[] = ['string_param', 'int64_pa
 function paramValue(p: InferParameter): ParamValue {
   switch (p.parameter_choice) {
     case 'bool_param': return p.bool_param!;
-    case 'int64_param': return Number(p.int64_param);
-    case 'uint64_param': return Number(p.uint64_param);
+    // A number, or a bigint when past 2^53 (protocol/exact-int64.ts): uint64 correlation IDs stay exact.
+    case 'int64_param': return p.int64_param!;
+    case 'uint64_param': return p.uint64_param!;
     case 'double_param': return p.double_param!;
     case 'string_param': return p.string_param!;
     default: {
@@ -41,7 +42,7 @@ function paramsOf(map: Parameters | undefined): Record<string, ParamValue> {
 function toParam(v: ParamValue): InferParameter {
   if (typeof v === 'boolean') return { bool_param: v };
   if (typeof v === 'string') return { string_param: v };
-  if (typeof v === 'bigint') return { int64_param: Number(v) };
+  if (typeof v === 'bigint') return v >= 2n ** 63n ? { uint64_param: v } : { int64_param: v };
   return Number.isInteger(v) ? { int64_param: v } : { double_param: v };
 }
 
@@ -119,8 +120,6 @@ export function toInferRequest(m: ModelInferRequest): InferRequest {
     if (sid.parameter_choice === 'double_param' || sid.parameter_choice === 'bool_param') {
       throw invalidArg(`invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param.`);
     }
-    // int64s decode to doubles (protocol/index.ts): a wire uint64 near its top reads as 2^64, which it cannot be.
-    if (sid.parameter_choice === 'uint64_param' && parameters.sequence_id === 2 ** 64) parameters.sequence_id = 2 ** 64 - 2048;
   }
   return {
     modelName: m.model_name,

@@ -84,8 +84,20 @@ function toInput(config: ModelConfig, name: string, value: unknown): InferInput 
 }
 
 function toParameter(key: string, v: unknown, into: Record<string, ParamValue>): void {
-  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw invalidArg(`parameter '${key}' has invalid type`);
+  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint') throw invalidArg(`parameter '${key}' has invalid type`);
   into[key] = v;
+}
+
+const lost = (v: unknown) => typeof v === 'number' && !Number.isSafeInteger(v) && Number.isInteger(v);
+
+/** Whether a parameter (not an input) came out of JSON.parse as an integer past 2^53 (a sequence_id is a uint64). */
+function parametersLost(doc: Record<string, unknown>, inputNames: ReadonlySet<string>): boolean {
+  for (const [key, value] of Object.entries(doc)) {
+    if (inputNames.has(key)) continue;
+    if (key === 'parameters' && isObject(value) && Object.values(value).some(lost)) return true;
+    if (lost(value)) return true;
+  }
+  return false;
 }
 
 /** A generate request body -> the engine's request for `model` (whose config is `config`). */
@@ -94,6 +106,8 @@ export function parseGenerateRequest(body: Buffer, config: ModelConfig, model: s
   const doc = parseJson(text, 'generate request');
   if (!isObject(doc)) throw invalidArg('the generate request must be a JSON object');
   const inputNames = new Set(config.input.map((i) => i.name));
+  // Parameters read again with exact integers when one went past 2^53 (inputs keep JSON.parse's values).
+  const exact = parametersLost(doc, inputNames) ? (parseJson(text, 'generate request', true) as Record<string, unknown>) : doc;
   const inputs: InferInput[] = [];
   const parameters: Record<string, ParamValue> = {};
   const seen = new Set<string>();
@@ -106,8 +120,8 @@ export function parseGenerateRequest(body: Buffer, config: ModelConfig, model: s
     if (inputNames.has(key)) inputs.push(toInput(config, key, value));
     else if (key === 'parameters') {
       if (!isObject(value)) throw invalidArg(`parameter 'parameters' has invalid type`);
-      for (const [k, v] of Object.entries(value)) toParameter(k, v, parameters);
-    } else toParameter(key, value, parameters);
+      for (const [k, v] of Object.entries(exact.parameters as Record<string, unknown>)) toParameter(k, v, parameters);
+    } else toParameter(key, exact[key], parameters);
   }
   return { modelName: model, modelVersion: version, inputs, outputs: [], parameters };
 }
