@@ -10,6 +10,7 @@ import { parseBudget } from '../sharing/eviction-decision.ts';
 import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
+import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../frontends/stream-queue-bound.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
@@ -61,7 +62,9 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --trace-dir=DIR               trace_file given over the API must lie under DIR (ours; none: refused, as Triton)
   --log-dir=DIR                 log_file given over the API must lie under DIR (ours; none: refused, as Triton)
   --http-header-timeout-ms=15000 --http-body-timeout-ms=120000 --http-idle-timeout-ms=5000
-                                slow clients on the HTTP and metrics ports are dropped (ours)`;
+                                slow clients on the HTTP and metrics ports are dropped (ours)
+  --stream-max-queued-bytes=67108864  responses one generate_stream / ModelStreamInfer stream may hold for a
+                                client that is not reading; past it the stream's requests are cancelled (ours)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -104,7 +107,7 @@ export const ENGINE_FLAGS = {
   'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
   'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
   'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
-  'backend-directory': s,
+  'backend-directory': s, 'stream-max-queued-bytes': s,
 } as const;
 
 /** Parse argv (without node and script) into engine options and the log verbosity. */
@@ -167,6 +170,7 @@ export function parseEngineArgs(
       bodyMs: positive(values['http-body-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.bodyMs, 'http-body-timeout-ms'),
       idleMs: positive(values['http-idle-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.idleMs, 'http-idle-timeout-ms'),
     },
+    streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
   };
 }
 

@@ -26,6 +26,8 @@ export interface EngineOptions extends InferenceServerOptions {
   grpcRestricted?: RestrictedFeatures;
   /** Header, body and idle limits of the HTTP and metrics ports (slow clients are dropped). */
   httpTimeouts?: HttpTimeouts;
+  /** --stream-max-queued-bytes: what one streaming reply may hold for a client that is not reading (frontends/stream-queue-bound.ts). */
+  streamMaxQueuedBytes?: number;
 }
 
 export interface RunningEngine {
@@ -44,8 +46,8 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const engine = new InferenceServer(opts);
   const host = opts.host ?? '0.0.0.0';
   // Frontends first so liveness answers while models load; readiness follows loading.
-  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted });
-  const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts });
+  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted, streamMaxQueuedBytes: opts.streamMaxQueuedBytes });
+  const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts, streamMaxQueuedBytes: opts.streamMaxQueuedBytes });
   const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
   const local = opts.localSocket ? await startLocalServer(engine, { path: opts.localSocket, restricted: opts.grpcRestricted }) : undefined;
   if (local) log.info(`started the local channel at ${local.path}`);

@@ -49,6 +49,12 @@ describe('parseEngineArgs', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--grpc-unix-socket', '/run/e.sock']).grpcUnixSocket).toBe('/run/e.sock');
   });
 
+  it('takes --stream-max-queued-bytes (64 MiB by default), refusing non-positive values', () => {
+    expect(parseEngineArgs(['--model-repository=/m']).streamMaxQueuedBytes).toBe(64 * 1024 * 1024);
+    expect(parseEngineArgs(['--model-repository=/m', '--stream-max-queued-bytes=1048576']).streamMaxQueuedBytes).toBe(1048576);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--stream-max-queued-bytes=0'])).toThrow(/stream-max-queued-bytes/);
+  });
+
   it('turns a frontend off with --allow-grpc=false', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--allow-grpc=false']).grpcPort).toBe(-1);
   });

@@ -14,6 +14,8 @@ import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
+import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
+import { modelStreamInfer } from './model-stream-infer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
 import { restricted } from './grpc-restricted.ts';
 
@@ -83,7 +85,7 @@ function logSettingValue(v: LogSettingValue): boolean | number | string {
 const toLogSettingValue = (v: boolean | number | string): LogSettingValue =>
   typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: String(v) };
 
-function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
+function handlers(api: ServerApi, streamMaxQueuedBytes: number): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
     ServerReady: unary(() => ({ ready: api.isReady() })),
@@ -152,58 +154,7 @@ function handlers(api: ServerApi): UnaryHandlers & { ModelStreamInfer: grpc.hand
         else replyError(cb, err);
       });
     },
-    ModelStreamInfer: (call: grpc.ServerDuplexStream<StreamInferRpc['req'], StreamInferRpc['res']>) => {
-      let pending = 0;
-      let ended = false;
-      const maybeEnd = () => ended && pending === 0 && call.end();
-      // The stream closed by the client (or its deadline) cancels every request still open on it:
-      // queued ones leave their queue, a python model's request.is_cancelled() turns true.
-      const open = new Set<RequestCancel>();
-      call.on('cancelled', () => {
-        for (const c of [...open]) c.abort();
-        open.clear();
-      });
-      call.on('data', (m: ModelInferRequest) => {
-        pending++;
-        const cancel = new RequestCancel();
-        open.add(cancel);
-        let finalSent = false; // the model sent its final flag with a response: no empty final follows
-        Promise.resolve()
-          .then(() => {
-            const req = toInferRequest(m);
-            req.signal = cancel;
-            req.arrivalNs = process.hrtime.bigint();
-            // A decoupled model's responses are written as they come (decoupled.ts).
-            req.onResponse = (r) => {
-              if (r instanceof Error) return call.write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } });
-              finalSent ||= r.final === true;
-              // As Triton: each streamed response says whether it is its request's last.
-              const params = { ...r.parameters, triton_final_response: r.final === true };
-              return call.write({ error_message: '', infer_response: toInferResponse({ ...r, parameters: params }) });
-            };
-            req.traceparent = traceparentOf(call.metadata);
-            return api.infer(req);
-          })
-          .then(
-            (res) => {
-              // Triton's opt-in: an empty response marked final closes each decoupled request's stream.
-              if (res.streamEnd && (finalSent || !m.parameters?.triton_enable_empty_final_response?.bool_param)) return;
-              if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
-              call.write({ error_message: '', infer_response: toInferResponse(res) });
-            },
-            (err) => call.write({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } }),
-          )
-          .finally(() => {
-            open.delete(cancel);
-            pending--;
-            maybeEnd();
-          });
-      });
-      call.on('end', () => {
-        ended = true;
-        maybeEnd();
-      });
-    },
+    ModelStreamInfer: modelStreamInfer(api, streamMaxQueuedBytes, traceparentOf),
   };
 }
 
@@ -231,10 +182,10 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  */
 export async function startGrpcServer(
   api: ServerApi,
-  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures },
+  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
-  server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api), opts.restricted));
+  server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted));
   const health: { Check: grpc.handleUnaryCall<HealthCheckRpc['req'], HealthCheckRpc['res']> } = {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
   };

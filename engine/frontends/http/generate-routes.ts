@@ -7,12 +7,16 @@
 // error reply; the status line waits for the first response, so a stream
 // whose first response is an error carries that error's status. The client
 // closing the stream aborts the request's signal (queued: dropped; running:
-// the model sees it).
+// the model sees it). A client that stops reading holds at most
+// --stream-max-queued-bytes of events here; past that its request is
+// cancelled the same way and its stream ends with an error event
+// (stream-queue-bound.ts).
 import type { Hono } from 'hono';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import type { ServerApi } from '../../api/server-api.ts';
-import { capMessage, httpStatusOf, invalidArg, StatusError, toStatusError } from '../../api/status.ts';
+import { capMessage, httpStatusOf, invalidArg, StatusError, toStatusError, unavailable } from '../../api/status.ts';
+import { StreamQueueBound } from '../stream-queue-bound.ts';
 import { generateResponseJson, parseGenerateRequest, sseEvent } from './generate-json.ts';
 import { readBody, replyJson, versionParam, type Ctx, type HttpEnv } from './http-util.ts';
 import { requestSignal } from './request-signal.ts';
@@ -21,9 +25,9 @@ import { modelRoute } from './routes-models.ts';
 const ONE_RESPONSE =
   'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
 
-export function registerGenerateRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number): void {
+export function registerGenerateRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number, streamMaxQueuedBytes: number): void {
   modelRoute(app, 'post', '/generate', async (c) => replyJson(c, generateResponseJson(await generate(api, await request(api, c, maxInputBytes)))));
-  modelRoute(app, 'post', '/generate_stream', async (c) => generateStream(api, await request(api, c, maxInputBytes)));
+  modelRoute(app, 'post', '/generate_stream', async (c) => generateStream(api, await request(api, c, maxInputBytes), streamMaxQueuedBytes));
 }
 
 /** The engine request of a generate call, its signal aborted when the client goes away. */
@@ -54,10 +58,12 @@ async function generate(api: ServerApi, req: InferRequest): Promise<InferRespons
 
 const errorEvent = (err: unknown) => sseEvent({ error: capMessage(toStatusError(err).message) });
 
-/** Events of one stream as they come, read once by the response body. */
+/** Events of one stream as they come, read once by the response body; at most `bound` bytes of them wait. */
 class EventQueue {
   private readonly items: string[] = [];
   private ended = false;
+  /** Set by generateStream: the bound on what waits for the reader. */
+  bound: StreamQueueBound | undefined;
   private wake: (() => void) | undefined;
   /** The first response's error, when it was one (its status becomes the reply's). */
   firstError: StatusError | undefined;
@@ -67,8 +73,10 @@ class EventQueue {
 
   push(r: InferResponse | StatusError): void {
     if (this.ended) return;
+    const ev = r instanceof Error ? errorEvent(r) : sseEvent(generateResponseJson(r));
+    if (this.bound && !this.bound.add(ev.length)) return; // past the bound: the request is being cancelled
     if (this.count++ === 0 && r instanceof Error) this.firstError = toStatusError(r);
-    this.items.push(r instanceof Error ? errorEvent(r) : sseEvent(generateResponseJson(r)));
+    this.items.push(ev);
     this.poke();
   }
 
@@ -97,12 +105,19 @@ class EventQueue {
   /** The next event, or undefined at the end. */
   async next(): Promise<string | undefined> {
     await this.ready();
-    return this.items.shift();
+    const ev = this.items.shift();
+    if (ev !== undefined) this.bound?.taken(ev.length);
+    else this.bound?.close();
+    return ev;
   }
 }
 
-async function generateStream(api: ServerApi, req: InferRequest & { signal: RequestCancel }): Promise<Response> {
+async function generateStream(api: ServerApi, req: InferRequest & { signal: RequestCancel }, maxQueuedBytes: number): Promise<Response> {
   const q = new EventQueue();
+  q.bound = new StreamQueueBound(maxQueuedBytes, `generate_stream for model '${req.modelName}'`, (reason) => {
+    req.signal.abort();
+    q.end(unavailable(reason));
+  });
   req.onResponse = (r) => q.push(r);
   api.infer(req).then(
     (res) => {
@@ -122,6 +137,7 @@ async function generateStream(api: ServerApi, req: InferRequest & { signal: Requ
     },
     cancel() {
       req.signal.abort();
+      q.bound?.close();
     },
   });
   const status = q.firstError ? httpStatusOf(q.firstError.code) : 200;

@@ -19,6 +19,7 @@ import { registerRepositoryRoutes } from './routes-repository.ts';
 import { registerSharedMemoryRoutes } from './routes-shared-memory.ts';
 import { registerSettingsRoutes } from './routes-settings.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
+import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { failedRestriction, httpApiGroup, httpRestrictedText, type RestrictedFeatures } from '../restricted-api.ts';
 
 export interface HttpAppOptions {
@@ -26,6 +27,8 @@ export interface HttpAppOptions {
   maxInputBytes?: number;
   /** --http-restricted-api groups: a request without the group's header gets Triton's 403. */
   restricted?: RestrictedFeatures;
+  /** Bytes of generate_stream events one stream may hold for a client that is not reading (stream-queue-bound.ts). */
+  streamMaxQueuedBytes?: number;
 }
 
 /** The Hono app serving Triton's HTTP API over `api`. */
@@ -46,7 +49,7 @@ export function createHttpApp(api: ServerApi, opts: HttpAppOptions = {}): Hono<H
   registerSettingsRoutes(app, api);
   registerModelRoutes(app, api);
   registerInferRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
-  registerGenerateRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
+  registerGenerateRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES);
   app.notFound((c) => replyJson(c, { error: `no endpoint for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((err, c) => replyError(c, err));
   return app;
