@@ -2,13 +2,12 @@
 // model.py files answer exactly over gRPC and HTTP, batch, call other models
 // (BLS), stream (decoupled), fail the way Triton does, survive a killed stub,
 // and leave no process or /dev/shm object behind after unload.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import {
-  f32Bytes, grpcError, httpJson, i32Bytes, maxAbsDiff, protoLoaderClient, removeDir, seededFloats, startTestEngine, toF32, toI32,
-  encodeBytesTensor, decodeBytesTensor, type ProtoClient,
+  f32Bytes, grpcError, httpJson, i32Bytes, maxAbsDiff, seededFloats, toF32, toI32, encodeBytesTensor, decodeBytesTensor, type ProtoClient,
 } from './helpers.ts';
-import { pythonRepo, pythonShmEntries, processAlive } from './python-support.ts';
+import { pythonRepo, pythonShmEntries, processAlive, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -177,22 +176,16 @@ const addSubReq = (a: number[], b: number[]) => ({
 });
 const faultyReq = (mode: number) => ({ model_name: 'faulty', inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([mode])] });
 
-beforeAll(async () => {
-  repo = pythonRepo(
+pythonEngine(
+  () => pythonRepo(
     'l0-python',
     ['add_sub', 'bls_encoder', 'decoupled_count', 'image_preprocess_model'],
     { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER, auto_cfg: AUTO_CFG, bls_gather: BLS_GATHER },
     ['clip_encoder_model'],
-  );
-  eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
-  client = protoLoaderClient(eng.grpcPort);
-}, 120_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+  ),
+  (s) => ({ repo, eng, client } = s),
+  { controlMode: 'explicit', loadModels: ['*'] },
+);
 
 describe('L0_python_backend', () => {
   it('add_sub answers exactly over gRPC and HTTP', async () => {

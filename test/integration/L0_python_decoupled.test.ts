@@ -5,12 +5,12 @@
 // it); BLS on a decoupled model yields every response (exec and async_exec
 // with decoupled=True); a client's cancellation (gRPC stream closed, gRPC
 // deadline, HTTP client gone) turns the model's request.is_cancelled() true.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { f32Bytes, grpcError, i32Bytes, protoLoaderClient, removeDir, startTestEngine, toI32, type ProtoClient } from './helpers.ts';
-import { pythonRepo } from './python-support.ts';
+import { f32Bytes, grpcError, i32Bytes, toI32, type ProtoClient } from './helpers.ts';
+import { pythonRepo, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { MODELS } from './python-decoupled-models.ts';
 
@@ -66,17 +66,11 @@ const failures = async (model: string) =>
 
 const marker = (model: string, id: string) => path.join(repo, model, `cancelled-${id}`);
 
-beforeAll(async () => {
-  repo = pythonRepo('l0-pydecoupled', [], MODELS);
-  eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
-  client = protoLoaderClient(eng.grpcPort);
-}, 120_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+pythonEngine(
+  () => pythonRepo('l0-pydecoupled', [], MODELS),
+  (s) => ({ repo, eng, client } = s),
+  { controlMode: 'explicit', loadModels: ['*'] },
+);
 
 describe('L0_python_decoupled', () => {
   it('async execute: tasks it starts with asyncio.create_task send their responses after it returned', async () => {

@@ -6,10 +6,10 @@
 // the model's execute_timeout_secs kills and restarts a stuck stub, and the
 // shutdown is bounded by the exit timeout too.
 import http2 from 'node:http2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
-import { grpcError, httpJson, i32Bytes, protoLoaderClient, removeDir, startTestEngine, toI32, type ProtoClient } from './helpers.ts';
-import { processAlive, pythonRepo } from './python-support.ts';
+import { grpcError, httpJson, i32Bytes, toI32, type ProtoClient } from './helpers.ts';
+import { processAlive, pythonRepo, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 
@@ -61,26 +61,19 @@ class TritonPythonModel:
 };
 
 const EXIT_TIMEOUT_SECS = 1;
-let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
-beforeAll(async () => {
-  repo = pythonRepo('l0-py-hung', [], {
+pythonEngine(
+  () => pythonRepo('l0-py-hung', [], {
     hang: hangModel('hang'),
     hang_unload: hangModel('hang_unload'),
     hang_limited: hangModel('hang_limited', 'parameters { key: "execute_timeout_secs" value: { string_value: "1" } }'),
     slow_stream: SLOW_STREAM,
-  });
-  eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'], exitTimeoutSecs: EXIT_TIMEOUT_SECS });
-  client = protoLoaderClient(eng.grpcPort);
-}, 60_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+  }),
+  (s) => ({ eng, client } = s),
+  { controlMode: 'explicit', loadModels: ['*'], exitTimeoutSecs: EXIT_TIMEOUT_SECS },
+);
 
 const stub = (model: string) => (eng.engine.repository.readyVersion(model)?.backend.instances[0] as unknown as PythonInstance | undefined);
 const httpInfer = (model: string, x: number, parameters?: Record<string, unknown>) =>

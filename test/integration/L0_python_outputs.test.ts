@@ -5,10 +5,10 @@
 // model) over gRPC and HTTP; an output that was not asked for may be left
 // out; a decoupled model's misfit response reaches its stream as the error;
 // the stub keeps serving.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
-import { grpcError, httpJson, i32Bytes, protoLoaderClient, removeDir, startTestEngine, toF32, toI32, type ProtoClient } from './helpers.ts';
-import { pythonRepo } from './python-support.ts';
+import { grpcError, httpJson, i32Bytes, toF32, toI32, type ProtoClient } from './helpers.ts';
+import { pythonRepo, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 
 const BAD_OUT = {
@@ -72,21 +72,13 @@ class TritonPythonModel:
 `,
 };
 
-let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
-beforeAll(async () => {
-  repo = pythonRepo('l0-py-outputs', [], { bad_out: BAD_OUT, bad_stream: BAD_STREAM });
-  eng = await startTestEngine({ modelRepository: repo });
-  client = protoLoaderClient(eng.grpcPort);
-}, 60_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+pythonEngine(
+  () => pythonRepo('l0-py-outputs', [], { bad_out: BAD_OUT, bad_stream: BAD_STREAM }),
+  (s) => ({ eng, client } = s),
+);
 
 const grpcInfer = (mode: number, outputs?: string[]) =>
   client.call('ModelInfer', {

@@ -4,12 +4,12 @@
 // with Triton's texts, BLS responses carry their parameters, and a BLS call
 // takes its model name as bytes (Triton's bls example reads it from a BYTES
 // tensor).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import {
-  decodeBytesTensor, encodeBytesTensor, f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, toF32, type ProtoClient,
+  decodeBytesTensor, encodeBytesTensor, f32Bytes, grpcError, httpJson, toF32, type ProtoClient,
 } from './helpers.ts';
-import { pythonRepo } from './python-support.ts';
+import { pythonRepo, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 
 const PARAMS_IO = `input [ { name: "RESPONSE_PARAMETERS", data_type: TYPE_STRING, dims: [ 1, 1 ] } ]
@@ -171,7 +171,6 @@ class TritonPythonModel:
 `,
 };
 
-let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
@@ -182,23 +181,17 @@ const plainParams = (p: Record<string, Param> | undefined) =>
   );
 const paramsInput = (name: string, _json: unknown) => ({ name, datatype: 'BYTES', shape: [1, 1] });
 
-beforeAll(async () => {
-  repo = pythonRepo('l0-pyparams', ['add_sub'], {
+pythonEngine(
+  () => pythonRepo('l0-pyparams', ['add_sub'], {
     response_parameters: RESPONSE_PARAMETERS,
     response_parameters_decoupled: RESPONSE_PARAMETERS_DECOUPLED,
     response_parameters_bls: RESPONSE_PARAMETERS_BLS,
     bls_by_name: BLS_BY_NAME,
     bls_parameters: BLS_PARAMETERS,
-  });
-  eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['*'] });
-  client = protoLoaderClient(eng.grpcPort);
-}, 120_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+  }),
+  (s) => ({ eng, client } = s),
+  { controlMode: 'explicit', loadModels: ['*'] },
+);
 
 const infer = (params: unknown) =>
   client.call('ModelInfer', {

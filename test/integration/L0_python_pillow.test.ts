@@ -10,12 +10,12 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { makeJpeg } from '../fixtures/images.ts';
-import { BUNDLED_REPO, protoLoaderClient, removeDir, startTestEngine, toF32, type ProtoClient } from './helpers.ts';
-import { EXAMPLES, pythonRepo } from './python-support.ts';
+import { BUNDLED_REPO, toF32, type ProtoClient } from './helpers.ts';
+import { EXAMPLES, pythonEngine, pythonRepo } from './python-support.ts';
 
 const DEBIAN_PYTHON = '/usr/bin/python3';
 const missing = (() => {
@@ -71,7 +71,6 @@ function wrongVariants(chw: Float32Array): Record<string, Float32Array> {
   };
 }
 
-let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
@@ -81,30 +80,26 @@ async function infer(model: string, input: string, bytes: Buffer): Promise<{ sha
 }
 
 describe.skipIf(!!missing)('L0_python_pillow: model.py decodes JPEGs with Pillow under /usr/bin/python3', () => {
-  beforeAll(async () => {
-    // The JS preprocessing and the bundled pipeline as they ship, plus the model.py
-    // one as py_image_preprocess_model and a pipeline that uses it.
-    repo = pythonRepo('l0-python-pil', [], {}, ['clip_encoder_model', 'image_preprocess_model', 'search_pipeline_ensemble']);
-    const py = path.join(repo, 'py_image_preprocess_model');
-    cpSync(path.join(EXAMPLES, 'image_preprocess_model'), py, { recursive: true });
-    const cfg = readFileSync(path.join(py, 'config.pbtxt'), 'utf8').replace('name: "image_preprocess_model"', 'name: "py_image_preprocess_model"');
-    writeFileSync(path.join(py, 'config.pbtxt'), `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${DEBIAN_PYTHON}" } }\n`);
-    const pipe = path.join(repo, 'py_search_pipeline_ensemble');
-    cpSync(path.join(BUNDLED_REPO, 'search_pipeline_ensemble'), pipe, { recursive: true });
-    const ens = readFileSync(path.join(pipe, 'config.pbtxt'), 'utf8')
-      .replace('name: "search_pipeline_ensemble"', 'name: "py_search_pipeline_ensemble"')
-      .replace('model_name: "image_preprocess_model"', 'model_name: "py_image_preprocess_model"');
-    expect(ens).toContain('py_image_preprocess_model');
-    writeFileSync(path.join(pipe, 'config.pbtxt'), ens);
-    eng = await startTestEngine({ modelRepository: repo });
-    client = protoLoaderClient(eng.grpcPort);
-  }, 120_000);
-
-  afterAll(async () => {
-    client?.close();
-    await eng?.stop();
-    removeDir(repo);
-  });
+  pythonEngine(
+    () => {
+      // The JS preprocessing and the bundled pipeline as they ship, plus the model.py
+      // one as py_image_preprocess_model and a pipeline that uses it.
+      const dir = pythonRepo('l0-python-pil', [], {}, ['clip_encoder_model', 'image_preprocess_model', 'search_pipeline_ensemble']);
+      const py = path.join(dir, 'py_image_preprocess_model');
+      cpSync(path.join(EXAMPLES, 'image_preprocess_model'), py, { recursive: true });
+      const cfg = readFileSync(path.join(py, 'config.pbtxt'), 'utf8').replace('name: "image_preprocess_model"', 'name: "py_image_preprocess_model"');
+      writeFileSync(path.join(py, 'config.pbtxt'), `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${DEBIAN_PYTHON}" } }\n`);
+      const pipe = path.join(dir, 'py_search_pipeline_ensemble');
+      cpSync(path.join(BUNDLED_REPO, 'search_pipeline_ensemble'), pipe, { recursive: true });
+      const ens = readFileSync(path.join(pipe, 'config.pbtxt'), 'utf8')
+        .replace('name: "search_pipeline_ensemble"', 'name: "py_search_pipeline_ensemble"')
+        .replace('model_name: "image_preprocess_model"', 'model_name: "py_image_preprocess_model"');
+      expect(ens).toContain('py_image_preprocess_model');
+      writeFileSync(path.join(pipe, 'config.pbtxt'), ens);
+      return dir;
+    },
+    (s) => ({ eng, client } = s),
+  );
 
   it('loads READY, its stub running Debian\'s interpreter', () => {
     const m = eng.server.repositoryIndex(false).find((x) => x.name === 'py_image_preprocess_model')!;

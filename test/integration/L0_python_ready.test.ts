@@ -5,13 +5,13 @@
 // is unanswered waits on that one; it is answered while execute is busy; a
 // question open when the stub dies is "not ready" at once. Real stubs; the
 // test steers is_ready() through a file in the model's folder.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import type { PythonInstance } from '../../engine/backends/python/python-instance.ts';
-import { f32Bytes, protoLoaderClient, removeDir, startTestEngine, toF32, type ProtoClient } from './helpers.ts';
-import { pythonRepo } from './python-support.ts';
+import { f32Bytes, toF32, type ProtoClient } from './helpers.ts';
+import { pythonRepo, pythonEngine } from './python-support.ts';
 
 const READY_PROBE = {
   config: `name: "ready_probe"
@@ -76,17 +76,10 @@ async function timed<T>(p: Promise<T>): Promise<[T, number]> {
   return [v, performance.now() - t0];
 }
 
-beforeAll(async () => {
-  repo = pythonRepo('l0-python-ready', ['add_sub'], { ready_probe: READY_PROBE });
-  eng = await startTestEngine({ modelRepository: repo });
-  client = protoLoaderClient(eng.grpcPort);
-}, 60_000);
-
-afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
-});
+pythonEngine(
+  () => pythonRepo('l0-python-ready', ['add_sub'], { ready_probe: READY_PROBE }),
+  (s) => ({ repo, eng, client } = s),
+);
 
 describe('L0_python_ready: is_ready() on readiness checks', () => {
   it("the model's answer is what ModelReady and GET /ready say; a model without is_ready() is ready", async () => {

@@ -1,9 +1,12 @@
 // Shared setup for the python backend suites: temp repositories built from
-// examples/python_models plus small test-only model.py files, and shm checks.
+// examples/python_models plus small test-only model.py files, the engine and
+// client each suite runs on (pythonEngine), and shm checks.
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUNDLED_REPO, ROOT } from './helpers.ts';
+import { afterAll, beforeAll } from 'vitest';
+import type { EngineOptions, RunningEngine } from '../../engine/server/server.ts';
+import { BUNDLED_REPO, protoLoaderClient, removeDir, ROOT, startTestEngine, type ProtoClient } from './helpers.ts';
 
 export const EXAMPLES = path.join(ROOT, 'examples', 'python_models');
 
@@ -43,4 +46,36 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** What a python suite's tests use: its repository, the engine on it and a gRPC client. */
+export interface PythonEngine {
+  repo: string;
+  eng: RunningEngine;
+  client: ProtoClient;
+}
+
+/**
+ * The engine of a python suite (call at the top of the file or of a describe):
+ * before its tests `makeRepo` builds the repository, an engine starts on it
+ * with `opts` and a gRPC client connects; `ready` receives the three. After
+ * its tests the client closes, the engine stops and the repository goes.
+ */
+export function pythonEngine(
+  makeRepo: () => string,
+  ready: (s: PythonEngine) => void,
+  opts: Partial<EngineOptions> = {},
+): void {
+  const s: Partial<PythonEngine> = {};
+  beforeAll(async () => {
+    s.repo = makeRepo();
+    s.eng = await startTestEngine({ modelRepository: s.repo, ...opts });
+    s.client = protoLoaderClient(s.eng.grpcPort);
+    ready(s as PythonEngine);
+  }, 120_000);
+  afterAll(async () => {
+    s.client?.close();
+    await s.eng?.stop();
+    if (s.repo) removeDir(s.repo);
+  });
 }
