@@ -16,6 +16,7 @@ import { gatewayError, type GatewayError } from './errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
 import { FunctionStream, isStreamingFunction, type StreamItem } from './function-stream.ts';
 import { buildRequest, CallSlices, readInputs, selectOutputs, type InvokeDeps } from './invoke.ts';
+import { sseEvent } from '../common/sse.ts';
 
 type Mode = 'sse' | 'ndjson' | 'json';
 
@@ -27,12 +28,11 @@ export function streamMode(accept: string | undefined): Mode {
   return 'json';
 }
 
-const sse = (event: string | undefined, data: unknown) => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 
 /** One stream item in the wire form of `mode` (sse or ndjson). */
 export function encodeItem(mode: Mode, item: StreamItem): string {
-  if ('error' in item) return mode === 'sse' ? sse('error', item.error.toJSON()) : `${JSON.stringify(item.error.toJSON())}\n`;
-  return mode === 'sse' ? sse(undefined, item.body) : `${JSON.stringify(item.body)}\n`;
+  if ('error' in item) return mode === 'sse' ? sseEvent(item.error.toJSON(), 'error') : `${JSON.stringify(item.error.toJSON())}\n`;
+  return mode === 'sse' ? sseEvent(item.body) : `${JSON.stringify(item.body)}\n`;
 }
 
 /** Every response of `stream` as one array; the first error, or passing maxBytes of JSON, fails the call (and cancels the rest). */
@@ -110,7 +110,7 @@ async function streamInvoke(c: Context<GatewayEnv>, deps: InvokeDeps, fn: Resolv
     async pull(controller) {
       const item = await stream.next();
       if (item) return controller.enqueue(enc.encode(encodeItem(mode, item)));
-      if (mode === 'sse') controller.enqueue(enc.encode(sse('end', { responses: stream.count })));
+      if (mode === 'sse') controller.enqueue(enc.encode(sseEvent({ responses: stream.count }, 'end')));
       signal.removeEventListener('abort', onGone);
       controller.close();
     },

@@ -135,6 +135,3 @@ export function generateResponseJson(res: InferResponse): Record<string, unknown
   }
   return out;
 }
-
-/** One server-sent event carrying `value` as its data. */
-export const sseEvent = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
