@@ -6,6 +6,7 @@ import { invalidArg } from '../api/status.ts';
 import { dimsCompatible, isEnsemble } from './model-config-utils.ts';
 import type { ModelConfig, ModelTensorConfig } from '../api/model-config.ts';
 import { innerDims } from './reshape.ts';
+import { decoupledFlow } from './ensemble-decoupled.ts';
 
 /** Producer of a tensor: a step index, or ENSEMBLE_INPUT for the ensemble's own inputs. */
 export const ENSEMBLE_INPUT = -1;
@@ -36,6 +37,8 @@ export interface EnsemblePlanStep {
   addBatchDim: boolean;
   /** Model outputs whose tensors the ensemble outputs depend on. */
   neededOutputs: string[];
+  /** The model is decoupled: each of its responses runs the steps downstream once (ensemble-decoupled.ts). */
+  decoupled: boolean;
 }
 
 export interface EnsemblePlan {
@@ -50,6 +53,10 @@ export interface EnsemblePlan {
   /** Tensors the ensemble outputs depend on (transitively), and the steps producing them. */
   neededTensors: ReadonlySet<string>;
   neededSteps: ReadonlySet<number>;
+  /** Some step is decoupled: the ensemble streams its responses (and its config says decoupled). */
+  decoupled: boolean;
+  /** Decoupled steps between the inputs and the outputs: one response per run at that depth. */
+  outputDepth: number;
 }
 
 export type ConfigLookup = (modelName: string, version: number) => ModelConfig | undefined;
@@ -103,7 +110,7 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
       tensors.set(tensor, { name: tensor, data_type: '', dims: [], producer: i, consumers: [], isEnsembleOutput: false });
       return { modelOutput, tensor };
     });
-    return { index: i, modelName: s.model_name, modelVersion: version, inputs, outputs, addBatchDim: false, neededOutputs: [] };
+    return { index: i, modelName: s.model_name, modelVersion: version, inputs, outputs, addBatchDim: false, neededOutputs: [], decoupled: false };
   });
   for (const s of steps) {
     for (const { tensor } of s.inputs) {
@@ -122,6 +129,8 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
   }
 
   const order = topoOrder(steps, tensors, fail);
+  const flow = decoupledFlow(steps, models, order, config.input.map((t) => t.name), config.output.map((t) => t.name), fail);
+  for (const s of steps) s.decoupled = flow.stepDecoupled[s.index]!;
 
   // Pass 2 in dependency order: batch mode per step, then types and shapes.
   for (const idx of order) {
@@ -176,12 +185,12 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
   return {
     name: ens, maxBatchSize: mbs, steps, tensors, order,
     inputs: config.input.map((t) => t.name), outputs: config.output.map((t) => t.name),
-    neededTensors, neededSteps,
+    neededTensors, neededSteps, decoupled: flow.decoupled, outputDepth: flow.outputDepth,
   };
 }
 
 /** Steps not yet started whose every input tensor is available (Triton's GetNextSteps), in step order. */
-export function nextReadySteps(plan: EnsemblePlan, available: ReadonlySet<string>, started: ReadonlySet<number>): number[] {
+export function nextReadySteps(plan: EnsemblePlan, available: { has(tensor: string): boolean }, started: ReadonlySet<number>): number[] {
   const ready: number[] = [];
   for (const s of plan.steps) {
     if (!started.has(s.index) && s.inputs.every((p) => available.has(p.tensor))) ready.push(s.index);
