@@ -41,7 +41,7 @@ export function decoupledFlow(
   let flows = 0;
   for (const i of order) {
     const s = steps[i]!;
-    const ins = s.inputs.map((p) => ({ tensor: p.tensor, ...flowOf.get(p.tensor)! }));
+    const ins = s.inputs.map((p) => ({ ...flowOf.get(p.tensor)!, tensor: p.tensor }));
     const first = ins[0] ?? { tensor: '', flow: 0, depth: 0, from: 'the ensemble inputs' };
     const other = ins.find((x) => x.flow !== first.flow);
     if (other) {
@@ -52,10 +52,10 @@ export function decoupledFlow(
     }
     const out = stepDecoupled[i]
       ? { flow: ++flows, depth: first.depth + 1, from: `the responses of decoupled step[${i}] (model '${s.modelName}')` }
-      : first;
+      : { flow: first.flow, depth: first.depth, from: first.from };
     for (const p of s.outputs) flowOf.set(p.tensor, out);
   }
-  const outs = ensembleOutputs.map((t) => ({ tensor: t, ...flowOf.get(t)! }));
+  const outs = ensembleOutputs.map((t) => ({ ...flowOf.get(t)!, tensor: t }));
   const firstOut = outs[0]!;
   const otherOut = outs.find((x) => x.flow !== firstOut.flow);
   if (otherOut) {
