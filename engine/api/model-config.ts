@@ -24,6 +24,14 @@ export interface BatchInputConfig {
   source_input?: string[];
 }
 
+/** Triton's BatchOutput: an output the backend scatters to the requests by the shape of `source_input` (ragged batching). */
+export interface BatchOutputConfig {
+  /** BATCH_SCATTER_WITH_INPUT_SHAPE (the only kind, and the default). */
+  kind?: string;
+  target_name?: string[];
+  source_input?: string[];
+}
+
 export interface ModelInstanceGroup {
   name: string;
   kind: 'KIND_AUTO' | 'KIND_GPU' | 'KIND_CPU' | 'KIND_MODEL';
@@ -97,6 +105,8 @@ export interface ModelConfig {
   ensemble_scheduling?: { step: EnsembleStep[] };
   /** Inputs the backend builds from the whole batch (ragged batching). */
   batch_input?: BatchInputConfig[];
+  /** Outputs split per request by an input's shape (ragged batching). */
+  batch_output?: BatchOutputConfig[];
   parameters?: Record<string, ModelParameter>;
   model_warmup?: ModelWarmup[];
   response_cache?: { enable?: boolean };

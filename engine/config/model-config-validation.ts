@@ -53,6 +53,7 @@ export function validateModelConfig(c: ModelConfig, file: string): void {
   }
 
   validateBatchInputs(c, fail);
+  validateBatchOutputs(c, fail);
 
   (c.model_warmup ?? []).forEach((w, i) => {
     const path = `model_warmup[${i}]`;
@@ -81,6 +82,21 @@ function validateBatchInputs(c: ModelConfig, fail: Fail): void {
     if (b.data_type !== 'TYPE_FP32' && b.data_type !== 'TYPE_INT32') {
       throw fail(`${path}.data_type`, `batch input '${targets[0]}' must be TYPE_FP32 or TYPE_INT32, got ${b.data_type ?? 'none'}`);
     }
+    const sources = b.source_input ?? [];
+    if (sources.length !== 1) throw fail(`${path}.source_input`, `needs exactly one source input, got ${sources.length}`);
+    if (!findInput(c, sources[0]!)) throw fail(`${path}.source_input`, `'${sources[0]}' is not an input of the model`);
+  });
+}
+
+/** batch_output: Triton's one kind, targets that are outputs, one source that is an input. */
+function validateBatchOutputs(c: ModelConfig, fail: Fail): void {
+  (c.batch_output ?? []).forEach((b, i) => {
+    const path = `batch_output[${i}]`;
+    const kind = b.kind ?? 'BATCH_SCATTER_WITH_INPUT_SHAPE';
+    if (kind !== 'BATCH_SCATTER_WITH_INPUT_SHAPE') throw fail(`${path}.kind`, `unexpected batch output kind '${kind}' (only BATCH_SCATTER_WITH_INPUT_SHAPE)`);
+    const targets = b.target_name ?? [];
+    if (targets.length === 0) throw fail(`${path}.target_name`, 'needs at least one target name');
+    for (const t of targets) if (!c.output.some((o) => o.name === t)) throw fail(`${path}.target_name`, `'${t}' is not an output of the model`);
     const sources = b.source_input ?? [];
     if (sources.length !== 1) throw fail(`${path}.source_input`, `needs exactly one source input, got ${sources.length}`);
     if (!findInput(c, sources[0]!)) throw fail(`${path}.source_input`, `'${sources[0]}' is not an input of the model`);
@@ -128,6 +144,8 @@ export function validateAgainstModel(c: ModelConfig, io: { inputs: IOInfo[]; out
       }
       const dt = toConfigType(info.datatype);
       if (t.data_type !== dt) throw fail(`${path}.data_type`, `'${t.name}' is ${dt} in the model file, config says ${t.data_type}`);
+      // A batch output's shape in the model file is the whole batch's; its requests' shapes come from their source input.
+      if (kind === 'output' && c.batch_output?.some((b) => b.target_name?.includes(t.name))) return;
       let shape = info.shape;
       if (kind === 'input' && t.allow_ragged_batch && c.max_batch_size > 0) {
         // Ragged batching: the backend concatenates the batch into one 1-D tensor (Triton's onnxruntime backend).

@@ -26,6 +26,25 @@ function buildSegmentSum(inputDims: Array<string | number> = ['n']): Uint8Array 
   return g.build();
 }
 
+/** OUT = 2 * INPUT, both 1-D: the whole ragged batch doubled, scattered back by batch_output. */
+function buildDouble(): Uint8Array {
+  const g = new GraphBuilder('double', 1);
+  g.input('INPUT', ElemType.FLOAT, ['n']);
+  g.node('Mul', ['INPUT', g.constFloat('two', [1], [2])], {}, 'OUT');
+  g.output('OUT', ElemType.FLOAT, ['n']);
+  return g.build();
+}
+
+const SCATTER_CONFIG = `name: "ragged_double"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "INPUT", data_type: TYPE_FP32, dims: [ -1 ], allow_ragged_batch: true } ]
+output [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] } ]
+batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE, target_name: "OUT", source_input: "INPUT" } ]
+instance_group [ { count: 1, kind: KIND_CPU } ]
+dynamic_batching { max_queue_delay_microseconds: 300000 }
+`;
+
 const config = (name: string) => `name: "${name}"
 platform: "onnxruntime_onnx"
 max_batch_size: 8
@@ -46,6 +65,7 @@ let client: ProtoClient;
 beforeAll(async () => {
   repo = tempRepo('l0-ragged');
   writeModel(repo, 'ragged_sum', config('ragged_sum'), { 'model.onnx': buildSegmentSum() });
+  writeModel(repo, 'ragged_double', SCATTER_CONFIG, { 'model.onnx': buildDouble() });
   writeModel(repo, 'ragged_not_flat', config('ragged_not_flat'), { 'model.onnx': buildSegmentSum(['b', 'n']) });
   eng = await startTestEngine({ modelRepository: repo });
   client = protoLoaderClient(eng.grpcPort);
@@ -88,6 +108,25 @@ describe('L0_ragged_batching', () => {
     const stats = after.json.model_stats[0];
     expect(Number(stats.execution_count) - execBefore).toBeLessThan(3);
     expect(Number(stats.inference_count)).toBeGreaterThanOrEqual(4);
+  });
+
+  it("batch_output BATCH_SCATTER_WITH_INPUT_SHAPE: one execution's output goes back to each request in its input's shape", async () => {
+    const double = async (values: number[]) => {
+      const r = await client.call('ModelInfer', {
+        model_name: 'ragged_double',
+        inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, values.length] }],
+        raw_input_contents: [f32Bytes(values)],
+      });
+      return { shape: r.outputs[0].shape.map(Number), out: Array.from(toF32(r.raw_output_contents[0])) };
+    };
+    expect(await double([1, 2])).toEqual({ shape: [1, 2], out: [2, 4] });
+    const lists = [[1, 2, 3], [10, 20, 30, 40], [0.5, 1.5, 2.5, 3.5, 4.5]];
+    const answers = await Promise.all(lists.map(double));
+    expect(answers).toEqual(lists.map((l) => ({ shape: [1, l.length], out: l.map((v) => 2 * v) })));
+    const stats = (await httpJson(eng.httpPort, 'GET', '/v2/models/ragged_double/stats')).json.model_stats[0];
+    // 4 requests, at most 3 executions: the three concurrent ones shared at least one.
+    expect(Number(stats.inference_count)).toBe(4);
+    expect(Number(stats.execution_count)).toBeLessThan(4);
   });
 
   it('a ragged input that is not 1-D in the model file is UNAVAILABLE, saying so', async () => {

@@ -14,7 +14,7 @@ import { StatusError, internal, invalidArg, unavailable } from '../../api/status
 import { deserializeBytes, serializeBytes } from '../../api/datatypes.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 import { stateOutputs } from '../../config/sequence-config.ts';
-import { batchDims, batchInputTensors, raggedInputs } from './ragged-batch.ts';
+import { batchDims, batchInputTensors, batchOutputSources, raggedInputs, scatterBatchOutput } from './ragged-batch.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { Lifecycle, type TransitionTable } from '../../../common/lifecycle.ts';
 
@@ -240,13 +240,20 @@ function split(requests: InferRequest[], outs: WireTensorOut[], ctx: BackendCont
     if (!datatype) throw internal(`model '${ctx.modelName}' output '${o.name}' has unsupported type ${o.type}`);
     return { name: o.name, datatype, shape: o.dims, data: new Uint8Array(o.buffer!, o.byteOffset, o.byteLength) };
   });
+  // batch_output targets go by their source input's shapes (ragged-batch.ts), the others by rows.
+  const sources = ctx.config.batch_output?.length ? batchOutputSources(ctx.config) : undefined;
+  const scattered = new Map<string, Tensor[]>();
+  for (const t of tensors) {
+    const source = sources?.get(t.name);
+    if (source) scattered.set(t.name, scatterBatchOutput(ctx.config, t, source, requests));
+  }
   let row = 0;
-  return requests.map((r) => {
+  return requests.map((r, i) => {
     const bs = batched ? r.inputs[0]!.shape[0]! : 0;
     const want = r.outputs.length ? new Set(r.outputs.map((o) => o.name)) : undefined;
     const outputs = tensors
       .filter((t) => !want || want.has(t.name))
-      .map((t) => (batched ? sliceRows(t, row, bs) : t));
+      .map((t) => scattered.get(t.name)?.[i] ?? (batched ? sliceRows(t, row, bs) : t));
     row += bs;
     return { modelName: ctx.modelName, modelVersion: version, id: r.id, outputs };
   });

@@ -1,10 +1,13 @@
 // Triton's ragged batching for the onnxruntime backend: an input with
 // `allow_ragged_batch` is fed as one 1-D tensor, the requests' elements
 // concatenated; `batch_input` tensors tell the model where each request's
-// elements are (Triton's backend input collector). Pure; one call per batch.
+// elements are (Triton's backend input collector); a `batch_output` is split
+// back to the requests by the shape of an input (its output responder).
+// Pure; one call per batch.
 import type { InferRequest, Tensor } from '../../api/infer-request.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 import { invalidArg } from '../../api/status.ts';
+import { deserializeBytes, serializeBytes } from '../../api/datatypes.ts';
 
 const count = (shape: readonly number[]) => shape.reduce((n, d) => n * d, 1);
 
@@ -64,4 +67,37 @@ export function batchDims(name: string, requests: InferRequest[], ragged: Readon
   const shapes = requests.map((r) => r.inputs.find((x) => x.name === name)!.shape);
   if (ragged.has(name)) return [shapes.reduce((n, s) => n + count(s), 0)];
   return batched ? [shapes.reduce((n, s) => n + s[0]!, 0), ...shapes[0]!.slice(1)] : shapes[0]!;
+}
+
+/** Output name -> source input of each `batch_output` target (Triton's BATCH_SCATTER_WITH_INPUT_SHAPE). */
+export function batchOutputSources(config: ModelConfig): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const b of config.batch_output ?? []) for (const t of b.target_name ?? []) m.set(t, b.source_input![0]!);
+  return m;
+}
+
+/**
+ * Scatter batch output `t` to `requests` as Triton's backend output
+ * responder does: request i gets the output's config shape (batch dim
+ * first when the model batches) with every -1 taken from its source input's
+ * shape at the same position, and that many elements of `t`, in order.
+ */
+export function scatterBatchOutput(config: ModelConfig, t: Tensor, source: string, requests: InferRequest[]): Tensor[] {
+  const cfg = config.output.find((o) => o.name === t.name)!;
+  const dims = [...(config.max_batch_size > 0 ? [-1] : []), ...(cfg.reshape?.shape ?? cfg.dims)];
+  const items = t.datatype === 'BYTES' ? deserializeBytes(t.data, t.name) : undefined;
+  const total = items ? items.length : count(t.shape);
+  const elemBytes = items || total === 0 ? 0 : t.data.byteLength / total;
+  let at = 0;
+  return requests.map((r) => {
+    const src = r.inputs.find((x) => x.name === source)!.shape;
+    const shape = dims.map((d, i) => (d === -1 ? (src[i] ?? 1) : d));
+    const n = count(shape);
+    if (at + n > total) {
+      throw invalidArg(`batch output '${t.name}' of model '${config.name}' has ${total} elements, too few to scatter by the shapes of input '${source}'`);
+    }
+    const data = items ? serializeBytes(items.slice(at, at + n)) : t.data.subarray(at * elemBytes, (at + n) * elemBytes);
+    at += n;
+    return { name: t.name, datatype: t.datatype, shape, data };
+  });
 }
