@@ -5,7 +5,9 @@
 // plus the answers of the calls already open) instead of every answer;
 // another connection is served meanwhile; once the client reads, every
 // call the engine took is answered, and then the rest. The cap on calls
-// open per connection holds the rest unread until calls finish.
+// open per connection holds the rest unread until calls finish. The
+// gateway's end: an engine that stops reading sends its calls to gRPC
+// once 4 MiB of requests are unsent, and back once it drains.
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -18,8 +20,9 @@ import { startLocalServer } from '../../engine/frontends/local/local-server.ts';
 import {
   LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, localChannelConnections, type LocalConnectionStats,
 } from '../../engine/frontends/local/local-connection.ts';
+import { LOCAL_MAX_UNSENT_REQUEST_BYTES, LocalInferChannel } from '../../client/local-infer-channel.ts';
 import { inferenceService } from '../../protocol/index.ts';
-import { encodeHello, FRAME_HEADER_BYTES, FrameType, LocalFrameReader, requestHead } from '../../protocol/local-channel.ts';
+import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader, requestHead } from '../../protocol/local-channel.ts';
 import { writeModel } from '../fixtures/test-models.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
@@ -165,6 +168,51 @@ describe('L0_local_channel_flow: calls open per connection', () => {
       c.destroy();
     } finally {
       await srv.close();
+    }
+  });
+});
+
+describe('L0_local_channel_flow: the gateway end', () => {
+  it('an engine that stops reading: calls go to gRPC past the unsent-bytes bound, and back once it drains', async () => {
+    const p = path.join(dir, 'stuck.sock');
+    let peer: net.Socket | undefined;
+    const srv = net.createServer((s) => {
+      peer = s;
+      s.once('data', () => {
+        s.write(encodeWelcome(1, 0xffffffff));
+        s.pause(); // reads nothing more
+      });
+    });
+    await new Promise<void>((r) => srv.listen(p, r));
+    const ch = new LocalInferChannel(p);
+    try {
+      const MB = 1 << 20;
+      await waitFor('the channel to open', () => ch.usable(MB));
+      const msg = Buffer.alloc(MB);
+      const failed: Array<Promise<unknown>> = [];
+      let refused = 0;
+      for (let turn = 0; turn < 10; turn++) {
+        for (let i = 0; i < 20; i++) {
+          if (!ch.usable(MB)) {
+            refused++;
+            continue;
+          }
+          failed.push(ch.call(msg, undefined, undefined).catch((e: { code: number }) => e.code));
+          expect(ch.unsentBytes).toBeLessThanOrEqual(LOCAL_MAX_UNSENT_REQUEST_BYTES + 2 * MB);
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // The kernel's socket buffers take a little; everything else waits under the bound.
+      expect(ch.calls).toBeLessThanOrEqual(LOCAL_MAX_UNSENT_REQUEST_BYTES / MB + 4);
+      expect(refused).toBeGreaterThan(150);
+      peer!.resume(); // the engine reads again
+      await waitFor('the channel to drain', () => ch.usable(MB));
+      ch.close();
+      expect(new Set(await Promise.all(failed))).toEqual(new Set([1])); // CANCELLED by close, none answered
+    } finally {
+      ch.close();
+      peer?.destroy();
+      await new Promise((r) => srv.close(r));
     }
   });
 });
