@@ -11,6 +11,9 @@
 // CANCEL to the engine), UNAVAILABLE for a call in flight on a connection
 // that dropped.
 //
+// Flow control: while more than LOCAL_MAX_UNSENT_REQUEST_BYTES are unsent
+// (an engine that stopped reading), usable() says no and calls take gRPC.
+//
 // Ownership: one instance owns its socket; close() ends it. Writes are
 // coalesced per event-loop turn (local-frame-writer.ts). Event loop only.
 import net from 'node:net';
@@ -32,6 +35,12 @@ export interface LocalChannelOptions {
 
 /** A REQUEST's fields before its message, at most (a traceparent is under 64 KiB). */
 const REQUEST_HEAD_MAX = REQUEST_FIELDS_BYTES + 0xffff;
+
+/**
+ * Unsent REQUEST bytes (socket buffer plus queued batch) above which new calls go over gRPC:
+ * an engine that stopped reading (its own flow control) does not make the gateway buffer without limit.
+ */
+export const LOCAL_MAX_UNSENT_REQUEST_BYTES = 4 * 1024 * 1024;
 
 /** Largest RESPONSE taken (the gRPC client's receive limit is none either). */
 const MAX_RESPONSE_BYTES = 0xffffffff;
@@ -70,9 +79,14 @@ export class LocalInferChannel {
 
   /** True when a ModelInferRequest of `bytes` can go over the channel now; else (re)connects if due, and the caller uses gRPC. */
   usable(bytes: number): boolean {
-    if (this.state === 'open') return bytes + REQUEST_HEAD_MAX <= this.maxRequestBytes;
+    if (this.state === 'open') return bytes + REQUEST_HEAD_MAX <= this.maxRequestBytes && this.unsentBytes <= LOCAL_MAX_UNSENT_REQUEST_BYTES;
     if (this.state === 'idle' && !this.closed && Date.now() >= this.retryAt) this.connect();
     return false;
+  }
+
+  /** REQUEST bytes not yet taken by the kernel. */
+  get unsentBytes(): number {
+    return (this.sock?.writableLength ?? 0) + (this.writer?.queued ?? 0);
   }
 
   /** Send one serialized ModelInferRequest; resolves with the ModelInferResponse bytes. Only after usable() said true. */

@@ -18,6 +18,11 @@ export class LocalFrameWriter {
 
   constructor(private readonly socket: Socket) {}
 
+  /** Bytes queued and not yet handed to the socket (its writableLength counts those handed). */
+  get queued(): number {
+    return this.bytes;
+  }
+
   /** Queue `piece` (a whole frame, or the next part of one); it is written at the next flush. */
   push(piece: Uint8Array): void {
     this.pieces.push(piece);

@@ -1,6 +1,7 @@
 // Section 6's gateway rows: the small call (product_recommender, 64 floats
 // in, 100 out) through the gateway's POST /fn (its direct route, and every
-// call through Hono), and through the FastAPI + uvicorn + grpcio peer a user
+// call through Hono, and with ModelInfer over the engine's local channel,
+// docs/engine/local-channel.md), and through the FastAPI + uvicorn + grpcio peer a user
 // would write instead (gateway-hop.ts; "not measured: <why>" without its
 // Debian packages), loaded by wrk (a C client, so
 // no Node client shares the cores), with the CPU per call of each server
@@ -18,14 +19,22 @@ import type { GatewayCpuRow } from './report-cpu.ts';
 import { BENCH_API_KEY, startGatewayProc, type EngineProc } from './services.ts';
 import { fastapiMissing, startFastapiPeer } from './gateway-hop.ts';
 
-/** Run `load` twice; CPU per call of each of `pids` over the second run, calls counted by the client. */
-async function twoProcessRow(ctx: BenchContext, id: string, label: string, front: number, engine: number, load: () => Promise<CLoadResult>): Promise<GatewayCpuRow> {
+/**
+ * Run `load` for a warm-up (half the window, at least 1 s), then for the window; CPU per call of
+ * the front and the engine over the window, calls counted by the client. `check` (given the
+ * row's successful calls, warm-up included) throws when the row did not measure what it says.
+ */
+async function twoProcessRow(
+  ctx: BenchContext, id: string, label: string, front: number, engine: number, secs: number,
+  load: (secs: number) => Promise<CLoadResult>, check?: (ok: number) => Promise<void>,
+): Promise<GatewayCpuRow> {
   try {
-    await load();
+    const warm = await load(Math.max(1, secs / 2));
     const [f0, e0] = [cpuSeconds(front), cpuSeconds(engine)];
-    const r = await load();
+    const r = await load(secs);
     const [f1, e1] = [cpuSeconds(front), cpuSeconds(engine)];
     if (r.ok <= 0) throw new Error(`no call succeeded (${r.failed} failed)`);
+    await check?.(warm.ok + r.ok);
     const row: GatewayCpuRow = {
       id,
       label,
@@ -54,11 +63,28 @@ async function startFloorGateway(engine: EngineProc, requestFile: string, client
   return { child, port };
 }
 
-/** The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded); a row whose client or server is missing says why. */
-export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, recGrpcBody: string, clients: number, secs: number, dir: string): Promise<void> {
+/** ModelInfer calls the gateway on `port` sent over the local channel (its metrics). */
+async function localChannelCalls(port: number): Promise<number> {
+  const m = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+  return Number(/^gateway_engine_local_channel_calls (\d+)/m.exec(m)?.[1] ?? 0);
+}
+
+interface Front {
+  pid: number;
+  port: number;
+  stop(): Promise<void>;
+  /** Throws when the `ok` calls this front answered (warm-up and window) did not take the path the row names. */
+  check?(ok: number): Promise<void>;
+}
+
+/**
+ * The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded
+ * and serves the local channel on `localSocket`); a row whose client or server is missing says why.
+ */
+export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, localSocket: string, recGrpcBody: string, clients: number, secs: number, dir: string): Promise<void> {
   ctx.log('  gateway small call from wrk, beside floor gateways');
   /** Each row's front process: how to start it, and the headers its calls need. */
-  const fronts: Array<{ id: string; label: string; headers: Record<string, string>; start(): Promise<{ pid: number; port: number; stop(): Promise<void> }> }> = [
+  const fronts: Array<{ id: string; label: string; headers: Record<string, string>; start(): Promise<Front> }> = [
     {
       id: 'gwc-fn',
       label: 'gateway POST /fn/product_recommender (JSON), engine over its Unix socket',
@@ -66,6 +92,24 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, rec
       start: async () => {
         const gw = await startGatewayProc('gateway-cpu', engine.grpcSocket);
         return { pid: gw.child.proc.pid!, port: gw.port, stop: () => gw.stop() };
+      },
+    },
+    {
+      id: 'gwc-fn-local',
+      label: 'gateway POST /fn/product_recommender (JSON), ModelInfer over the engine\'s local channel (--engine-local-socket)',
+      headers: { 'x-api-key': BENCH_API_KEY },
+      start: async () => {
+        const gw = await startGatewayProc('gateway-cpu-local', engine.grpcSocket, [`--engine-local-socket=${localSocket}`]);
+        return {
+          pid: gw.child.proc.pid!,
+          port: gw.port,
+          stop: () => gw.stop(),
+          // As gateway-hop.ts: the row counts only if the channel carried the window's calls.
+          check: async (ok) => {
+            const carried = await localChannelCalls(gw.port);
+            if (carried < ok) throw new Error(`the local channel carried ${carried} of the ${ok} calls`);
+          },
+        };
       },
     },
     {
@@ -119,8 +163,9 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, rec
     }
     try {
       ctx.gatewayCpu.push(
-        await twoProcessRow(ctx, id, label, front.pid, enginePid, () =>
-          wrkPost(front.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', ...headers }, clients, secs, dir),
+        await twoProcessRow(ctx, id, label, front.pid, enginePid, secs, (s) =>
+          wrkPost(front.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', ...headers }, clients, s, dir),
+          front.check,
         ),
       );
     } finally {

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeJpeg } from '../fixtures/images.ts';
 import { which, wrkPost, type CLoadResult } from './c-clients.ts';
-import { cpuSeconds, freePort, ROOT, stopAll, stopChild, waitUntil, type Child } from './processes.ts';
+import { cpuSeconds, freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 import { BENCH_API_KEY, BUNDLED_REPO, startEngineProc, startGatewayProc } from './services.ts';
 
 interface Front {
@@ -51,16 +51,28 @@ export function fastapiMissing(): string | undefined {
   }
 }
 
-/** Start the FastAPI peer in front of `engine` (a gRPC target); its stubs are generated into a temp dir first. */
+/**
+ * Start the FastAPI peer in front of `engine` (a gRPC target); its stubs are generated into a temp
+ * dir first, removed when the peer exits (or when it cannot start).
+ */
 export async function startFastapiPeer(engine: string): Promise<{ child: Child; port: number }> {
-  const stubs = mkdtempSync(path.join(os.tmpdir(), 'fastapi-stubs-'));
+  const stubs = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'fastapi-stubs-')));
+  const removeStubs = () => removeTempDir(stubs);
   const proto = path.join(ROOT, 'protocol');
-  execFileSync(PY, ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${stubs}`, `--grpc_python_out=${stubs}`, 'grpc_service.proto', 'model_config.proto'], { cwd: proto });
-  const port = await freePort();
+  let port: number;
+  try {
+    execFileSync(PY, ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${stubs}`, `--grpc_python_out=${stubs}`, 'grpc_service.proto', 'model_config.proto'], { cwd: proto });
+    port = await freePort();
+  } catch (e) {
+    removeStubs();
+    throw e;
+  }
   const proc = spawn(PY, [path.join(ROOT, 'test/bench/peer/fastapi_gateway.py'), `--port=${port}`, `--engine=${engine}`, `--stubs=${stubs}`], {
     env: { ...process.env, RECOMMENDER_API_KEYS: BENCH_API_KEY },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  proc.once('exit', removeStubs);
+  proc.once('error', removeStubs); // not started: no 'exit' follows
   let tail = '';
   const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-2000));
   proc.stdout!.on('data', keep);
@@ -91,9 +103,30 @@ const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFix
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' } } });
-  const [rounds, secs, clients] = [Number(values.rounds), Number(values.secs), Number(values.clients)];
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-hop-'));
+  // The request bodies; removed at exit, also on failure or a signal (stopAll removes tracked dirs).
+  const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'gw-hop-')));
+  const onSignal = () => void stopAll().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await hop(values, dir);
+  } finally {
+    removeTempDir(dir);
+  }
+}
+
+interface HopArgs {
+  rounds?: string;
+  secs?: string;
+  clients?: string;
+  image?: boolean;
+  profile?: string;
+  only?: string;
+}
+
+async function hop(values: HopArgs, dir: string): Promise<void> {
+  const [rounds, secs, clients] = [Number(values.rounds), Number(values.secs), Number(values.clients)];
   const load0 = os.loadavg();
   const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
   const localSock = path.join(os.tmpdir(), `bench-${process.pid}-hop-local.sock`);

@@ -9,6 +9,7 @@
 // (cpu-floors.ts): the same clients and bodies against a Node server that
 // does nothing, the yardstick each engine figure is read against.
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
@@ -89,7 +90,9 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
   const skip = (id: string, label: string, why: string) => ctx.cpu.push({ id, label, skipped: why });
   try {
     const repo = cpuRepository(tmp.dir);
-    engine = await startEngineProc('engine-cpu', repo);
+    // Its local channel carries the gateway row that uses it (cpu-gateway.ts); the engine removes the socket when it stops.
+    const localSocket = path.join(os.tmpdir(), `bench-${process.pid}-cpu-local.sock`);
+    engine = await startEngineProc('engine-cpu', repo, [`--local-socket=${localSocket}`]);
     const e = engine;
     const file = (name: string, data: Buffer) => {
       const p = path.join(tmp.dir, name);
@@ -162,7 +165,7 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
     // The engine is idle from here; it stops after the floors (the shm regions stay registered till then).
     await floorsPhase(ctx, bodies, CPU_CLIENTS, secs, tmp.dir);
-    await gatewayCpuPhase(ctx, e, bodies.rec.grpc, CPU_CLIENTS, secs, tmp.dir);
+    await gatewayCpuPhase(ctx, e, localSocket, bodies.rec.grpc, CPU_CLIENTS, secs, tmp.dir);
     await engine.stop(); // its shm regions are destroyed in the finally below
     engine = undefined;
     // The direct ModelInfer path's effect in this run: the same gRPC rows with

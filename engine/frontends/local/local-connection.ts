@@ -9,19 +9,25 @@
 // and ends this connection only; its open calls are cancelled as a closed
 // gRPC stream's would be.
 //
+// Flow control: a client that does not read must not make the engine buffer
+// without limit. While a connection's unsent reply bytes (the socket's
+// buffer plus the writer's queued batch) are over `maxUnsentBytes`, or
+// `maxCallsInFlight` calls are open, the connection stops reading
+// (socket.pause(); frames already read wait, in order, unparsed) until the
+// socket drains or calls finish. Calls already accepted still complete.
+//
 // Ownership: owns its socket, reader, writer and open calls. Event loop only.
 import type { Socket } from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
-import { RequestCancel } from '../../api/cancel-signal.ts';
 import { log, tracer } from '../../../common/logger.ts';
-import { grpcFailure, modelInferCall } from '../grpc/model-infer-call.ts';
+import { LocalCall } from './local-call.ts';
 import { failedRestriction, grpcRestrictedText, type RestrictedFeatures } from '../restricted-api.ts';
 import {
   decodeHello, decodeRequest, encodeError, encodeWelcome, FRAME_HEADER_BYTES, FrameType, frameTypeName, LOCAL_VERSION,
   LocalFrameReader, writeHeader,
 } from '../../../protocol/local-channel.ts';
 import { LocalFrameWriter } from '../../../protocol/local-frame-writer.ts';
-import { GrpcStatus, GrpcText } from '../../../protocol/grpc-status.ts';
+import { GrpcStatus } from '../../../protocol/grpc-status.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 
 export interface LocalConnectionOptions {
@@ -32,6 +38,38 @@ export interface LocalConnectionOptions {
   maxSendBytes: number;
   decode: (b: Buffer) => ModelInferRequest;
   encode: (m: ModelInferResponse<Uint8Array>) => Buffer;
+  /** Stop reading while more reply bytes than this are unsent (default LOCAL_MAX_UNSENT_BYTES). */
+  maxUnsentBytes: number;
+  /** Stop reading while this many calls are open (default LOCAL_MAX_CALLS_IN_FLIGHT). */
+  maxCallsInFlight: number;
+}
+
+/** Unsent reply bytes on one connection above which it stops reading requests. */
+export const LOCAL_MAX_UNSENT_BYTES = 4 * 1024 * 1024;
+/** Open calls on one connection at which it stops reading requests. */
+export const LOCAL_MAX_CALLS_IN_FLIGHT = 256;
+
+/** What one connection holds now (tests and debugging: the flow-control bound is observable). */
+export interface LocalConnectionStats {
+  /** This connection's number in the engine's log lines ("local channel connection N"). */
+  connection: number;
+  /** REQUESTs taken (read and started) on this connection so far. */
+  callsAccepted: number;
+  callsInFlight: number;
+  /** Reply bytes not yet taken by the kernel: the socket's writableLength plus the writer's queued batch. */
+  unsentBytes: number;
+  /** The most unsentBytes has been, measured after each reply was queued. */
+  peakUnsentBytes: number;
+  /** Reading is stopped (over a limit). */
+  paused: boolean;
+  /** Frames read before the pause, waiting to be handled. */
+  heldFrames: number;
+}
+
+interface HeldFrame {
+  type: FrameType;
+  id: number;
+  payload: Buffer;
 }
 
 const trace = tracer('local');
@@ -39,6 +77,11 @@ const trace = tracer('local');
 let served = 0;
 /** ModelInfer calls answered over local channels in this process (tests prove the channel carried them). */
 export const localCallsServed = (): number => served;
+
+let nextConn = 1;
+const live = new Set<LocalConnection>();
+/** Every open local-channel connection's stats, in this process. */
+export const localChannelConnections = (): LocalConnectionStats[] => [...live].map((c) => c.stats());
 
 export class LocalConnection {
   private readonly reader: LocalFrameReader;
@@ -49,6 +92,13 @@ export class LocalConnection {
   private denied: string | undefined;
   private closed = false;
   private readonly peer: string;
+  private readonly num = nextConn++;
+  private paused = false;
+  private held: HeldFrame[] = [];
+  private heldAt = 0;
+  private resumeScheduled = false;
+  private peakUnsent = 0;
+  private accepted = 0;
 
   constructor(
     private readonly socket: Socket,
@@ -56,13 +106,27 @@ export class LocalConnection {
     readonly opts: LocalConnectionOptions,
     private readonly onGone: (c: LocalConnection) => void,
   ) {
-    this.peer = `local channel connection ${nextConn++}`;
+    this.peer = `local channel connection ${this.num}`;
     this.reader = new LocalFrameReader(opts.maxRequestBytes);
     this.writer = new LocalFrameWriter(socket);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     // Errors always come with a 'close' (handled there); traced, not thrown.
     socket.on('error', (e: Error) => trace(`${this.peer}: ${e.message}`));
     socket.once('close', () => this.gone());
+    socket.on('drain', () => this.scheduleResume());
+    live.add(this);
+  }
+
+  stats(): LocalConnectionStats {
+    return {
+      connection: this.num,
+      callsAccepted: this.accepted,
+      callsInFlight: this.calls.size,
+      unsentBytes: this.unsent(),
+      peakUnsentBytes: this.peakUnsent,
+      paused: this.paused,
+      heldFrames: this.held.length - this.heldAt,
+    };
   }
 
   /** Close now (server stopping): open calls are cancelled. */
@@ -74,12 +138,18 @@ export class LocalConnection {
   /** Answer call `id` with a RESPONSE (`body`: the serialized ModelInferResponse) or an ERROR. */
   reply(id: number, code: number, details: string, body?: Buffer): void {
     if (!this.calls.delete(id) || this.closed) return;
-    if (body === undefined) return this.writer.push(encodeError(id, code, details));
-    served++;
-    const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-    writeHeader(head, 0, FrameType.RESPONSE, id, body.length);
-    this.writer.push(head);
-    this.writer.push(body);
+    if (body === undefined) this.writer.push(encodeError(id, code, details));
+    else {
+      served++;
+      const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+      writeHeader(head, 0, FrameType.RESPONSE, id, body.length);
+      this.writer.push(head);
+      this.writer.push(body);
+    }
+    const unsent = this.unsent();
+    if (unsent > this.peakUnsent) this.peakUnsent = unsent;
+    if (this.paused) this.scheduleResume();
+    else if (unsent > this.opts.maxUnsentBytes) this.pause();
   }
 
   private onData(chunk: Buffer): void {
@@ -87,7 +157,65 @@ export class LocalConnection {
     if (err) this.protocolError(err);
   }
 
+  /** Handle a frame now, or hold it (in order) while reading is paused. */
   private onFrame(type: FrameType, id: number, payload: Buffer): void {
+    if (this.paused) {
+      this.held.push({ type, id, payload });
+      return;
+    }
+    this.handle(type, id, payload);
+    if (this.full()) this.pause();
+  }
+
+  private unsent(): number {
+    return this.socket.writableLength + this.writer.queued;
+  }
+
+  private full(): boolean {
+    return this.calls.size >= this.opts.maxCallsInFlight || this.unsent() > this.opts.maxUnsentBytes;
+  }
+
+  /** Stop reading; `again`: already stopped while its held frames were being handled. */
+  private pause(again = false): void {
+    if ((this.paused && !again) || this.closed) return;
+    this.paused = true;
+    this.socket.pause();
+    // The queued batch may be taken whole by the kernel (no 'drain' then): look again after it is written.
+    this.scheduleResume();
+    trace(`${this.peer}: reading paused (${this.calls.size} calls open, ${this.unsent()} reply bytes unsent)`);
+  }
+
+  /** Later, not inside a reply (which may come from handling a held frame). */
+  private scheduleResume(): void {
+    if (!this.paused || this.resumeScheduled) return;
+    this.resumeScheduled = true;
+    setImmediate(() => {
+      this.resumeScheduled = false;
+      this.resume();
+    });
+  }
+
+  /** Under both limits again: handle the held frames, then read again (unless a limit is reached first). */
+  private resume(): void {
+    if (!this.paused || this.closed) return;
+    // Bytes still queued in the writer: look again once its batch is written. Over the limit in the
+    // socket's buffer (past its highWaterMark, so write() said false): 'drain' calls back.
+    if (this.unsent() > this.opts.maxUnsentBytes) return this.writer.queued ? this.scheduleResume() : undefined;
+    if (this.calls.size >= this.opts.maxCallsInFlight) return; // a reply calls back
+    this.paused = false;
+    while (this.heldAt < this.held.length) {
+      const f = this.held[this.heldAt++]!;
+      this.handle(f.type, f.id, f.payload);
+      if (this.closed) return;
+      if (this.paused || this.full()) return this.pause(true);
+    }
+    this.held = [];
+    this.heldAt = 0;
+    trace(`${this.peer}: reading resumed`);
+    this.socket.resume();
+  }
+
+  private handle(type: FrameType, id: number, payload: Buffer): void {
     if (!this.greeted) return type === FrameType.HELLO ? this.onHello(payload) : this.protocolError(`expected HELLO first, got ${frameTypeName(type)}`);
     switch (type) {
       case FrameType.REQUEST:
@@ -120,6 +248,7 @@ export class LocalConnection {
     const f = decodeRequest(payload);
     if (typeof f === 'string') return this.protocolError(f);
     const call = new LocalCall(this, id);
+    this.accepted++;
     this.calls.set(id, call);
     // As grpc-js with the inference group restricted: the call ends UNAVAILABLE before its message is read.
     if (this.denied) return this.reply(id, GrpcStatus.UNAVAILABLE, this.denied);
@@ -149,6 +278,9 @@ export class LocalConnection {
   private gone(): void {
     if (this.closed) return;
     this.closed = true;
+    live.delete(this);
+    this.held = [];
+    this.heldAt = 0;
     this.writer.discard();
     this.reader.stop('connection closed');
     // As a gRPC stream closed before its answer: every open call's request is cancelled.
@@ -158,67 +290,3 @@ export class LocalConnection {
   }
 }
 
-let nextConn = 1;
-
-/** One ModelInfer on a connection: deadline, cancellation, the answer once. */
-class LocalCall {
-  private readonly signal = new RequestCancel();
-  private deadline: NodeJS.Timeout | undefined;
-  private done = false;
-
-  constructor(
-    private readonly conn: LocalConnection,
-    private readonly id: number,
-  ) {}
-
-  start(api: ServerApi, message: Buffer, traceparent: string | undefined, timeoutMs: number): void {
-    if (timeoutMs > 0) {
-      this.deadline = setTimeout(() => {
-        this.answer(GrpcStatus.DEADLINE_EXCEEDED, GrpcText.DEADLINE_EXCEEDED);
-        this.signal.abort();
-      }, timeoutMs);
-    }
-    let msg: ModelInferRequest;
-    try {
-      msg = this.conn.opts.decode(message);
-    } catch {
-      // the gRPC paths answer an undecodable message with this status and text
-      return this.answer(GrpcStatus.INTERNAL, GrpcText.DESERIALIZE_REQUEST);
-    }
-    modelInferCall(api, msg, undefined, traceparent, this.signal, (err, res) => this.onResult(err, res));
-  }
-
-  /** The client gave up (CANCEL, or the connection closed): cancel the request; nothing is answered. */
-  cancel(): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.deadline) clearTimeout(this.deadline);
-    this.signal.abort();
-  }
-
-  /** Serialize now: the request's tensors are views of the received frame. */
-  private onResult(err: unknown, res: ModelInferResponse<Uint8Array> | undefined): void {
-    if (this.done) return;
-    if (!res) {
-      const f = grpcFailure(err);
-      return this.answer(f.code, f.details);
-    }
-    let body: Buffer;
-    try {
-      body = this.conn.opts.encode(res);
-    } catch (e) {
-      log.error('ModelInfer: serializing the response failed', e);
-      return this.answer(GrpcStatus.INTERNAL, GrpcText.SERIALIZE_RESPONSE);
-    }
-    const max = this.conn.opts.maxSendBytes;
-    if (max !== -1 && body.length > max) return this.answer(GrpcStatus.RESOURCE_EXHAUSTED, GrpcText.sentTooLarge(body.length + 5, max));
-    this.answer(GrpcStatus.OK, GrpcText.OK, body);
-  }
-
-  private answer(code: number, details: string, body?: Buffer): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.deadline) clearTimeout(this.deadline);
-    this.conn.reply(this.id, code, details, body);
-  }
-}

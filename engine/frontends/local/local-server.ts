@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
-import { LocalConnection } from './local-connection.ts';
+import { LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, LocalConnection } from './local-connection.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../../protocol/index.ts';
 import { REQUEST_FIELDS_BYTES } from '../../../protocol/local-channel.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
@@ -18,6 +18,9 @@ export interface LocalServerOptions {
   path: string;
   /** --grpc-restricted-protocol: the channel enforces the inference group's key as gRPC does. */
   restricted?: RestrictedFeatures;
+  /** Flow control per connection (docs/engine/local-channel.md#flow-control); the defaults when absent. */
+  maxUnsentBytes?: number;
+  maxCallsInFlight?: number;
 }
 
 /** Room for a REQUEST's fixed fields and traceparent beside the largest message gRPC accepts. */
@@ -30,6 +33,8 @@ export async function startLocalServer(api: ServerApi, opts: LocalServerOptions)
     restricted: opts.restricted,
     maxRequestBytes: maxReceive === -1 ? 0xffffffff : Math.min(maxReceive + REQUEST_SLACK, 0xffffffff),
     maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
+    maxUnsentBytes: opts.maxUnsentBytes ?? LOCAL_MAX_UNSENT_BYTES,
+    maxCallsInFlight: opts.maxCallsInFlight ?? LOCAL_MAX_CALLS_IN_FLIGHT,
     decode: infer.requestDeserialize as (b: Buffer) => ModelInferRequest,
     encode: infer.responseSerialize as (m: ModelInferResponse<Uint8Array>) => Buffer,
   };
