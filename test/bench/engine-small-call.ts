@@ -14,25 +14,12 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { execFile } from 'node:child_process';
 import { grpcFrame, which } from './c-clients.ts';
 import { cpuSeconds, stopAll } from './processes.ts';
 import { BUNDLED_REPO, startEngineProc } from './services.ts';
+import { h2load, ROWS, smallBodies } from './engine-small-rows.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-function h2load(port: number, body: string, c: number, m: number, secs: number): Promise<{ ok: number; failed: number }> {
-  const args = ['-c', String(c), '-m', String(m), '-t', '1', '-D', String(secs), '-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers',
-    `http://127.0.0.1:${port}/inference.GRPCInferenceService/ModelInfer`];
-  return new Promise((resolve, reject) =>
-    execFile(which('h2load')!, args, { timeout: (secs + 30) * 1000 }, (err, out) => {
-      if (err) return reject(err);
-      const r = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
-      if (!r) return reject(new Error(`h2load: ${out.slice(-300)}`));
-      resolve({ ok: Number(r[4]), failed: Number(r[5]) + Number(r[6]) });
-    }),
-  );
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, only: { type: 'string' }, profile: { type: 'string' } } });
@@ -42,22 +29,9 @@ async function main(): Promise<void> {
   const load0 = os.loadavg();
   const engine = await startEngineProc('engine-small', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {}, 1,
     values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : []);
-  const bytes = Buffer.from(new Float32Array(Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1))).buffer);
-  const input = { name: 'user_features', datatype: 'FP32', shape: [1, 64] };
-  const bodies = {
-    minimal: { model_name: 'product_recommender_model', inputs: [input], raw_input_contents: [bytes] },
-    gateway: { model_name: 'product_recommender_model', model_version: '', id: '0f8fad5b-d9cb-469f-a165-70867728950e', inputs: [input], outputs: [{ name: 'scores' }], raw_input_contents: [bytes] },
-  };
   const files: Record<string, string> = {};
-  for (const [k, req] of Object.entries(bodies)) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
-  const all = [
-    { id: 'minimal c16 m1', body: 'minimal', c: 16, m: 1 },
-    { id: 'gateway-shaped c16 m1', body: 'gateway', c: 16, m: 1 },
-    { id: 'minimal c4 m1', body: 'minimal', c: 4, m: 1 },
-    { id: 'minimal c16 m8', body: 'minimal', c: 16, m: 8 },
-    { id: 'gateway-shaped c16 m8', body: 'gateway', c: 16, m: 8 },
-  ];
-  const rows = all.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
+  for (const [k, req] of Object.entries(smallBodies())) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
+  const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
   const pid = engine.child.proc.pid!;
   try {
