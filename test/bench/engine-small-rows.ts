@@ -23,9 +23,12 @@ export const ROWS: ReadonlyArray<{ id: string; body: 'minimal' | 'gateway'; c: n
   { id: 'gateway-shaped c16 m8', body: 'gateway', c: 16, m: 8 },
 ];
 
-/** h2load posting the framed request in `bodyFile` to ModelInfer for `secs`: calls answered and failed. */
-export function h2load(port: number, bodyFile: string, c: number, m: number, secs: number): Promise<{ ok: number; failed: number }> {
-  const args = ['-c', String(c), '-m', String(m), '-t', '1', '-D', String(secs), '-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers',
+/**
+ * h2load posting the framed request in `bodyFile` to ModelInfer for `secs`
+ * (at most `rps` calls/s per connection when given): calls answered and failed.
+ */
+export function h2load(port: number, bodyFile: string, c: number, m: number, secs: number, rps?: number): Promise<{ ok: number; failed: number }> {
+  const args = ['-c', String(c), '-m', String(m), '-t', '1', '-D', String(secs), ...(rps ? [`--rps=${rps}`] : []), '-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers',
     `http://127.0.0.1:${port}/inference.GRPCInferenceService/ModelInfer`];
   return new Promise((resolve, reject) =>
     execFile(which('h2load')!, args, { timeout: (secs + 30) * 1000 }, (err, out) => {
