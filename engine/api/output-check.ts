@@ -49,7 +49,8 @@ export function checkOutputs(
     const problem = checkOne(config, decl, look.outputShapes.get(o.name)!, o, batch);
     if (problem) return problem;
   }
-  for (const name of wanted) {
+  for (let k = 0; k < wanted.length; k++) {
+    const name = wanted[k]!;
     if (!namedIn(outputs, name)) return invalidArg(`output '${name}' of model '${model}' is missing from the response (it was requested)`);
   }
   return undefined;
@@ -62,7 +63,7 @@ function namedBefore(outputs: readonly CheckedOutput[], k: number): boolean {
 }
 
 function namedIn(outputs: readonly CheckedOutput[], name: string): boolean {
-  for (const o of outputs) if (o.name === name) return true;
+  for (let k = 0; k < outputs.length; k++) if (outputs[k]!.name === name) return true;
   return false;
 }
 
@@ -99,7 +100,7 @@ function checkOne(
 
 function wellFormed(shape: unknown): shape is number[] {
   if (!Array.isArray(shape)) return false;
-  for (const d of shape) if (!Number.isSafeInteger(d) || d < 0) return false;
+  for (let i = 0; i < shape.length; i++) if (!Number.isSafeInteger(shape[i]) || shape[i] < 0) return false;
   return true;
 }
 
