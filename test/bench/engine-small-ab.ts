@@ -1,5 +1,5 @@
 // `node --import tsx test/bench/engine-small-ab.ts --base=DIR [--rounds=5] [--secs=4] [--only=c16m1] [--compiled] [--rps=N] [--together]
-//   [--flags='NODE FLAGS'] [--base-flags='NODE FLAGS']`
+//   [--flags='NODE FLAGS'] [--base-flags='NODE FLAGS'] [--warmup=SECS]`
 // An interleaved A/B of the engine's CPU per tiny inference (the rows of
 // engine-small-call.ts): this tree's engine against the one in DIR (another
 // checkout, e.g. `git worktree add DIR main`, with node_modules and
@@ -13,7 +13,8 @@
 // work per second with the same batching, which steadies the comparison
 // (closed-loop rates differ, and with them the batch sizes). --together
 // loads both engines at the same time (with --rps, the fairest comparison on
-// a machine whose load changes from second to second).
+// a machine whose load changes from second to second). --warmup: as in
+// engine-small-call.ts (30 for steady-state figures).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,7 +25,7 @@ import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import { grpcFrame, which } from './c-clients.ts';
 import { cpuSeconds, freePort, ROOT, removeTempDir, trackTempDir } from './processes.ts';
 import { BUNDLED_REPO } from './services.ts';
-import { h2load, ROWS, smallBodies } from './engine-small-rows.ts';
+import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -58,7 +59,7 @@ async function stopEngine(e: Engine): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { base: { type: 'string' }, rounds: { type: 'string', default: '5' }, secs: { type: 'string', default: '4' }, only: { type: 'string' }, compiled: { type: 'boolean', default: false }, rps: { type: 'string' }, flags: { type: 'string', default: '' }, 'base-flags': { type: 'string', default: '' }, together: { type: 'boolean', default: false } },
+    options: { base: { type: 'string' }, rounds: { type: 'string', default: '5' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, compiled: { type: 'boolean', default: false }, rps: { type: 'string' }, flags: { type: 'string', default: '' }, 'base-flags': { type: 'string', default: '' }, together: { type: 'boolean', default: false } },
   });
   if (!values.base) throw new Error('--base=DIR: the checkout to compare against');
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
   ];
   const samples = new Map<string, { ms: number; mainMs: number; rate: number }[]>();
   try {
-    for (const e of engines) await h2load(e.port, files.minimal!, 16, 8, 2);
+    for (const e of engines) await warmUp(e.port, files, rows, Number(values.warmup));
     for (let r = 0; r < rounds; r++) {
       for (const [i, row] of rows.entries()) {
         const order = (r + i) % 2 === 0 ? engines : [...engines].reverse();

@@ -39,3 +39,9 @@ export function h2load(port: number, bodyFile: string, c: number, m: number, sec
     }),
   );
 }
+
+/** Load `port` with each row's pattern in turn, `secs` in all (at least 1 s each; the engine's JIT settles per pattern). */
+export async function warmUp(port: number, files: Record<string, string>, rows: typeof ROWS, secs: number): Promise<void> {
+  const each = Math.max(1, Math.round(secs / Math.max(1, rows.length)));
+  for (const r of rows.length ? rows : ROWS.slice(0, 1)) await h2load(port, files[r.body]!, r.c, r.m, each);
+}
