@@ -43,7 +43,7 @@ export function elementSize(dt: string): number {
 /** Number of elements of a shape (1 for a scalar shape []). */
 export function elementCount(shape: readonly number[]): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i]!;
   return n;
 }
 

@@ -9,6 +9,7 @@ import type { ModelConfig, ModelTensorConfig } from './model-config.ts';
 import type { InferRequest, Tensor } from './infer-request.ts';
 import { elementCount, elementSize, fromConfigType, isDatatype, toConfigType, type Datatype } from './datatypes.ts';
 import { invalidArg, type StatusError } from './status.ts';
+import { lookupsOf } from './config-lookups.ts';
 
 /** An output as a response holds it; one written into a client's region has `shm` and no bytes here. */
 export type CheckedOutput = Tensor & { shm?: unknown };
@@ -21,8 +22,8 @@ const fmt = (s: readonly number[]) => `[${s.join(',')}]`;
  */
 export function requestBatch(config: ModelConfig, req: Pick<InferRequest, 'inputs'>): number | undefined {
   if (!(config.max_batch_size > 0) || req.inputs.length === 0) return undefined;
-  const ragged = new Set(config.input.filter((i) => i.allow_ragged_batch).map((i) => i.name));
-  if (req.inputs.some((t) => ragged.has(t.name))) return undefined;
+  const ragged = lookupsOf(config).ragged;
+  if (ragged.size > 0) for (const t of req.inputs) if (ragged.has(t.name)) return undefined;
   return req.inputs[0]!.shape[0];
 }
 
@@ -39,23 +40,41 @@ export function checkOutputs(
   batch: number | undefined,
 ): StatusError | undefined {
   const model = config.name;
-  const declared = new Map(config.output.map((o) => [o.name, o]));
-  const seen = new Set<string>();
-  for (const o of outputs) {
-    const decl = declared.get(o.name);
+  const look = lookupsOf(config);
+  for (let k = 0; k < outputs.length; k++) {
+    const o = outputs[k]!;
+    const decl = look.outputs.get(o.name);
     if (!decl) return invalidArg(`unexpected inference output '${o.name}' for model '${model}'`);
-    if (seen.has(o.name)) return invalidArg(`output '${o.name}' appears twice in the response of model '${model}'`);
-    seen.add(o.name);
-    const problem = checkOne(config, decl, o, batch);
+    if (namedBefore(outputs, k)) return invalidArg(`output '${o.name}' appears twice in the response of model '${model}'`);
+    const problem = checkOne(config, decl, look.outputShapes.get(o.name)!, o, batch);
     if (problem) return problem;
   }
-  for (const name of wanted) {
-    if (!seen.has(name)) return invalidArg(`output '${name}' of model '${model}' is missing from the response (it was requested)`);
+  for (let k = 0; k < wanted.length; k++) {
+    const name = wanted[k]!;
+    if (!namedIn(outputs, name)) return invalidArg(`output '${name}' of model '${model}' is missing from the response (it was requested)`);
   }
   return undefined;
 }
 
-function checkOne(config: ModelConfig, decl: ModelTensorConfig, o: CheckedOutput, batch: number | undefined): StatusError | undefined {
+function namedBefore(outputs: readonly CheckedOutput[], k: number): boolean {
+  const name = outputs[k]!.name;
+  for (let j = 0; j < k; j++) if (outputs[j]!.name === name) return true;
+  return false;
+}
+
+function namedIn(outputs: readonly CheckedOutput[], name: string): boolean {
+  for (let k = 0; k < outputs.length; k++) if (outputs[k]!.name === name) return true;
+  return false;
+}
+
+/** `allowed`: the output's shapes from the config (config-lookups.ts). */
+function checkOne(
+  config: ModelConfig,
+  decl: ModelTensorConfig,
+  allowed: ReadonlyArray<readonly number[]>,
+  o: CheckedOutput,
+  batch: number | undefined,
+): StatusError | undefined {
   const model = config.name;
   const want = fromConfigType(decl.data_type);
   if (o.datatype !== want) {
@@ -63,21 +82,37 @@ function checkOne(config: ModelConfig, decl: ModelTensorConfig, o: CheckedOutput
     return invalidArg(`unexpected datatype ${got} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`);
   }
   const shape = o.shape as unknown;
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+  if (!wellFormed(shape)) {
     return invalidArg(`output '${o.name}' of model '${model}' has a malformed shape ${JSON.stringify(shape)}`);
   }
   const batched = config.max_batch_size > 0;
   // A reshaped output may come back in the model's own shape or the config's.
-  const allowed = [decl.dims, ...(decl.reshape ? [decl.reshape.shape ?? []] : [])].map((d) => (batched ? [-1, ...d] : [...d]));
-  const fits = (dims: number[]) => dims.length === shape.length && dims.every((d, i) => d === -1 || d === shape[i]);
-  if (!allowed.some(fits) || (batched && batch !== undefined && shape[0] !== batch)) {
-    const why = batched && batch !== undefined && allowed.some(fits) ? ` (the request's batch size is ${batch})` : '';
+  const fitsOne = anyFits(allowed, shape);
+  if (!fitsOne || (batched && batch !== undefined && shape[0] !== batch)) {
+    const why = batched && batch !== undefined && fitsOne ? ` (the request's batch size is ${batch})` : '';
     return invalidArg(
       `unexpected shape for output '${o.name}', model configuration shape is ${fmt(allowed[0]!)}, inference shape is ${fmt(shape)} for model '${model}'${why}`,
     );
   }
   if (o.shm) return undefined; // the bytes are in a client's region, sized when written
   return checkBytes(model, o.name, want, shape, o.data);
+}
+
+function wellFormed(shape: unknown): shape is number[] {
+  if (!Array.isArray(shape)) return false;
+  for (let i = 0; i < shape.length; i++) if (!Number.isSafeInteger(shape[i]) || shape[i] < 0) return false;
+  return true;
+}
+
+/** Whether `shape` fits one of `allowed` (-1: any size). */
+function anyFits(allowed: ReadonlyArray<readonly number[]>, shape: readonly number[]): boolean {
+  for (const dims of allowed) {
+    if (dims.length !== shape.length) continue;
+    let ok = true;
+    for (let i = 0; i < dims.length && ok; i++) ok = dims[i] === -1 || dims[i] === shape[i];
+    if (ok) return true;
+  }
+  return false;
 }
 
 function checkBytes(model: string, name: string, dt: Datatype, shape: readonly number[], data: Uint8Array): StatusError | undefined {

@@ -366,7 +366,10 @@ export class ModelRepositoryManager {
       const v = e.versions.get(version);
       return v?.state === 'READY' ? v : undefined;
     }
-    return [...e.versions.values()].filter((v) => v.state === 'READY').sort((a, b) => b.version - a.version)[0];
+    // The highest READY version (a loop: every request without a version comes here).
+    let best: ModelVersion | undefined;
+    for (const v of e.versions.values()) if (v.state === 'READY' && (!best || v.version > best.version)) best = v;
+    return best;
   }
 
   /** Like readyVersion, but throws Triton's errors. `version` is the wire string ('' = latest). */

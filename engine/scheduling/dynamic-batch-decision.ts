@@ -48,6 +48,8 @@ export type BatchDecision =
  *   max_batch_size), when the delay is exceeded, or when the delay is 0;
  * - else wait until the oldest request of the batch has waited the delay.
  */
+const NO_SIZES: ReadonlySet<number> = new Set();
+
 export function decideBatch(
   pending: ReadonlyArray<PendingItem>,
   policy: BatchPolicy,
@@ -55,7 +57,8 @@ export function decideBatch(
 ): BatchDecision {
   if (pending.length === 0) return { action: 'idle' };
   const maxBatch = Math.max(1, policy.maxBatchSize);
-  const preferred = new Set(policy.preferredSizes.filter((p) => p > 0 && p <= maxBatch));
+  // No preferred sizes (the common case): no set built per decision.
+  const preferred = policy.preferredSizes.length ? new Set(policy.preferredSizes.filter((p) => p > 0 && p <= maxBatch)) : NO_SIZES;
   const maxPreferred = preferred.size > 0 ? Math.max(...preferred) : maxBatch;
 
   let count = 0;

@@ -7,7 +7,7 @@
 // With batching off (a model without dynamic_batching: Triton's default
 // scheduler) every request leaves alone, FIFO, with no delay. In-flight
 // count, stop-and-drain, the timer and answering are the SchedulerCore's.
-import { batchShapeKey, decideBatch, type BatchPolicy } from './dynamic-batch-decision.ts';
+import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
 import { finalOutcomes, runOnInstance } from './instance-run.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
@@ -39,7 +39,8 @@ interface Pending {
   resolve: (r: InferResponse) => void;
   reject: (e: StatusError) => void;
   batchSize: number;
-  shapeKey: string;
+  /** What decideBatch reads of it (batch size, shape key, enqueue time), made once at enqueue. */
+  decision: PendingItem;
   /** Accept order, for preserve_ordering. */
   seq: number;
   entry?: QueueEntry<Pending>;
@@ -107,7 +108,7 @@ export class DynamicBatchScheduler implements Scheduler {
         resolve,
         reject,
         batchSize,
-        shapeKey: batchShapeKey(request, this.maxBatchSize, this.ragged),
+        decision: { batchSize, shapeKey: batchShapeKey(request, this.maxBatchSize, this.ragged), enqueuedNs: now },
         seq: -1,
       };
       try {
@@ -180,8 +181,10 @@ export class DynamicBatchScheduler implements Scheduler {
         continue;
       }
       const entries = this.queue.ordered();
+      const items: PendingItem[] = new Array(entries.length);
+      for (let i = 0; i < entries.length; i++) items[i] = entries[i]!.item.decision;
       const decision = decideBatch(
-        entries.map((e) => ({ batchSize: e.item.batchSize, shapeKey: e.item.shapeKey, enqueuedNs: e.enqueuedNs })),
+        items,
         this.core.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,
         now,
       );

@@ -60,7 +60,12 @@ export class InferPipeline {
     }
   }
 
-  /** Step 2 on: on-demand load, then the model's own steps; the budget never evicts the model meanwhile. */
+  /**
+   * Step 2 on: on-demand load, then the model's own steps (3 to 6: validate,
+   * trace, answer from the cache or the model's scheduler, order the
+   * outputs); the budget never evicts the model meanwhile. One async frame
+   * for all of them: each frame is a promise and a hop per request.
+   */
   async runOnModel(req: InferRequest): Promise<InferResponse> {
     req.arrivalNs ??= process.hrtime.bigint();
     // Step 2, on-demand: in on-demand mode the model is loaded first (the only await before begin).
@@ -68,24 +73,19 @@ export class InferPipeline {
     // In use from here to the answer (no await between the lookup and begin).
     this.d.budget?.begin(req.modelName);
     try {
-      return await this.modelSteps(mv, req);
+      validateFor(mv, req);
+      let res: InferResponse;
+      try {
+        res = await this.d.tracing.traced(req, String(mv.version), () => this.cacheOrEnqueue(mv, req));
+      } finally {
+        // Its client went away (queued and dropped, or stopped while it ran): a cancellation in the statistics.
+        if (req.clientSignal?.aborted) mv.stats.cancelled(Number(process.hrtime.bigint() - req.arrivalNs!));
+      }
+      orderOutputs(req, res);
+      return res;
     } finally {
       this.d.budget?.end(req.modelName);
     }
-  }
-
-  /** Steps 3 to 6: validate, trace, answer from the cache or the model's scheduler, order the outputs. */
-  private async modelSteps(mv: ModelVersion, req: InferRequest): Promise<InferResponse> {
-    validateFor(mv, req);
-    let res: InferResponse;
-    try {
-      res = await this.d.tracing.traced(req, String(mv.version), () => this.cacheOrEnqueue(mv, req));
-    } finally {
-      // Its client went away (queued and dropped, or stopped while it ran): a cancellation in the statistics.
-      if (req.clientSignal?.aborted) mv.stats.cancelled(Number(process.hrtime.bigint() - req.arrivalNs!));
-    }
-    orderOutputs(req, res);
-    return res;
   }
 
   /** Step 1, shm inputs: each shm input views its region (held in `held` until release). */

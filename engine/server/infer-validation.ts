@@ -4,6 +4,7 @@ import type { ModelConfig, ModelTensorConfig } from '../api/model-config.ts';
 import type { InferInput, InferRequest } from '../api/infer-request.ts';
 import { byteSizeOf, deserializeBytes, elementCount, fromConfigType } from '../api/datatypes.ts';
 import { invalidArg } from '../api/status.ts';
+import { lookupsOf } from '../api/config-lookups.ts';
 
 /** The full shape a request tensor must have: batch dim -1 first when the model batches. */
 export function fullShape(config: ModelConfig, t: ModelTensorConfig): number[] {
@@ -15,23 +16,20 @@ const fmt = (s: readonly number[]) => `[${s.join(',')}]`;
 /** Validate inputs (names, datatypes, shapes, batch size) and requested outputs. */
 export function validateRequest(config: ModelConfig, req: InferRequest): void {
   const model = config.name;
-  const declared = new Map(config.input.map((i) => [i.name, i]));
-  const seen = new Set<string>();
+  const look = lookupsOf(config);
+  const inputs = req.inputs;
   let batch: number | undefined;
-  for (const t of req.inputs) {
-    const decl = declared.get(t.name);
+  for (let k = 0; k < inputs.length; k++) {
+    const t = inputs[k]!;
+    const decl = look.inputs.get(t.name);
     if (!decl) throw invalidArg(`unexpected inference input '${t.name}' for model '${model}'`);
-    if (seen.has(t.name)) throw invalidArg(`input '${t.name}' given twice for model '${model}'`);
-    seen.add(t.name);
+    if (givenBefore(inputs, k)) throw invalidArg(`input '${t.name}' given twice for model '${model}'`);
     const want = fromConfigType(decl.data_type);
     if (t.datatype !== want) {
       throw invalidArg(`inference input '${t.name}' data-type is '${t.datatype}', but model '${model}' expects '${want}'`);
     }
-    const expected = fullShape(config, decl);
-    const ok =
-      t.shape.length === expected.length &&
-      t.shape.every((d, i) => Number.isInteger(d) && d >= 0 && (expected[i] === -1 || expected[i] === d));
-    if (!ok) {
+    const expected = look.inputShapes.get(t.name)!;
+    if (!shapeFits(t.shape, expected)) {
       throw invalidArg(`unexpected shape for input '${t.name}' for model '${model}'. Expected ${fmt(expected)}, got ${fmt(t.shape)}`);
     }
     if (config.max_batch_size > 0) {
@@ -51,17 +49,44 @@ export function validateRequest(config: ModelConfig, req: InferRequest): void {
       );
     }
   }
-  const missing = config.input.filter((i) => !i.optional && !seen.has(i.name)).map((i) => i.name);
-  if (missing.length) {
+  if (missingRequired(inputs, look.required)) {
+    const seen = inputs.map((t) => t.name);
+    const missing = look.required.filter((i) => !seen.includes(i.name)).map((i) => i.name);
     throw invalidArg(
-      `expected ${config.input.length} inputs but got ${req.inputs.length} inputs for model '${model}'. ` +
-        `Got input(s) [${[...seen].map((s) => `'${s}'`).join(', ')}], but missing required input(s) [${missing.map((s) => `'${s}'`).join(', ')}]`,
+      `expected ${config.input.length} inputs but got ${inputs.length} inputs for model '${model}'. ` +
+        `Got input(s) [${seen.map((s) => `'${s}'`).join(', ')}], but missing required input(s) [${missing.map((s) => `'${s}'`).join(', ')}]`,
     );
   }
-  const outs = new Set(config.output.map((o) => o.name));
   for (const o of req.outputs) {
-    if (!outs.has(o.name)) throw invalidArg(`unexpected inference output '${o.name}' for model '${model}'`);
+    if (!look.outputs.has(o.name)) throw invalidArg(`unexpected inference output '${o.name}' for model '${model}'`);
   }
+}
+
+/** Whether a required input is not among `inputs`. */
+function missingRequired(inputs: readonly InferInput[], required: readonly ModelTensorConfig[]): boolean {
+  for (const r of required) {
+    let found = false;
+    for (let j = 0; j < inputs.length && !found; j++) found = inputs[j]!.name === r.name;
+    if (!found) return true;
+  }
+  return false;
+}
+
+/** Whether an input before the k-th has the k-th's name. */
+function givenBefore(inputs: readonly InferInput[], k: number): boolean {
+  const name = inputs[k]!.name;
+  for (let j = 0; j < k; j++) if (inputs[j]!.name === name) return true;
+  return false;
+}
+
+/** `shape` has `expected`'s rank, every dim a non-negative integer equal to the expected one where that is not -1. */
+function shapeFits(shape: readonly number[], expected: readonly number[]): boolean {
+  if (shape.length !== expected.length) return false;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (!Number.isInteger(d) || d < 0 || (expected[i] !== -1 && expected[i] !== d)) return false;
+  }
+  return true;
 }
 
 /** Bytes given must match the shape (BYTES: element count must match). */

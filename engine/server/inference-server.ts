@@ -208,11 +208,17 @@ export class InferenceServer implements ServerApi {
   }
 
   /** A client request, answered by its deadline (request-deadline.ts). */
-  async infer(req: InferRequest): Promise<InferResponse> {
-    if (this.stopping) throw unavailable('server is shutting down');
+  infer(req: InferRequest): Promise<InferResponse> {
+    if (this.stopping) return Promise.reject(unavailable('server is shutting down'));
     req.arrivalNs ??= process.hrtime.bigint();
     req.clientSignal ??= req.signal;
-    return answerByDeadline(req, () => this.pipeline.run(req), () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config);
+    // Without a timeout the pipeline's own promise is the answer (no wrapper frame, no closures per request).
+    if (!req.timeoutUs) return this.pipeline.run(req);
+    try {
+      return answerByDeadline(req, () => this.pipeline.run(req), () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** A request from inside the engine (ensemble steps, BLS): the pipeline from its on-demand step on. */

@@ -7,10 +7,11 @@ import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { StatusError } from '../api/status.ts';
 import { checkOutputs, requestBatch } from '../api/output-check.ts';
+import { lookupsOf } from '../api/config-lookups.ts';
 
 /** The outputs a response must hold: the requested ones, or all the model's. */
-export function wantedOutputs(config: ModelConfig, req: InferRequest): string[] {
-  return req.outputs.length ? req.outputs.map((o) => o.name) : config.output.map((o) => o.name);
+export function wantedOutputs(config: ModelConfig, req: InferRequest): readonly string[] {
+  return req.outputs.length ? req.outputs.map((o) => o.name) : lookupsOf(config).outputNames;
 }
 
 /** `res` when it fits the config; throws the first problem otherwise. */

@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR]`
+// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR] [--floor] [--warmup=SECS]`
 // The engine's CPU per tiny inference (the recommender, 64 floats in, 100
 // out) by request shape and connection pattern, h2load driving gRPC:
 //  - shape: the minimal request (model, input, raw bytes) against the one the
@@ -8,69 +8,55 @@
 //    sync mode, `h2load -c16 -m1`), 4 connections × 1, and 16 × 8 streams.
 // Rounds interleave every row so a shared machine's noise falls on all alike.
 // --only keeps the rows whose id (spaces removed) contains it; --profile runs
-// the engine under --cpu-prof (profiles in DIR at exit).
+// the engine under --cpu-prof (profiles in DIR at exit). --floor adds
+// node:http2 alone answering the same calls (floor-server.ts h2: read the
+// request, answer a fixed message with trailers), measured in the same
+// rounds: what any engine on node:http2 pays per call in that pattern.
+// --warmup (default 2 s) loads each process first with every row's pattern in
+// turn: V8 keeps optimizing and deoptimizing the call path for about 20-30 s
+// of a new pattern (background compiler threads busy meanwhile), so short
+// warm-ups measure part of that; 30 gives steady-state figures.
 // Prints a Markdown table with the machine and the load average.
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { execFile } from 'node:child_process';
 import { grpcFrame, which } from './c-clients.ts';
-import { cpuSeconds, stopAll } from './processes.ts';
+import { cpuSeconds, freePort, spawnTs, stopAll, waitUntil } from './processes.ts';
+import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import { BUNDLED_REPO, startEngineProc } from './services.ts';
+import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function h2load(port: number, body: string, c: number, m: number, secs: number): Promise<{ ok: number; failed: number }> {
-  const args = ['-c', String(c), '-m', String(m), '-t', '1', '-D', String(secs), '-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers',
-    `http://127.0.0.1:${port}/inference.GRPCInferenceService/ModelInfer`];
-  return new Promise((resolve, reject) =>
-    execFile(which('h2load')!, args, { timeout: (secs + 30) * 1000 }, (err, out) => {
-      if (err) return reject(err);
-      const r = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
-      if (!r) return reject(new Error(`h2load: ${out.slice(-300)}`));
-      resolve({ ok: Number(r[4]), failed: Number(r[5]) + Number(r[6]) });
-    }),
-  );
-}
-
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, only: { type: 'string' }, profile: { type: 'string' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false } } });
   const [rounds, secs] = [Number(values.rounds), Number(values.secs)];
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eng-small-'));
   const load0 = os.loadavg();
   const engine = await startEngineProc('engine-small', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {}, 1,
     values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : []);
-  const bytes = Buffer.from(new Float32Array(Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1))).buffer);
-  const input = { name: 'user_features', datatype: 'FP32', shape: [1, 64] };
-  const bodies = {
-    minimal: { model_name: 'product_recommender_model', inputs: [input], raw_input_contents: [bytes] },
-    gateway: { model_name: 'product_recommender_model', model_version: '', id: '0f8fad5b-d9cb-469f-a165-70867728950e', inputs: [input], outputs: [{ name: 'scores' }], raw_input_contents: [bytes] },
-  };
   const files: Record<string, string> = {};
-  for (const [k, req] of Object.entries(bodies)) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
-  const all = [
-    { id: 'minimal c16 m1', body: 'minimal', c: 16, m: 1 },
-    { id: 'gateway-shaped c16 m1', body: 'gateway', c: 16, m: 1 },
-    { id: 'minimal c4 m1', body: 'minimal', c: 4, m: 1 },
-    { id: 'minimal c16 m8', body: 'minimal', c: 16, m: 8 },
-    { id: 'gateway-shaped c16 m8', body: 'gateway', c: 16, m: 8 },
-  ];
-  const rows = all.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
+  for (const [k, req] of Object.entries(smallBodies())) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
+  const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
-  const pid = engine.child.proc.pid!;
+  const floor = values.floor ? await startFloor() : undefined;
+  const targets = [{ id: '', pid: engine.child.proc.pid!, port: engine.grpcPort }, ...(floor ? [{ id: ' (node:http2 floor)', pid: floor.pid, port: floor.port }] : [])];
+  for (const t of targets.slice(1)) for (const r of rows) samples.set(r.id + t.id, []);
   try {
-    await h2load(engine.grpcPort, files.minimal!, 16, 8, 2);
+    for (const t of targets) await warmUp(t.port, files, rows, Number(values.warmup));
     for (let r = 0; r < rounds; r++) {
       for (const row of rows) {
-        const c0 = cpuSeconds(pid);
-        const res = await h2load(engine.grpcPort, files[row.body]!, row.c, row.m, secs);
-        const c1 = cpuSeconds(pid);
-        if (res.ok <= 0 || res.failed > 0) throw new Error(`${row.id}: ${res.ok} ok, ${res.failed} failed`);
-        const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
-        samples.get(row.id)!.push(s);
-        process.stderr.write(`round ${r + 1} ${row.id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
+        for (const t of targets) {
+          const c0 = cpuSeconds(t.pid);
+          const res = await h2load(t.port, files[row.body]!, row.c, row.m, secs);
+          const c1 = cpuSeconds(t.pid);
+          if (res.ok <= 0 || res.failed > 0) throw new Error(`${row.id}${t.id}: ${res.ok} ok, ${res.failed} failed`);
+          const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
+          samples.get(row.id + t.id)!.push(s);
+          process.stderr.write(`round ${r + 1} ${row.id}${t.id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
+        }
       }
     }
   } finally {
@@ -85,11 +71,16 @@ async function main(): Promise<void> {
     '',
     '| request, connections, streams each | calls/s | engine CPU ms/call | of which main thread |',
     '|---|---:|---:|---:|',
-    ...rows.map((r) => {
-      const s = samples.get(r.id)!;
-      return `| ${r.id} | ${median(s.map((x) => x.rate)).toFixed(0)} | ${median(s.map((x) => x.ms)).toFixed(3)} | ${median(s.map((x) => x.mainMs)).toFixed(3)} |`;
-    }),
+    ...[...samples].map(([id, s]) => `| ${id} | ${median(s.map((x) => x.rate)).toFixed(0)} | ${median(s.map((x) => x.ms)).toFixed(3)} | ${median(s.map((x) => x.mainMs)).toFixed(3)} |`),
   ].join('\n') + '\n');
+}
+
+/** floor-server.ts h2 on a free port, stopped by stopAll(). */
+async function startFloor(): Promise<{ pid: number; port: number }> {
+  const port = await freePort();
+  const child = spawnTs('floor-h2', 'test/bench/floor-server.ts', ['h2', String(port)], {}, ENGINE_NODE_FLAGS);
+  await waitUntil(child, async () => child.tail().includes(`listening ${port}`), 30_000);
+  return { pid: child.proc.pid!, port };
 }
 
 main().catch(async (e) => {
