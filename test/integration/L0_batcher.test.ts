@@ -9,6 +9,7 @@ import { TritonGrpcClient, type ModelInferResponse, type Parameters } from '../.
 import type { RunningEngine } from '../../engine/server/server.ts';
 import type { ModelStatistics } from '../../engine/api/server-api.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
+import { waitFor } from './L0_gateway-support.ts';
 import { f32Bytes, grpcError, maxAbsDiff, removeDir, seededFloats, startTestEngine, tempRepo, toF32 } from './helpers.ts';
 
 const CLIENTS = 16;
@@ -26,8 +27,29 @@ output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ -1 ] } ]
 instance_group [ { count: 1, kind: KIND_CPU } ]
 dynamic_batching { ${dynamicBatching} }
 `;
+/**
+ * js_prio's model: answers each request with its place in the instance's execution order (0, 1, ...); a
+ * request with parameter hold_file keeps the instance until that file exists (at most 60 s, then an error).
+ */
+const JS_PLACE_MODEL = `import { existsSync } from 'node:fs';
+type Req = { parameters: Record<string, unknown> };
+let started = 0;
+export async function execute(requests: Req[]) {
+  return Promise.all(requests.map(async (r) => {
+    const place = started++;
+    const hold = r.parameters.hold_file;
+    if (typeof hold === 'string') {
+      const end = Date.now() + 60_000;
+      while (!existsSync(hold)) {
+        if (Date.now() > end) return { error: { code: 'UNAVAILABLE' as const, message: 'js_prio: ' + hold + ' never appeared' } };
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    }
+    return { outputs: { OUTPUT0: { datatype: 'FP32', shape: [1, 1], data: new Uint8Array(Float32Array.of(place).buffer) } } };
+  }));
+}
+`;
 const QUEUE_MODELS: Record<string, string> = {
-  js_prio: 'priority_levels: 2 default_priority_level: 2',
   js_qsize: 'default_queue_policy { max_queue_size: 2 }',
   js_timeout:
     'default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 150000 allow_timeout_override: true }',
@@ -58,6 +80,7 @@ beforeAll(async () => {
     readFileSync(path.join(repo, 'clip_encoder_model', '1', 'model.onnx')),
   );
   for (const [name, db] of Object.entries(QUEUE_MODELS)) writeModel(name, queueModel(name, db), { 'model.ts': JS_ECHO_MODEL });
+  writeModel('js_prio', queueModel('js_prio', 'priority_levels: 2 default_priority_level: 2'), { 'model.ts': JS_PLACE_MODEL });
   engine = await startTestEngine({ modelRepository: repo });
   grpc = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`);
 });
@@ -168,22 +191,28 @@ describe('L0_batcher: queue policies', () => {
     expect(toF32((await echo('js_timeout', {}, 7)).raw_output_contents[0]!)[0]).toBe(7);
   });
 
-  // On Node 24 the queued requests run in arrival order (known, not yet explained: priorities are parsed and
-  // queued at their levels, docs/limitations.md); Node 20 runs them by level. Skipped there until fixed.
-  it.skipIf(Number(process.versions.node.split('.')[0]) >= 24)('priority: a priority-1 request overtakes queued priority-2 (default) requests', async () => {
-    const order: string[] = [];
-    const track = (tag: string, p: Promise<ModelInferResponse>) => p.then(() => order.push(tag));
-    // The busy request holds the one instance long enough for the other three to be queued behind it
-    // even on a loaded host (each is sent well after the one before has reached the queue).
-    const all = [track('busy', echo('js_prio', delay(1500)))];
-    await sleep(150);
-    all.push(track('low1', echo('js_prio', {})));
-    await sleep(100);
-    all.push(track('low2', echo('js_prio', { priority: { int64_param: 2 } })));
-    await sleep(100);
-    all.push(track('high', echo('js_prio', { priority: { int64_param: 1 } })));
-    await Promise.all(all);
-    expect(order).toEqual(['busy', 'high', 'low1', 'low2']);
+  // The order is read from the model (each answer carries its place in the instance's execution order), not
+  // from when answers reach the client: answers written in one turn of the event loop share one HTTP/2 flush,
+  // and Node 24 sends those in stream-id (arrival) order. Each step waits on the engine's in-flight count and
+  // the busy request holds the instance until the test opens its gate, so no step depends on the host's speed.
+  it('priority: a priority-1 request overtakes queued priority-2 (default) requests', async () => {
+    const scheduler = engine.engine.repository.readyVersion('js_prio')!.scheduler;
+    const gate = path.join(repo, 'js_prio.gate');
+    const place = (r: Promise<ModelInferResponse>) => r.then((res) => toF32(res.raw_output_contents[0]!)[0]);
+    const send = async (params: Parameters) => {
+      const before = scheduler.inflightCount();
+      const answer = place(echo('js_prio', params));
+      await waitFor('the request to reach js_prio', () => scheduler.inflightCount() > before, 30_000, 5);
+      return { answer }; // not the promise itself: the async function would wait for it
+    };
+    const busy = await send({ hold_file: { string_param: gate } }); // runs at once and holds the one instance
+    const low1 = await send({});
+    const low2 = await send({ priority: { int64_param: 2 } });
+    const high = await send({ priority: { int64_param: 1 } });
+    expect(scheduler.inflightCount()).toBe(4);
+    writeFileSync(gate, '');
+    const [b, h, l1, l2] = await Promise.all([busy.answer, high.answer, low1.answer, low2.answer]);
+    expect({ busy: b, high: h, low1: l1, low2: l2 }).toEqual({ busy: 0, high: 1, low1: 2, low2: 3 });
     // A priority beyond priority_levels is refused.
     expect((await grpcError(echo('js_prio', { priority: { int64_param: 3 } }))).code).toBe(3); // INVALID_ARGUMENT
   });
