@@ -25,7 +25,14 @@ import { Lab, namespacesUnavailable, type Host } from './L0_multi_host-support.t
 type Json = Record<string, any>;
 const SECRET = `whsec-${process.pid}`;
 const TOKEN = `admin-${process.pid}`;
-const LEASE_TTL_MS = 1500;
+// Lease and job-claim periods: short enough that reaping and reclaiming show within the test, long enough
+// that a live gateway's renewals and heartbeats (every third of a period) keep up on a heavily loaded host.
+// (At 1.5 s a stalled event loop let a live host's jobs be reclaimed before the kill.) Every wait below is
+// on a condition, with a ceiling far above the time it takes on a quiet host.
+const LEASE_TTL_MS = 4000;
+const CLAIM_IDLE_MS = 4000;
+/** Deploy notices reach replicas over Redis pub/sub; without one, a replica's fallback poll (every 5 s) would. */
+const DEPLOY_POLL_MS = 5000;
 const INPUTS = { inputs: { INPUT0: Array.from({ length: 16 }, (_, i) => i), INPUT1: Array.from({ length: 16 }, () => 3) } };
 const SUM = INPUTS.inputs.INPUT0.map((v) => v + 3);
 
@@ -63,15 +70,15 @@ async function startHost(n: number, fnDir: string): Promise<Host> {
   const h = await lab.addHost(n);
   // The engine takes the arguments Triton's KServe runtime passes (--model-store, ports, --allow-*).
   lab.exec(h, 'engine', ['engine/main.ts', `--model-store=${repo}`, '--grpc-port=9000', '--http-port=8000', '--allow-grpc=true', '--allow-http=true', '--allow-client-shm=true'], { ENGINE_QUIET: '1' }, ROOT);
-  await waitFor(`${h.name} engine ready`, async () => (await fetch(`http://${h.ip}:8000/v2/health/ready`)).ok, 30_000, 100);
+  await waitFor(`${h.name} engine ready`, async () => (await fetch(`http://${h.ip}:8000/v2/health/ready`)).ok, 120_000, 100);
   lab.exec(
     h,
     'gateway',
-    ['gateway/main.ts', '--port=8080', '--engine=127.0.0.1:9000', `--functions=${fnDir}`, '--shm-threshold=0', '--arena-regions=1', '--arena-region-bytes=1048576', `--lease-ttl-ms=${LEASE_TTL_MS}`, '--job-claim-idle-ms=1500', '--jobs-concurrency=2'],
+    ['gateway/main.ts', '--port=8080', '--engine=127.0.0.1:9000', `--functions=${fnDir}`, '--shm-threshold=0', '--arena-regions=1', '--arena-region-bytes=1048576', `--lease-ttl-ms=${LEASE_TTL_MS}`, `--job-claim-idle-ms=${CLAIM_IDLE_MS}`, '--jobs-concurrency=2'],
     { REDIS_URL: redisUrl, GATEWAY_ADMIN_TOKEN: TOKEN, GATEWAY_WEBHOOK_SECRET: SECRET },
     ROOT,
   );
-  await waitFor(`${h.name} gateway ready`, async () => (await fetch(`${gw(h)}/readyz`)).ok, 30_000, 100);
+  await waitFor(`${h.name} gateway ready`, async () => (await fetch(`${gw(h)}/readyz`)).ok, 120_000, 100);
   return h;
 }
 
@@ -113,7 +120,7 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     // Three hosts, started side by side (the first seeds the bundle store).
     await startHost(1, fnDir);
     await Promise.all([startHost(2, fnDir), startHost(3, fnDir)]);
-  }, 120_000);
+  }, 400_000);
 
   afterAll(async () => {
     try {
@@ -153,7 +160,7 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     }
   });
 
-  it('a deploy through one gateway is served by every gateway within 2 s', async () => {
+  it('a deploy through one gateway is served by every gateway, by its change notice (sooner than the fallback poll)', async () => {
     const t0 = Date.now();
     const bundle = {
       version: `mh-${process.pid}`,
@@ -166,11 +173,12 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     expect(put.status).toBe(200);
     const seen = await Promise.all(
       lab.hosts.map(async (h) => {
-        await waitFor(`${h.name} serves subtractor`, async () => (await post(h, 'subtractor')).status === 200, 2000, 10);
+        await waitFor(`${h.name} serves subtractor`, async () => (await post(h, 'subtractor')).status === 200, 60_000, 10);
         return Date.now() - t0;
       }),
     );
     console.log(`deploy via host1 served by all hosts after ${Math.max(...seen)} ms (${seen.join(', ')} ms)`);
+    expect(Math.max(...seen)).toBeLessThan(DEPLOY_POLL_MS);
     const r = (await (await post(lab.hosts[2]!, 'subtractor')).json()) as Json;
     expect(r.outputs.diff.data).toEqual(INPUTS.inputs.INPUT0.map((v) => v - 3));
   });
@@ -214,30 +222,34 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
       const ids = await Promise.all(p.map(async ([entry]) => ((await redis.xrange('tgw:jobs:stream', entry, entry))[0]?.[1] ?? [])[1]));
       return ids.filter((id): id is string => !!id);
     };
-    await waitFor('host2 holding jobs', async () => (await pendingOf(deadOwner)).length > 0, 5000, 5);
+    await waitFor('host2 holding jobs', async () => (await pendingOf(deadOwner)).length > 0, 60_000, 5);
     expect(await redis.keys('tgw:host2:lease:*')).not.toEqual([]);
     const tKill = Date.now();
     await lab.kill(h2);
     // What host2 held when it died: pending on its consumer, so only a survivor can finish these.
     const heldIds = await pendingOf(deadOwner);
     expect(heldIds.length).toBeGreaterThan(0);
-    await new Promise((r) => setTimeout(r, 1500));
+    // The client keeps going across the kill until the survivors have served it some more.
+    const okAtKill = syncOk;
+    const acceptedAtKill = accepted.size;
+    await waitFor('calls served after the kill', () => syncOk >= okAtKill + 10 && accepted.size >= acceptedAtKill + 5, 120_000, 20);
     stop = true;
     await load;
 
-    // Every accepted job is delivered (at least once), signed, with the right result.
-    await waitFor('every accepted job delivered', () => [...accepted].every((id) => deliveries.has(id)), 20_000, 50);
+    // Every accepted job is delivered (at least once), signed, with the right result; what host2 held is
+    // finished by a survivor (once its claim period has passed), and host2's consumer has nothing left pending.
+    const survivorDelivered = (id: string) => !!deliveries.get(id)?.some((d) => d.at > tKill);
+    await waitFor('every accepted job delivered', () => [...accepted].every((id) => deliveries.has(id)), 180_000, 50);
+    await waitFor('the jobs host2 held delivered by a survivor', () => heldIds.every(survivorDelivered), 180_000, 50);
+    await waitFor('nothing left pending on host2', async () => (await pendingOf(deadOwner)).length === 0, 120_000, 50);
     const recoveryMs = Math.max(...heldIds.map((id) => deliveries.get(id)![deliveries.get(id)!.length - 1]!.at)) - tKill;
     const unique = new Set([...deliveries.keys()].filter((id) => accepted.has(id)));
     const duplicates = [...accepted].reduce((n, id) => n + deliveries.get(id)!.length - 1, 0);
     expect(unique.size).toBe(accepted.size);
     for (const id of accepted) for (const d of deliveries.get(id)!) expect([d.signed, d.sum.join()]).toEqual([true, SUM.join()]);
-    expect(await pendingOf(deadOwner)).toEqual([]);
-    for (const id of heldIds) {
-      expect(deliveries.get(id)!.some((d) => d.at > tKill)).toBe(true); // delivered by a survivor
-      const rec = (await (await fetch(`${gw(h1)}/jobs/${id}`)).json()) as Json;
-      expect(rec.status).toBe('delivered');
-    }
+    // The survivor records the delivery once the receiver has answered its callback.
+    const status = async (id: string) => ((await (await fetch(`${gw(h1)}/jobs/${id}`)).json()) as Json).status;
+    for (const id of heldIds) await waitFor(`job ${id} recorded as delivered`, async () => (await status(id)) === 'delivered', 60_000, 50);
 
     // The dead host's presence, leases and job consumer are reaped from Redis; the survivors' stay.
     await waitFor(
@@ -248,7 +260,7 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
         const consumers = ((await redis.call('XINFO', 'CONSUMERS', 'tgw:jobs:stream', 'runners')) as unknown[][]).map((c) => String(c[1]));
         return !keys.length && !members.some((m) => m.includes(deadOwner)) && !consumers.includes(deadOwner);
       },
-      20_000,
+      120_000,
       100,
     );
     const reapMs = Date.now() - tKill;
@@ -264,5 +276,5 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     );
     expect(syncErrors).toBe(0);
     expect(syncOk).toBeGreaterThan(0);
-  }, 60_000);
+  }, 480_000);
 });
