@@ -116,7 +116,8 @@ describe('delivery to a real receiver', () => {
   afterAll(async () => {
     await Promise.all(closers.map((c) => c()));
   });
-  const base = { jobId: 'job-1', secret: 'sekrit', backoffMs: 5, maxBackoffMs: 20, attemptTimeoutMs: 300 };
+  // An attempt's timeout far above a loaded host's answer time: only the case about timeouts sets a short one.
+  const base = { jobId: 'job-1', secret: 'sekrit', backoffMs: 5, maxBackoffMs: 20, attemptTimeoutMs: 10_000 };
 
   it('retries until the receiver answers 2xx; every attempt is signed over the exact body', async () => {
     const r = await receiver((n) => (n <= 2 ? 'fail' : 'ok'));
@@ -139,10 +140,11 @@ describe('delivery to a real receiver', () => {
     const r = await receiver(() => 'hang');
     closers.push(r.close);
     const t0 = Date.now();
-    const out = await deliverWebhook({ ...base, url: r.url, body: '{}', maxAttempts: 3, attemptTimeoutMs: 150 });
-    expect(out).toEqual({ delivered: false, attempts: 3, lastError: 'no answer within 150 ms' });
+    // Long enough for each attempt to reach the receiver on a loaded host (it counts them).
+    const out = await deliverWebhook({ ...base, url: r.url, body: '{}', maxAttempts: 3, attemptTimeoutMs: 400 });
+    expect(out).toEqual({ delivered: false, attempts: 3, lastError: 'no answer within 400 ms' });
     expect(r.got).toHaveLength(3);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(3 * 150);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3 * 400);
   });
 
   it('redirects are failures, not followed; a closed port is a failure', async () => {
