@@ -23,6 +23,7 @@ import {
 } from '../client/grpc-client.ts';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { gatewayError, GatewayError } from './errors.ts';
+import { engineKeyHeaders, fetchModelLoads, type ModelLoads } from './engine-loads.ts';
 import { gatewayLog as log, tracer } from '../common/logger.ts';
 
 const trace = tracer('engine');
@@ -44,6 +45,8 @@ export interface EngineClientOptions {
   localSocket?: string;
   /** How long after a failed or dropped local channel it is tried again (ms, default 1000). */
   localRetryMs?: number;
+  /** The engine's HTTP address (default: GATEWAY_ENGINE_HTTP): where modelLoads() reads (engine-loads.ts). Unset: no such figures. */
+  httpAddress?: string;
 }
 
 /** The engine as the gateway needs it (tests may substitute a fake). */
@@ -53,7 +56,8 @@ export interface EngineApi extends EventEmitter {
   /** `traceparent` (W3C) travels as gRPC metadata so the engine's spans join the call's trace. */
   infer(req: ModelInferRequest, fn: string, timeoutMs: number, traceparent?: string): Promise<ModelInferResponse>;
   modelMetadata(name: string, version?: string): Promise<ModelMetadataResponse>;
-  listModels(): Promise<ModelIndex[]>;
+  /** The repository index: READY models only unless `readyOnly` is false. */
+  listModels(readyOnly?: boolean): Promise<ModelIndex[]>;
   registerRegion(name: string, key: string, byteSize: number): Promise<void>;
   unregisterRegion(name: string): Promise<void>;
   regionStatus(): Promise<Record<string, RegionStatus>>;
@@ -61,6 +65,8 @@ export interface EngineApi extends EventEmitter {
   check(): Promise<boolean>;
   /** The model's configuration (model_config.proto field names). */
   modelConfig?(name: string, version?: string): Promise<Record<string, unknown>>;
+  /** Cold loads and evictions per model, from the engine's HTTP index; undefined without its HTTP address. */
+  modelLoads?(): Promise<ModelLoads[] | undefined>;
   /** A ModelStreamInfer call (streaming functions, stream-call.ts); failures are raw gRPC errors, see translateStreamError. */
   streamInfer?(timeoutMs: number, traceparent?: string): ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse>;
   translateStreamError?(e: unknown, fn: string, timeoutMs: number, model: string): Promise<GatewayError>;
@@ -94,6 +100,8 @@ export class EngineClient extends EventEmitter implements EngineApi {
   private readonly controlTimeoutMs: number;
   private readonly probeIntervalMs: number;
   private readonly metadata = new Map<string, { at: number; md: Promise<ModelMetadataResponse> }>();
+  private readonly httpAddress: string | undefined;
+  private readonly httpHeaders: Record<string, string>;
   private isUp = true;
   private probe: NodeJS.Timeout | undefined;
   private closed = false;
@@ -104,6 +112,8 @@ export class EngineClient extends EventEmitter implements EngineApi {
     this.metadataTtlMs = opts.metadataTtlMs ?? 10_000;
     this.controlTimeoutMs = opts.controlTimeoutMs ?? 3000;
     this.probeIntervalMs = opts.probeIntervalMs ?? 250;
+    this.httpAddress = opts.httpAddress ?? (process.env.GATEWAY_ENGINE_HTTP || undefined);
+    this.httpHeaders = engineKeyHeaders(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY);
     this.client = new TritonGrpcClient(address, {
       // Reconnect quickly after an engine restart (grpc-js backs off up to 120 s by default).
       channelOptions: {
@@ -124,6 +134,10 @@ export class EngineClient extends EventEmitter implements EngineApi {
   /** ModelInfer calls sent over the local channel so far (0 without one). */
   get localCalls(): number {
     return this.client.local?.calls ?? 0;
+  }
+
+  modelLoads(): Promise<ModelLoads[] | undefined> {
+    return this.httpAddress ? fetchModelLoads(this.httpAddress, this.httpHeaders, this.controlTimeoutMs) : Promise.resolve(undefined);
   }
 
   get up(): boolean {
@@ -158,9 +172,9 @@ export class EngineClient extends EventEmitter implements EngineApi {
     return md;
   }
 
-  async listModels(): Promise<ModelIndex[]> {
+  async listModels(readyOnly = true): Promise<ModelIndex[]> {
     try {
-      return await this.client.repositoryIndex(true, '', { timeoutMs: this.controlTimeoutMs });
+      return await this.client.repositoryIndex(readyOnly, '', { timeoutMs: this.controlTimeoutMs });
     } catch (e) {
       throw await this.translate(e, '', this.controlTimeoutMs);
     }

@@ -16,6 +16,7 @@ import { gatewayError, GatewayError } from './errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { collectOutputs, type InvokeDeps } from './invoke.ts';
 import { replyJson } from './reply-rows.ts';
+import { WakeQueue } from '../common/wake-queue.ts';
 
 /** Responses a slow reader may leave waiting in the gateway, per stream, before the engine stream is paused. */
 export const STREAM_HIGH_WATER_BYTES = 256 * 1024;
@@ -51,11 +52,9 @@ export function isStreamingFunction(deps: InvokeDeps, fn: ResolvedFunction): Pro
 }
 
 export class FunctionStream {
-  private readonly items: StreamItem[] = [];
+  private readonly items = new WakeQueue<StreamItem>();
   private buffered = 0;
-  private ended = false;
   private paused = false;
-  private wake: (() => void) | undefined;
   private readonly call: ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse>;
   /** Responses delivered so far. */
   count = 0;
@@ -92,7 +91,7 @@ export class FunctionStream {
   }
 
   private onResponse(m: ModelStreamInferResponse): void {
-    if (this.ended) return;
+    if (this.items.ended) return;
     if (m.error_message) return this.push({ error: gatewayError('STREAM_RESPONSE_ERROR', { name: this.fn.name, reason: m.error_message }) });
     const res = m.infer_response;
     if (!res || (res.outputs ?? []).length === 0) return; // an empty final-flag response carries nothing
@@ -106,7 +105,7 @@ export class FunctionStream {
   }
 
   private async onError(e: unknown): Promise<void> {
-    if (this.ended) return;
+    if (this.items.ended) return;
     if (isGrpcStatus(e, GrpcStatus.CANCELLED) && this.cancelled) return this.finish();
     const { engine } = this.deps;
     const timeoutMs = this.fn.definition.limits.timeoutMs;
@@ -118,7 +117,7 @@ export class FunctionStream {
   }
 
   private push(item: StreamItem): void {
-    if (this.ended) return;
+    if (this.items.ended) return;
     this.items.push(item);
     const n = 'bytes' in item ? item.bytes : 256;
     this.buffered += n;
@@ -130,38 +129,28 @@ export class FunctionStream {
       streamStats.paused++;
       this.call.pause();
     }
-    this.poke();
   }
 
   private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
+    if (this.items.ended) return;
     streamStats.open--;
     this.markSent();
-    this.poke();
-  }
-
-  private poke(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+    this.items.end();
   }
 
   /** Resolves once a response is waiting or the stream has ended. */
   ready(): Promise<void> {
-    if (this.items.length || this.ended) return Promise.resolve();
-    return new Promise((r) => (this.wake = r));
+    return this.items.ready();
   }
 
   /** The response or error next() would give, without taking it. */
   peek(): StreamItem | undefined {
-    return this.items[0];
+    return this.items.peek();
   }
 
   /** The next response or error; undefined once the stream has ended and everything was read. */
   async next(): Promise<StreamItem | undefined> {
-    await this.ready();
-    const item = this.items.shift();
+    const item = await this.items.next();
     if (!item) return undefined;
     const n = 'bytes' in item ? item.bytes : 256;
     this.buffered -= n;
@@ -185,7 +174,7 @@ export class FunctionStream {
     if (this.paused) streamStats.paused--;
     this.paused = false;
     this.buffered = 0;
-    this.items.length = 0;
+    this.items.clear();
     this.finish();
   }
 }

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { startGateway, type GatewayOptions } from './server.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 
-const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--functions=functions]
+const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--engine-http=127.0.0.1:8000] [--functions=functions]
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
@@ -32,6 +32,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'host': o.host = v; break;
       case 'engine': o.engine = v; break;
       case 'engine-local-socket': o.engineLocalSocket = v; break;
+      case 'engine-http': o.engineHttp = v; break;
       case 'functions': o.functions = v; break;
       case 'redis-url': o.redisUrl = v; break;
       case 'shm-threshold': o.shmThreshold = num(k!, v); break;

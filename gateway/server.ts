@@ -41,6 +41,8 @@ export interface GatewayOptions {
   host?: string;
   /** Engine gRPC address host:port. */
   engine?: string;
+  /** The engine's HTTP address host:port (default GATEWAY_ENGINE_HTTP): the console reads cold loads and evictions from its repository index. */
+  engineHttp?: string;
   /** The engine's --local-socket path: ModelInfer over the local channel when it is open (default GATEWAY_ENGINE_LOCAL_SOCKET). */
   engineLocalSocket?: string;
   /** Retry delay of a failed local channel (ms). */
@@ -100,7 +102,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const prefix = o.prefix ?? 'tgw';
   const ownerId = newOwnerId();
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
-  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs });
+  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs, httpAddress: o.engineHttp });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   let store: LeaseStore;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;

@@ -46,6 +46,7 @@ export function startArgs(
   const engineExtra = split(env.START_ENGINE_ARGS);
   const gatewayExtra = split(env.START_GATEWAY_ARGS);
   const grpcPort = flag(engineExtra, 'grpc-port') ?? '8001';
+  const httpPort = flag(engineExtra, 'http-port') ?? '8000';
   const prefix = flag(gatewayExtra, 'prefix') ?? 'tgw';
   return {
     engine: [
@@ -56,7 +57,7 @@ export function startArgs(
       ...(localSocket ? [`--local-socket=${localSocket}`] : []),
       ...engineExtra,
     ],
-    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, '--functions=functions',
+    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, `--engine-http=127.0.0.1:${httpPort}`, '--functions=functions',
       ...(localSocket ? [`--engine-local-socket=${localSocket}`] : []), ...gatewayExtra],
     engineEnv: {
       ENGINE_HTTP_RESTRICTED_API: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,

@@ -34,6 +34,8 @@ export interface ModelIndexEntry {
   /** Budgeted loads of the model after it was not resident, their total time, and evictions: it caused, it suffered. */
   cold_loads?: number;
   cold_load_ms_total?: number;
+  /** The last of those loads. */
+  last_cold_load_ms?: number;
   /** Of that: waiting for room (evictions included), the backend starting its instances, warmup. */
   cold_load_room_ms_total?: number;
   cold_load_backend_ms_total?: number;

@@ -25,7 +25,6 @@ import { StatusError, internal, toStatusError } from '../api/status.ts';
 import { tracer } from '../../common/logger.ts';
 
 const trace = tracer('ensemble');
-const SEQUENCE_PARAMS = new Set(['sequence_id', 'sequence_start', 'sequence_end']);
 
 /** Compute times of the steps' executions, summed (Triton's ensemble statistics). */
 export interface StepSums {
@@ -254,8 +253,10 @@ export class EnsembleRun {
         return { name: p.modelInput, datatype: t.datatype, shape: step.addBatchDim ? [1, ...t.shape] : t.shape, data: t.data };
       }),
       outputs: step.neededOutputs.map((name) => ({ name })),
-      // Triton hands an ensemble's correlation ID and sequence flags to its steps.
-      parameters: Object.fromEntries(Object.entries(parent.parameters).filter(([k]) => SEQUENCE_PARAMS.has(k))),
+      // Triton (since its ensemble scheduler's SetParameters) hands every
+      // parameter of the ensemble's request to each step, the correlation ID
+      // and sequence flags among them.
+      parameters: { ...parent.parameters },
       priority: parent.priority,
       timeoutUs: parent.timeoutUs,
       signal: this.stepSignal,

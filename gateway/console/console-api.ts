@@ -1,5 +1,6 @@
 // The console's JSON endpoints, polled by its client script:
-//   GET /console/api/overview  engine health, every model (state, config digest, memory), every function
+//   GET /console/api/overview  engine health, every model (state, config digest, memory, cold loads and
+//                              evictions from the engine's HTTP index, engine-loads.ts), every function
 //   GET /console/api/series    chart points (rates and means per interval, see stats-series.ts)
 //   GET /console/api/deploys   the active bundle and the activation history
 //   GET /console/api/jobs      recent async jobs with status and callback attempts
@@ -13,15 +14,17 @@ import type { JobQueue } from '../jobs/job-queue.ts';
 import type { JobRecord } from '../jobs/job-state.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ConsoleSampler } from './console-sampler.ts';
+import type { ModelLoads } from '../engine-loads.ts';
 
 /** What the console needs of the engine (EngineClient provides it). */
 export interface ConsoleEngine {
   readonly address: string;
   readonly up: boolean;
   check(): Promise<boolean>;
-  listModels(): Promise<ModelIndex[]>;
+  listModels(readyOnly?: boolean): Promise<ModelIndex[]>;
   modelConfig(name: string, version?: string): Promise<Record<string, unknown>>;
   modelStatistics(name?: string, version?: string): Promise<Array<Record<string, unknown>>>;
+  modelLoads?(): Promise<ModelLoads[] | undefined>;
 }
 
 export interface ConsoleApiDeps {
@@ -50,6 +53,12 @@ export function configDigest(cfg: Record<string, unknown> | undefined) {
     dynamicBatching: db ? { preferred: (db.preferred_batch_size ?? []).map(Number), maxQueueDelayUs: Number(db.max_queue_delay_microseconds ?? 0) } : null,
     ensembleSteps: steps?.map((s) => s.model_name) ?? null,
   };
+}
+
+/** A model's cold loads, last cold-load time and evictions; nulls when the engine did not say (no budget, no HTTP address, a plain Triton). */
+function loadFigures(rows: ModelLoads[] | undefined, name: string, version: string) {
+  const row = rows?.find((r) => r.name === name && (r.version === version || !r.version || !version));
+  return { coldLoads: row?.coldLoads ?? null, lastColdLoadMs: row?.lastColdLoadMs ?? null, evictions: row?.evictions ?? null };
 }
 
 function memoryBytes(rows: Array<Record<string, unknown>>, name: string, version: string): number | null {
@@ -100,12 +109,17 @@ export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void 
     const ready = await d.engine.check();
     let models: unknown[] = [];
     let engineError: string | null = null;
+    let loadsError: string | null = null;
     try {
-      const [index, stats] = await Promise.all([d.engine.listModels(), d.engine.modelStatistics().catch(() => [])]); // without statistics the page still lists models (no memory figure)
+      const [index, stats, loads] = await Promise.all([
+        d.engine.listModels(false), // every model, so an evicted one shows with its figures
+        d.engine.modelStatistics().catch(() => []), // without statistics the page still lists models (no memory figure)
+        d.engine.modelLoads?.().catch((e: Error) => { loadsError = e.message; return undefined; }),
+      ]);
       models = await Promise.all(
         index.map(async (m) => {
           const cfg = m.state === 'READY' ? await d.engine.modelConfig(m.name, m.version).catch(() => undefined) : undefined; // unloaded meanwhile: listed without its config
-          return { name: m.name, version: m.version, state: m.state, reason: m.reason, config: configDigest(cfg), memoryBytes: memoryBytes(stats, m.name, m.version) };
+          return { name: m.name, version: m.version, state: m.state, reason: m.reason, config: configDigest(cfg), memoryBytes: memoryBytes(stats, m.name, m.version), ...loadFigures(loads, m.name, m.version) };
         }),
       );
     } catch (e) {
@@ -113,7 +127,7 @@ export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void 
     }
     const { functions, unavailable } = await d.registry.list();
     return c.json({
-      engine: { address: d.engine.address, up: d.engine.up, ready, error: engineError },
+      engine: { address: d.engine.address, up: d.engine.up, ready, error: engineError, loadsError },
       bundleVersion: d.registry.version,
       models,
       functions: functions.map(functionRow),

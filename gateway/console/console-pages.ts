@@ -75,7 +75,7 @@ const overview = html`
   <h2 id="models-h">Models</h2>
   <div class="scroll"><table id="models" class="cards">
     <caption class="sr-only">Every model in the engine's repository</caption>
-    <thead><tr><th scope="col">Model</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Platform</th><th scope="col">Instances</th><th scope="col">Batching</th><th scope="col">Memory</th></tr></thead>
+    <thead><tr><th scope="col">Model</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Platform</th><th scope="col">Instances</th><th scope="col">Batching</th><th scope="col">Memory</th><th scope="col">Cold loads</th><th scope="col">Last cold load</th><th scope="col">Evictions</th></tr></thead>
     <tbody></tbody>
   </table></div>
 </section>

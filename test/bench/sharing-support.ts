@@ -38,6 +38,7 @@ export interface EngineProc {
   child: Child;
   http: number;
   metrics: number;
+  grpc: number;
   pid: number;
 }
 
@@ -51,7 +52,7 @@ export async function spawnEngine(repo: string, args: string[] = [], opts: { cgr
   // Into the cgroup before it loads anything (its start-up is a few MB, well under any limit used here).
   if (opts.cgroupProcs) writeFileSync(opts.cgroupProcs, String(child.proc.pid));
   await waitUntil(child, async () => (await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`)).ok, 60_000);
-  return { child, http: httpPort, metrics, pid: child.proc.pid! };
+  return { child, http: httpPort, metrics, grpc, pid: child.proc.pid! };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -90,6 +91,7 @@ export interface IndexEntry {
   load_bytes?: number;
   cold_loads?: number;
   cold_load_ms_total?: number;
+  last_cold_load_ms?: number;
   cold_load_room_ms_total?: number;
   cold_load_backend_ms_total?: number;
   cold_load_warmup_ms_total?: number;

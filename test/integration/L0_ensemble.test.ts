@@ -3,6 +3,7 @@
 // ensembles in one repository load in dependency order; a batching ensemble
 // runs a max_batch_size 0 step whose dims hold the batch dim; a failed step
 // answers "in ensemble 'E', " followed by the step's own message.
+// Every parameter of the ensemble's request reaches each step.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,32 @@ export async function execute(requests: Array<{ inputs: Record<string, T> }>) {
     return { outputs: { OUT: { datatype: t.datatype, shape: [...t.shape], data: Uint8Array.from(t.data) } } };
   });
 }
+`;
+/** js_params: P (BYTES) holds the JSON of the parameters its request carried. */
+const JS_PARAMS = `type T = { datatype: string; shape: number[]; data: Uint8Array };
+export async function execute(requests: Array<{ inputs: Record<string, T>; parameters: Record<string, unknown> }>) {
+  return requests.map((r) => {
+    const b = new TextEncoder().encode(JSON.stringify(r.parameters));
+    const out = new Uint8Array(4 + b.length);
+    new DataView(out.buffer).setUint32(0, b.length, true);
+    out.set(b, 4);
+    return { outputs: { P: { datatype: 'BYTES', shape: [1], data: out } } };
+  });
+}
+`;
+const JS_PARAMS_CONFIG = `name: "js_params"
+backend: "js"
+default_model_filename: "model.ts"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 1 ] } ]
+output [ { name: "P", data_type: TYPE_STRING, dims: [ 1 ] } ]
+`;
+const paramsEnsemble = (name: string, step: string) => `name: "${name}"
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 1 ] } ]
+output [ { name: "P", data_type: TYPE_STRING, dims: [ 1 ] } ]
+ensemble_scheduling { step [ { model_name: "${step}" model_version: -1 input_map { key: "X" value: "X" } output_map { key: "P" value: "P" } } ] }
 `;
 const jsPass = (name: string, mbs: number, dims: string, labels = '') => `name: "${name}"
 backend: "js"
@@ -58,6 +85,10 @@ beforeAll(async () => {
   // Step errors.
   writeModel(repo, 'js_refuse', jsPass('js_refuse', 0, '[ -1 ]'), { 'model.ts': JS_PASS });
   writeModel(repo, 'ens_fail', ensemble('ens_fail', 0, '[ -1 ]', [['js_refuse', 'X', 'Y']]), {});
+  // Request parameters reach the steps (the echo, an ensemble over it, and one nested).
+  writeModel(repo, 'js_params', JS_PARAMS_CONFIG, { 'model.ts': JS_PARAMS });
+  writeModel(repo, 'ens_params', paramsEnsemble('ens_params', 'js_params'), {});
+  writeModel(repo, 'ens_params_nested', paramsEnsemble('ens_params_nested', 'ens_params'), {});
   eng = await startTestEngine({ modelRepository: repo });
   client = protoLoaderClient(eng.grpcPort);
 });
@@ -134,5 +165,27 @@ describe('L0_ensemble', () => {
     });
     expect(status).toBe(400);
     expect(json.error).toBe(`in ensemble 'ens_fail', ${direct.details}`);
+  });
+
+  it('every parameter of the ensemble\'s request reaches its steps (Triton\'s SetParameters), nested too, over gRPC and HTTP', async () => {
+    const echo = async (model: string) => {
+      const r = await client.call('ModelInfer', {
+        model_name: model,
+        inputs: [{ name: 'X', datatype: 'FP32', shape: [1] }],
+        raw_input_contents: [f32Bytes([1])],
+        parameters: { temperature: { string_param: 'warm' }, max_tokens: { int64_param: 7 }, stream_it: { bool_param: true } },
+      });
+      return JSON.parse(decodeBytesTensor(r.raw_output_contents[0])[0]!.toString());
+    };
+    const direct = await echo('js_params');
+    expect(direct).toMatchObject({ temperature: 'warm', max_tokens: 7, stream_it: true });
+    expect(await echo('ens_params')).toEqual(direct);
+    expect(await echo('ens_params_nested')).toEqual(direct);
+    const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/models/ens_params_nested/infer', {
+      parameters: { temperature: 'cold', top_k: 3 },
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [1], data: [1] }],
+    });
+    expect(status).toBe(200);
+    expect(JSON.parse(json.outputs[0].data[0])).toMatchObject({ temperature: 'cold', top_k: 3 });
   });
 });

@@ -17,6 +17,7 @@ import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import type { ServerApi } from '../../api/server-api.ts';
 import { capMessage, httpStatusOf, invalidArg, StatusError, toStatusError, unavailable } from '../../api/status.ts';
 import { StreamQueueBound } from '../stream-queue-bound.ts';
+import { WakeQueue } from '../../../common/wake-queue.ts';
 import { sseEvent } from '../../../common/sse.ts';
 import { generateResponseJson, parseGenerateRequest } from './generate-json.ts';
 import { readBody, replyJson, versionParam, type Ctx, type HttpEnv } from './http-util.ts';
@@ -61,11 +62,9 @@ const errorEvent = (err: unknown) => sseEvent({ error: capMessage(toStatusError(
 
 /** Events of one stream as they come, read once by the response body; at most `bound` bytes of them wait. */
 class EventQueue {
-  private readonly items: string[] = [];
-  private ended = false;
+  private readonly q = new WakeQueue<string>();
   /** Set by generateStream: the bound on what waits for the reader. */
   bound: StreamQueueBound | undefined;
-  private wake: (() => void) | undefined;
   /** The first response's error, when it was one (its status becomes the reply's). */
   firstError: StatusError | undefined;
   /** A failure before any event: the reply is the JSON error instead of a stream. */
@@ -73,40 +72,30 @@ class EventQueue {
   count = 0;
 
   push(r: InferResponse | StatusError): void {
-    if (this.ended) return;
+    if (this.q.ended) return;
     const ev = r instanceof Error ? errorEvent(r) : sseEvent(generateResponseJson(r));
     if (this.bound && !this.bound.add(ev.length)) return; // past the bound: the request is being cancelled
     if (this.count++ === 0 && r instanceof Error) this.firstError = toStatusError(r);
-    this.items.push(ev);
-    this.poke();
+    this.q.push(ev);
   }
 
   end(err?: unknown): void {
-    if (this.ended) return;
+    if (this.q.ended) return;
     if (err !== undefined) {
       if (this.count === 0) this.failed = err;
-      else this.items.push(errorEvent(err));
+      else this.q.push(errorEvent(err));
     }
-    this.ended = true;
-    this.poke();
-  }
-
-  private poke(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+    this.q.end();
   }
 
   /** Resolves once something was queued or the stream ended. */
   ready(): Promise<void> {
-    if (this.items.length || this.ended) return Promise.resolve();
-    return new Promise((r) => (this.wake = r));
+    return this.q.ready();
   }
 
   /** The next event, or undefined at the end. */
   async next(): Promise<string | undefined> {
-    await this.ready();
-    const ev = this.items.shift();
+    const ev = await this.q.next();
     if (ev !== undefined) this.bound?.taken(ev.length);
     else this.bound?.close();
     return ev;

@@ -115,6 +115,7 @@
     document.getElementById('engine').replaceChildren(
       el('dt', { text: 'State' }), el('dd', {}, el('span', { class: e.ready ? 'ok' : 'bad', text: e.ready ? 'Ready' : 'Not ready' }), e.error ? el('span', { class: 'reason', text: e.error }) : null),
       el('dt', { text: 'Address (gRPC)' }), el('dd', {}, el('code', { text: e.address })),
+      ...(e.loadsError ? [el('dt', { text: 'Cold loads' }), el('dd', {}, el('span', { class: 'reason', text: e.loadsError }))] : []),
       el('dt', { text: 'Function bundle' }), el('dd', {}, el('code', { text: body.bundleVersion || '—' })),
       el('dt', { text: 'Models' }), el('dd', { text: `${body.models.filter((m) => m.state === 'READY').length} ready of ${body.models.length}` }),
     );
@@ -126,6 +127,9 @@
       el('td', { text: m.config && m.config.instances.length ? m.config.instances.map((g) => `${g.count} × ${g.kind}`).join(', ') : '—' }),
       el('td', { text: batching(m.config) }),
       el('td', { text: fmtBytes(m.memoryBytes) }),
+      el('td', { 'data-label': 'Cold loads', text: m.coldLoads === null ? '—' : String(m.coldLoads) }),
+      el('td', { 'data-label': 'Last cold load', text: m.lastColdLoadMs === null || !m.coldLoads ? '—' : `${m.lastColdLoadMs} ms` }),
+      el('td', { 'data-label': 'Evictions', text: m.evictions === null ? '—' : String(m.evictions) }),
     )));
     const rows = body.functions.map((f) => el('tr', { 'data-function': f.name },
       el('th', { scope: 'row' }, el('a', { href: `/console/try#${encodeURIComponent(f.name)}` }, el('code', { text: f.name })), f.description ? el('span', { class: 'reason', text: f.description }) : null),
