@@ -158,7 +158,8 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     const jpeg = path.join(dir, 'image.jpg');
     writeFileSync(jpeg, await makeJpeg(640, 480, 7));
     const img = { path: '/fn/image_search', body: jpeg, headers: { 'Content-Type': 'image/jpeg' } };
-    fronts.push({ id: 'img-gw', label: 'image_search, our gateway', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...img });
+    fronts.push({ id: 'img-gw', label: 'image_search, our gateway, gRPC', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...img });
+    fronts.push({ id: 'img-local', label: 'image_search, our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...img });
     if (peer) fronts.push({ id: 'img-fastapi', label: 'image_search, FastAPI peer', pid: peer.child.proc.pid, port: peer.port, ...img });
   }
   if (values.only) {
@@ -192,8 +193,8 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
       }
     }
     if (fronts.some((f) => f.id === 'gw-local')) {
-      const sent = samples.get('gw-local')!.reduce((n, x) => n + x.ok, 0);
-      carried = `the local-channel row's ${sent} measured calls; the channel carried ${await localCalls()} calls in all (warm-up included)`;
+      const sent = ['gw-local', 'img-local'].reduce((n, id) => n + (samples.get(id) ?? []).reduce((m, x) => m + x.ok, 0), 0);
+      carried = `the local-channel rows' ${sent} measured calls; the channel carried ${await localCalls()} calls in all (warm-up included)`;
     }
   } finally {
     await gwDirect.stop();
