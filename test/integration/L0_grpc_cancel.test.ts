@@ -7,7 +7,7 @@ import type { InferRequest } from '../../engine/api/infer-request.ts';
 import type { ServerApi } from '../../engine/api/server-api.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { cancelled } from '../../engine/api/status.ts';
-import { i32Bytes, protoLoaderClient, removeDir, startTestEngine, tempRepo } from './helpers.ts';
+import { SIMPLE_INFER_REQUEST, protoLoaderClient, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 let repo: string;
 let engine: RunningEngine | undefined;
@@ -22,14 +22,7 @@ afterAll(async () => {
   removeDir(repo);
 });
 
-const simpleReq = {
-  model_name: 'simple',
-  inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
-  ],
-  raw_input_contents: [i32Bytes(Array(16).fill(1)), i32Bytes(Array(16).fill(2))],
-};
+const simpleReq = SIMPLE_INFER_REQUEST;
 
 describe('L0_grpc_cancel: client cancellation reaches the engine request', () => {
   it('aborts the request signal when the client cancels, not when it is answered', async () => {

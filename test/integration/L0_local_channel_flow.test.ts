@@ -25,7 +25,7 @@ import { inferenceService } from '../../protocol/index.ts';
 import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader, requestHead } from '../../protocol/local-channel.ts';
 import { writeModel } from '../fixtures/test-models.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
+import { SIMPLE_INFER_REQUEST, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';
 
 const INFER = inferenceService().ModelInfer!;
@@ -58,14 +58,7 @@ const frame = (id: number, msg: object) => {
 };
 const bigCall = (id: number) => frame(id, { model_name: 'js_big', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] });
 const simpleCall = (id: number) =>
-  frame(id, {
-    model_name: 'simple',
-    inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
-    ],
-    raw_input_contents: [i32Bytes(Array(16).fill(1)), i32Bytes(Array(16).fill(2))],
-  });
+  frame(id, SIMPLE_INFER_REQUEST);
 
 beforeAll(async () => {
   setQuiet(true);

@@ -22,7 +22,7 @@ import {
   decodeError, encodeFrame, encodeHello, FrameType, LocalFrameReader, requestHead,
 } from '../../protocol/local-channel.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
+import { SIMPLE_INFER_REQUEST, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';
 
 const INFER = inferenceService().ModelInfer!;
@@ -31,14 +31,7 @@ let repo: string;
 let engine: RunningEngine;
 let sock: string;
 
-const simpleReq = {
-  model_name: 'simple',
-  inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
-  ],
-  raw_input_contents: [i32Bytes(Array(16).fill(1)), i32Bytes(Array(16).fill(2))],
-};
+const simpleReq = SIMPLE_INFER_REQUEST;
 
 interface Frame {
   type: number;

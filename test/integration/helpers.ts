@@ -115,6 +115,16 @@ export async function httpJson(port: number, method: string, p: string, body?: u
 
 export const f32Bytes = (v: ArrayLike<number>): Buffer => Buffer.from(Float32Array.from(v).buffer);
 export const i32Bytes = (v: ArrayLike<number>): Buffer => Buffer.from(Int32Array.from(v).buffer);
+
+/** A ModelInfer request for the bundled `simple` model: INPUT0 all 1s, INPUT1 all 2s, shape [1, 16]. */
+export const SIMPLE_INFER_REQUEST = {
+  model_name: 'simple',
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+  ],
+  raw_input_contents: [i32Bytes(Array(16).fill(1)), i32Bytes(Array(16).fill(2))],
+};
 /** Copy first: received buffers may be unaligned views. */
 export const toF32 = (u: Uint8Array): Float32Array => new Float32Array(Uint8Array.from(u).buffer);
 export const toI32 = (u: Uint8Array): Int32Array => new Int32Array(Uint8Array.from(u).buffer);
