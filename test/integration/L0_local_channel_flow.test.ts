@@ -8,9 +8,7 @@
 // open per connection holds the rest unread until calls finish. The
 // gateway's end: an engine that stops reading sends its calls to gRPC
 // once 4 MiB of requests are unsent, and back once it drains.
-import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
@@ -21,14 +19,13 @@ import {
   LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, localChannelConnections, type LocalConnectionStats,
 } from '../../engine/frontends/local/local-connection.ts';
 import { LOCAL_MAX_UNSENT_REQUEST_BYTES, LocalInferChannel } from '../../client/local-infer-channel.ts';
-import { inferenceService } from '../../protocol/index.ts';
-import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader, requestHead } from '../../protocol/local-channel.ts';
+import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader } from '../../protocol/local-channel.ts';
 import { writeModel } from '../fixtures/test-models.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { SIMPLE_INFER_REQUEST, removeDir, startTestEngine, tempRepo } from './helpers.ts';
+import { SIMPLE_INFER_REQUEST } from './helpers.ts';
+import { requestFrame, startLocalChannelEngine, type LocalChannelEngine } from './local-channel-support.ts';
 import { waitFor } from './L0_gateway-support.ts';
 
-const INFER = inferenceService().ModelInfer!;
 /** FP32 elements of js_big's answer: 64 KiB per call. */
 const OUT_ELEMS = 16384;
 const CALLS = 1200;
@@ -48,31 +45,23 @@ instance_group [ { count: 1, kind: KIND_CPU } ]
 `;
 
 let dir: string;
-let repo: string;
+let lc: LocalChannelEngine;
 let engine: RunningEngine;
 let sock: string;
 
-const frame = (id: number, msg: object) => {
-  const m = INFER.requestSerialize(msg);
-  return Buffer.concat([requestHead(id, 0, undefined, m.length), m]);
-};
+const frame = (id: number, msg: object) => requestFrame(id, msg);
 const bigCall = (id: number) => frame(id, { model_name: 'js_big', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] });
 const simpleCall = (id: number) =>
   frame(id, SIMPLE_INFER_REQUEST);
 
 beforeAll(async () => {
   setQuiet(true);
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'l0-lcf-'));
-  repo = tempRepo('l0-lcf', ['simple']);
-  writeModel(repo, 'js_big', JS_BIG_CONFIG, { 'model.ts': JS_BIG_MODEL });
-  sock = path.join(dir, 'engine.sock');
-  engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1, localSocket: sock });
+  lc = await startLocalChannelEngine('l0-lcf', (repo) => writeModel(repo, 'js_big', JS_BIG_CONFIG, { 'model.ts': JS_BIG_MODEL }));
+  ({ engine, sock, dir } = lc);
 }, 60_000);
 
 afterAll(async () => {
-  await engine?.stop();
-  removeDir(repo);
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await lc?.stop();
 });
 
 describe('L0_local_channel_flow: a client that does not read', () => {

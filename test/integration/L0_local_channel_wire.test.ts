@@ -8,7 +8,6 @@
 // call's never is. The socket file is mode 0600 and gone after stop.
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalServer } from '../../engine/frontends/local/local-server.ts';
@@ -19,15 +18,16 @@ import { cancelled } from '../../engine/api/status.ts';
 import { LocalInferChannel } from '../../client/local-infer-channel.ts';
 import { inferenceService } from '../../protocol/index.ts';
 import {
-  decodeError, encodeFrame, encodeHello, FrameType, LocalFrameReader, requestHead,
+  decodeError, encodeFrame, encodeHello, FrameType, LocalFrameReader,
 } from '../../protocol/local-channel.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { SIMPLE_INFER_REQUEST, removeDir, startTestEngine, tempRepo } from './helpers.ts';
+import { SIMPLE_INFER_REQUEST } from './helpers.ts';
+import { requestFrame, startLocalChannelEngine, type LocalChannelEngine } from './local-channel-support.ts';
 import { waitFor } from './L0_gateway-support.ts';
 
 const INFER = inferenceService().ModelInfer!;
 let dir: string;
-let repo: string;
+let lc: LocalChannelEngine;
 let engine: RunningEngine;
 let sock: string;
 
@@ -50,23 +50,16 @@ function raw(p: string) {
   return { s, frames, closed, frame: (type: number) => waitFor(`a frame of type ${type}`, () => frames.find((f) => f.type === type)) };
 }
 
-const request = (id: number, timeoutMs = 0) => {
-  const m = INFER.requestSerialize(simpleReq);
-  return Buffer.concat([requestHead(id, timeoutMs, undefined, m.length), m]);
-};
+const request = (id: number, timeoutMs = 0) => requestFrame(id, simpleReq, timeoutMs);
 
 beforeAll(async () => {
   setQuiet(true);
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'l0-lcw-'));
-  repo = tempRepo('l0-lcw', ['simple']);
-  sock = path.join(dir, 'engine.sock');
-  engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1, localSocket: sock });
+  lc = await startLocalChannelEngine('l0-lcw');
+  ({ engine, sock, dir } = lc);
 }, 60_000);
 
 afterAll(async () => {
-  await engine?.stop();
-  removeDir(repo);
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await lc?.stop();
 });
 
 describe('L0_local_channel_wire: handshake and bad input', () => {
