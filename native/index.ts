@@ -4,7 +4,7 @@
 // (the addon is a Node-API module; its mapping table is process-wide).
 import { createRequire } from 'node:module';
 import { getSystemErrorMap, getSystemErrorName } from 'node:util';
-import type { RawShmError, ShmAddon } from './shm-addon.d.ts';
+import type { RawShmError, RawTimerAddon, ShmAddon } from './shm-addon.d.ts';
 
 const addon: ShmAddon = loadAddon();
 
@@ -54,6 +54,9 @@ const KEY_RE = /^\/[A-Za-z0-9._-]{1,250}$/;
 export function isValidShmKey(key: string): boolean {
   return typeof key === 'string' && KEY_RE.test(key) && !key.includes('..') && !/^\/\.+$/.test(key);
 }
+
+/** The addon's timerfd timer, for native/precise-timer.ts (its one user). */
+export const timerAddon: RawTimerAddon = addon.timer;
 
 /** The system page size (mmap offsets are aligned down to it). */
 export const pageSize: number = addon.pageSize;

@@ -30,4 +30,19 @@ export interface ShmAddon {
   readonly pageSize: number;
   /** Bits for open()'s flags argument. */
   readonly flags: { readonly create: number; readonly exclusive: number; readonly readOnly: number };
+  /** A timerfd wake-up on the calling thread's loop (src/precise-timer.cc); used through native/precise-timer.ts. */
+  readonly timer: RawTimerAddon;
+}
+
+/** An opaque timer handle (an External). */
+export type RawTimer = { readonly __brand: 'RawTimer' };
+
+export interface RawTimerAddon {
+  /** A disarmed timer that calls `callback` on this thread's loop each time it fires. */
+  create(callback: () => void): RawTimer;
+  /** Fire once at `atNs` (CLOCK_MONOTONIC, as process.hrtime.bigint()); replaces any armed time. */
+  arm(timer: RawTimer, atNs: bigint): void;
+  disarm(timer: RawTimer): void;
+  /** Idempotent. */
+  close(timer: RawTimer): void;
 }

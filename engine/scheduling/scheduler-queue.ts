@@ -2,9 +2,11 @@
 // scheduler_utils.cc): one FIFO per priority level, each with its queue
 // policy (max_queue_size, default timeout, override, REJECT/DELAY). Pure data
 // structure: callers pass the time in, and it never sets timers or settles
-// promises itself. Also home of the Clock the schedulers are built on.
+// promises itself. Also home of the Clock the schedulers are built on (its
+// timers are the native addon's, to the microsecond).
 import type { DynamicBatching, QueuePolicy } from '../api/model-config.ts';
 import { invalidArg, unavailable } from '../api/status.ts';
+import { wakeAt } from '../../native/precise-timer.ts';
 
 /** Time source and timers, injectable so scheduler tests never sleep. */
 export interface Clock {
@@ -12,14 +14,13 @@ export interface Clock {
   setTimer(fn: () => void, delayNs: bigint): { cancel(): void };
 }
 
-/** process.hrtime.bigint() and setTimeout. */
+/**
+ * process.hrtime.bigint() and the addon's timerfd wake-ups (native/precise-timer.ts):
+ * setTimeout counts whole milliseconds, which would stretch a 500 us batching window to 1-2 ms.
+ */
 export const systemClock: Clock = {
   nowNs: () => process.hrtime.bigint(),
-  setTimer(fn, delayNs) {
-    const ms = delayNs <= 0n ? 0 : Math.ceil(Number(delayNs) / 1e6);
-    const t = setTimeout(fn, ms);
-    return { cancel: () => clearTimeout(t) };
-  },
+  setTimer: (fn, delayNs) => wakeAt(process.hrtime.bigint() + (delayNs > 0n ? delayNs : 0n), fn),
 };
 
 /** One queued item with its place and timeout. */

@@ -23,6 +23,10 @@
 
 #include "sigbus-guard.h"
 
+namespace precise_timer {
+void Register(Napi::Env env, Napi::Object exports);
+}
+
 namespace shm_native {
 
 // The finalizer hint of one ArrayBuffer; freed by its finalizer.
@@ -215,6 +219,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   flags.Set("exclusive", Napi::Number::New(env, kFlagExclusive));
   flags.Set("readOnly", Napi::Number::New(env, kFlagReadOnly));
   exports.Set("flags", flags);
+  precise_timer::Register(env, exports);
   return exports;
 }
 

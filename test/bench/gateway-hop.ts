@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono]`
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--warmup=2]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
 // direct route, (2b) the same with ModelInfer over the local channel
@@ -10,6 +10,11 @@
 // the front process and of the engine (/proc). --image adds the image
 // pipeline (image_search, a JPEG body) through both gateways. --profile=DIR
 // runs the two gateways under --cpu-prof (profiles land in DIR at exit).
+// --ab-flags adds a row gw-local-ab: a second local-channel gateway started
+// with those Node flags, measured in the same rounds (an A/B of the flags).
+// --warmup=SECS: how long each row is driven before the rounds (default 2;
+// V8 keeps optimising the Node rows' call path for 10-30 s, so steady-state
+// figures want 15 or more).
 // Prints a Markdown table with the machine and the load average.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -102,7 +107,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'ab-flags': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
   // The request bodies; removed at exit, also on failure or a signal (stopAll removes tracked dirs).
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'gw-hop-')));
@@ -123,6 +128,8 @@ interface HopArgs {
   image?: boolean;
   profile?: string;
   only?: string;
+  'ab-flags'?: string;
+  warmup?: string;
 }
 
 async function hop(values: HopArgs, dir: string): Promise<void> {
@@ -135,6 +142,8 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
   const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
   const gwHono = await startGatewayProc('gw-hono', engine.grpcSocket, ['--direct-route=false'], prof);
+  const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
+  const gwAb = abFlags ? await startGatewayProc('gw-local-ab', engine.grpcSocket, [`--engine-local-socket=${localSock}`], [...prof, ...abFlags]) : undefined;
   const peerWhy = fastapiMissing();
   const peer = peerWhy ? undefined : await startFastapiPeer(engine.grpcSocket);
   const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
@@ -151,6 +160,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
     { id: 'gw-local', label: 'our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...fn },
+    ...(gwAb ? [{ id: 'gw-local-ab', label: `our gateway, local channel, node ${abFlags!.join(' ')}`, pid: gwAb.child.proc.pid, port: gwAb.port, ...fn }] : []),
     { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
     ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
   ];
@@ -174,7 +184,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     return Number(/^gateway_engine_local_channel_calls (\d+)/m.exec(m)?.[1] ?? 0);
   };
   try {
-    for (const f of fronts) await wrkPost(f.port, f.path, f.body, f.headers, clients, 2, dir); // warm-up
+    for (const f of fronts) await wrkPost(f.port, f.path, f.body, f.headers, f.clients ?? clients, Number(values.warmup ?? 2), dir); // warm-up
     // The row measures the channel only if it carried the warm-up's calls (the gateway's metric says).
     if (fronts.some((f) => f.id === 'gw-local') && (await localCalls()) < 100) failed.set('gw-local', 'not measured: the local channel did not carry the calls');
     for (let r = 0; r < rounds; r++) {
@@ -200,6 +210,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     await gwDirect.stop();
     await gwHono.stop();
     await gwLocal.stop();
+    await gwAb?.stop();
     if (peer) await stopChild(peer.child);
     await engine.stop();
     await stopAll();
@@ -208,7 +219,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const cpu = os.cpus();
   const lines = [
     `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
-    `wrk -t1 -c${clients} (image rows -c4, the engine's second row -c2), ${rounds} interleaved rounds of ${secs} s; medians of the rounds`,
+    `wrk -t1 -c${clients} (image rows -c4, the engine's second row -c2), each row warmed up for ${values.warmup ?? 2} s, then ${rounds} interleaved rounds of ${secs} s; medians of the rounds`,
     '',
     '| row | calls/s | p99 ms | front CPU ms/call | engine CPU ms/call |',
     '|---|---:|---:|---:|---:|',

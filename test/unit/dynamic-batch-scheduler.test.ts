@@ -315,3 +315,22 @@ describe('DynamicBatchScheduler delivery and lifecycle', () => {
     expect(sched.inflightCount()).toBe(0);
   });
 });
+
+describe('DynamicBatchScheduler on the system clock', () => {
+  it('holds a lone request for a 500 us window, not a whole millisecond (Triton waits the window, to the microsecond)', async () => {
+    const stats = new Stats();
+    const instance = new FakeInstance('m_0');
+    const config: ModelConfig = { name: 'm', max_batch_size: 8, input: [], output: [], dynamic_batching: { max_queue_delay_microseconds: 500 } };
+    const sched = new DynamicBatchScheduler({ modelName: 'm', config, pool: new InstancePool([instance]), stats });
+    // Timing on a shared machine: never early, and the best of ten within the window's millisecond.
+    for (let i = 0; i < 10; i++) {
+      const done = sched.enqueue(req(`r${i}`));
+      while (instance.batches.length <= i) await new Promise((r) => setImmediate(r));
+      await instance.complete();
+      await done;
+    }
+    expect(stats.queuedNs).toHaveLength(10);
+    expect(Math.min(...stats.queuedNs)).toBeGreaterThanOrEqual(500_000);
+    expect(Math.min(...stats.queuedNs)).toBeLessThan(1_000_000);
+  });
+});
