@@ -42,6 +42,7 @@ export interface RawTimerAddon {
   create(callback: () => void): RawTimer;
   /** Fire once at `atNs` (CLOCK_MONOTONIC, as process.hrtime.bigint()); replaces any armed time. */
   arm(timer: RawTimer, atNs: bigint): void;
+  /** Stop keeping the loop alive; the armed time may still fire (the callback then finds nothing due). */
   disarm(timer: RawTimer): void;
   /** Idempotent. */
   close(timer: RawTimer): void;

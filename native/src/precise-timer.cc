@@ -182,13 +182,13 @@ Napi::Value Arm(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// disarm(handle): no wake-up; the loop is no longer kept alive by it.
+// disarm(handle): the loop is no longer kept alive by it. The timerfd keeps its time (no
+// syscall: a batcher cancels and re-arms around every batch); if nothing re-arms it first, it
+// still fires then, and the caller finds nothing due.
 Napi::Value Disarm(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Timer* t = Unwrap(info);
   if (!t) return env.Undefined();
-  struct itimerspec spec = {};
-  if (timerfd_settime(t->fd, 0, &spec, nullptr) != 0) return ThrowErrno(env, "timerfd_settime");
   uv_unref(reinterpret_cast<uv_handle_t*>(&t->poll));
   return env.Undefined();
 }

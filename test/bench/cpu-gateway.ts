@@ -20,7 +20,14 @@ import { BENCH_API_KEY, startGatewayProc, type EngineProc } from './services.ts'
 import { fastapiMissing, startFastapiPeer } from './gateway-hop.ts';
 
 /**
- * Run `load` for a warm-up (half the window, at least 1 s), then for the window; CPU per call of
+ * Warm-up of a full run's row: V8 keeps optimising a Node front's call path for 10-30 s of a new
+ * load pattern (a 2 s warm-up measured the gateway at 0.15-0.19 ms per call, 15 s at 0.11-0.13),
+ * and the figures compared with the Python peer should be each side's steady state.
+ */
+const STEADY_WARMUP_SECS = 15;
+
+/**
+ * Run `load` for a warm-up (a full run: STEADY_WARMUP_SECS; a quick run: half the window, at least 1 s), then for the window; CPU per call of
  * the front and the engine over the window, calls counted by the client. `check` (given the
  * row's successful calls, warm-up included) throws when the row did not measure what it says.
  */
@@ -29,7 +36,7 @@ async function twoProcessRow(
   load: (secs: number) => Promise<CLoadResult>, check?: (ok: number) => Promise<void>,
 ): Promise<GatewayCpuRow> {
   try {
-    const warm = await load(Math.max(1, secs / 2));
+    const warm = await load(ctx.quick ? Math.max(1, secs / 2) : STEADY_WARMUP_SECS);
     const [f0, e0] = [cpuSeconds(front), cpuSeconds(engine)];
     const r = await load(secs);
     const [f1, e1] = [cpuSeconds(front), cpuSeconds(engine)];
