@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--warmup=2]`
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--ab-dist=DIR] [--warmup=2]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
 // direct route, (2b) the same with ModelInfer over the local channel
@@ -11,7 +11,10 @@
 // pipeline (image_search, a JPEG body) through both gateways. --profile=DIR
 // runs the two gateways under --cpu-prof (profiles land in DIR at exit).
 // --ab-flags adds a row gw-local-ab: a second local-channel gateway started
-// with those Node flags, measured in the same rounds (an A/B of the flags).
+// with those Node flags, measured in the same rounds (an A/B of the flags);
+// --ab-dist=DIR starts that gateway from another build's DIR/gateway/main.js
+// instead (an A/B of code: copy dist/ under node_modules/.cache first, so its
+// imports still resolve).
 // --warmup=SECS: how long each row is driven before the rounds (default 2;
 // V8 keeps optimising the Node rows' call path for 10-30 s, so steady-state
 // figures want 15 or more).
@@ -107,7 +110,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'ab-flags': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'ab-flags': { type: 'string' }, 'ab-dist': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
   // The request bodies; removed at exit, also on failure or a signal (stopAll removes tracked dirs).
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'gw-hop-')));
@@ -129,6 +132,7 @@ interface HopArgs {
   profile?: string;
   only?: string;
   'ab-flags'?: string;
+  'ab-dist'?: string;
   warmup?: string;
 }
 
@@ -142,8 +146,12 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
   const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
   const gwHono = await startGatewayProc('gw-hono', engine.grpcSocket, ['--direct-route=false'], prof);
-  const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
-  const gwAb = abFlags ? await startGatewayProc('gw-local-ab', engine.grpcSocket, [`--engine-local-socket=${localSock}`], [...prof, ...abFlags]) : undefined;
+  const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean) ?? [];
+  const abDist = values['ab-dist'];
+  const abLabel = [abFlags.length ? `node ${abFlags.join(' ')}` : '', abDist ? `from ${abDist}` : ''].filter(Boolean).join(', ');
+  const gwAb = abLabel
+    ? await startGatewayProc('gw-local-ab', engine.grpcSocket, [`--engine-local-socket=${localSock}`], [...prof, ...abFlags], abDist ? path.relative(ROOT, path.resolve(abDist, 'gateway/main.js')) : undefined)
+    : undefined;
   const peerWhy = fastapiMissing();
   const peer = peerWhy ? undefined : await startFastapiPeer(engine.grpcSocket);
   const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
@@ -160,7 +168,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
     { id: 'gw-local', label: 'our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...fn },
-    ...(gwAb ? [{ id: 'gw-local-ab', label: `our gateway, local channel, node ${abFlags!.join(' ')}`, pid: gwAb.child.proc.pid, port: gwAb.port, ...fn }] : []),
+    ...(gwAb ? [{ id: 'gw-local-ab', label: `our gateway, local channel, ${abLabel}`, pid: gwAb.child.proc.pid, port: gwAb.port, ...fn }] : []),
     { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
     ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
   ];

@@ -119,13 +119,16 @@ export interface GatewayProc {
 /** The API key the bench gives the gateway for product_recommender. */
 export const BENCH_API_KEY = 'bench-key';
 
-/** A gateway child in front of `engine` (a gRPC target: `host:port` or `unix:/path`). */
-export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = [], nodeFlags: string[] = []): Promise<GatewayProc> {
+/**
+ * A gateway child in front of `engine` (a gRPC target: `host:port` or `unix:/path`); `script` is
+ * its entry, relative to the repository (another build's `main.js` for an A/B of code).
+ */
+export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = [], nodeFlags: string[] = [], script = 'gateway/main.ts'): Promise<GatewayProc> {
   const port = await freePort();
   const env: Record<string, string> = { RECOMMENDER_API_KEYS: BENCH_API_KEY, REDIS_URL: '' };
   const child = spawnTs(
     name,
-    'gateway/main.ts',
+    script,
     [`--port=${port}`, '--host=127.0.0.1', `--engine=${engine}`, '--functions=functions', `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`, ...extraArgs],
     env,
     nodeFlags,
