@@ -94,13 +94,15 @@ void OnReadable(uv_poll_t* poll, int status, int /*events*/) {
   napi_close_handle_scope(env, scope);
 }
 
-Timer* Unwrap(const Napi::CallbackInfo& info) {
+// The Timer of the handle in info[0] (nullptr with a JS exception pending when it is not one,
+// or when it is closed and `closedOk` is false).
+Timer* Unwrap(const Napi::CallbackInfo& info, bool closedOk = false) {
   if (info.Length() < 1 || !info[0].IsExternal()) {
     Napi::TypeError::New(info.Env(), "timer handle expected").ThrowAsJavaScriptException();
     return nullptr;
   }
   Timer* t = info[0].As<Napi::External<Timer>>().Data();
-  if (t->closed) {
+  if (t->closed && !closedOk) {
     Napi::Error::New(info.Env(), "timer closed").ThrowAsJavaScriptException();
     return nullptr;
   }
@@ -196,12 +198,8 @@ Napi::Value Disarm(const Napi::CallbackInfo& info) {
 // close(handle): idempotent.
 Napi::Value Close(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsExternal()) {
-    Napi::TypeError::New(env, "timer handle expected").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  Timer* t = info[0].As<Napi::External<Timer>>().Data();
-  Shut(t);
+  Timer* t = Unwrap(info, true);
+  if (t) Shut(t);
   return env.Undefined();
 }
 
