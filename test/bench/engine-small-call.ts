@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR] [--floor] [--warmup=SECS]`
+// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR] [--floor] [--warmup=SECS] [--ab-flags="--max-semi-space-size=32"]`
 // The engine's CPU per tiny inference (the recommender, 64 floats in, 100
 // out) by request shape and connection pattern, h2load driving gRPC:
 //  - shape: the minimal request (model, input, raw bytes) against the one the
@@ -16,6 +16,8 @@
 // turn: V8 keeps optimizing and deoptimizing the call path for about 20-30 s
 // of a new pattern (background compiler threads busy meanwhile), so short
 // warm-ups measure part of that; 30 gives steady-state figures.
+// --ab-flags adds a second engine started with those Node flags, measured in
+// the same rounds (an A/B of the flags).
 // Prints a Markdown table with the machine and the load average.
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -30,7 +32,7 @@ import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false }, 'ab-flags': { type: 'string' } } });
   const [rounds, secs] = [Number(values.rounds), Number(values.secs)];
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eng-small-'));
@@ -42,7 +44,13 @@ async function main(): Promise<void> {
   const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
   const floor = values.floor ? await startFloor() : undefined;
-  const targets = [{ id: '', pid: engine.child.proc.pid!, port: engine.grpcPort }, ...(floor ? [{ id: ' (node:http2 floor)', pid: floor.pid, port: floor.port }] : [])];
+  const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
+  const ab = abFlags ? await startEngineProc('engine-small-ab', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {}, 1, abFlags) : undefined;
+  const targets = [
+    { id: '', pid: engine.child.proc.pid!, port: engine.grpcPort },
+    ...(ab ? [{ id: ` (engine, node ${abFlags!.join(' ')})`, pid: ab.child.proc.pid!, port: ab.grpcPort }] : []),
+    ...(floor ? [{ id: ' (node:http2 floor)', pid: floor.pid, port: floor.port }] : []),
+  ];
   for (const t of targets.slice(1)) for (const r of rows) samples.set(r.id + t.id, []);
   try {
     for (const t of targets) await warmUp(t.port, files, rows, Number(values.warmup));
@@ -60,6 +68,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    await ab?.stop();
     await engine.stop();
     await stopAll();
   }
