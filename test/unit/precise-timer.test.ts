@@ -1,5 +1,5 @@
 // The addon's timerfd wake-ups (native/precise-timer.ts): never early, in
-// time order, cancellable, sub-millisecond where setTimeout cannot be, the
+// time order, cancellable, within half a millisecond of its time, the
 // loop kept alive only while one is armed, a throwing callback reported as
 // uncaught without losing the others, and usable from a worker thread that
 // then ends cleanly. Loop-liveness and worker cases run in child processes.
@@ -50,21 +50,15 @@ describe('precise timer', () => {
     expect(ran).toBe(0);
   });
 
-  it('wakes within a millisecond of a 500 us time, which a whole-millisecond timer cannot', async () => {
-    // Timing on a shared machine: the best of 20 is what the timer can do; setTimeout's best is over 1 ms.
+  it('wakes within half a millisecond of its time (libuv timers count whole milliseconds from a cached loop time)', async () => {
+    // Timing on a shared machine: the best of 20 is what the timer can do.
     let best = Infinity;
     for (let i = 0; i < 20; i++) {
       const at = after(500_000n);
       best = Math.min(best, Number((await waitFor(at)) - at));
     }
+    expect(best).toBeGreaterThanOrEqual(0);
     expect(best).toBeLessThan(500_000);
-    let bestTimeout = Infinity;
-    for (let i = 0; i < 5; i++) {
-      const t = process.hrtime.bigint();
-      await new Promise((r) => setTimeout(r, 1));
-      bestTimeout = Math.min(bestTimeout, Number(process.hrtime.bigint() - t));
-    }
-    expect(bestTimeout).toBeGreaterThanOrEqual(1_000_000);
   });
 
   it('keeps the process alive only while a wake-up is armed', () => {
