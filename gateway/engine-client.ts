@@ -23,7 +23,7 @@ import {
 } from '../client/grpc-client.ts';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { gatewayError, GatewayError } from './errors.ts';
-import { engineKeyHeaders, fetchModelLoads, type ModelLoads } from './engine-loads.ts';
+import { fetchModelLoads, type ModelLoads } from './engine-loads.ts';
 import { gatewayLog as log, tracer } from '../common/logger.ts';
 
 const trace = tracer('engine');
@@ -74,23 +74,28 @@ export interface EngineApi extends EventEmitter {
 }
 
 /**
- * The gRPC metadata a restricted engine wants (Triton's --grpc-restricted-protocol
- * reads `triton-grpc-protocol-<key>`), from GATEWAY_ENGINE_KEY = `<key>=<value>[,<key>=<value>...]`.
- * `npm start` sets it (scripts/start-args.ts); unset, none is sent (a plain Triton).
- * Errors name the variable but never echo its value.
+ * The key/value pairs of GATEWAY_ENGINE_KEY = `<key>=<value>[,<key>=<value>...]` (keys lower
+ * case): what a restricted engine wants. `npm start` sets it (scripts/start-args.ts); unset,
+ * none is sent (a plain Triton). Errors name the variable but never echo its value.
  */
-export function engineKeyMetadata(value: string | undefined): Record<string, string> | undefined {
+export function engineKeyPairs(value: string | undefined): Record<string, string> | undefined {
   if (!value) return undefined;
-  const md: Record<string, string> = {};
+  const pairs: Record<string, string> = {};
   for (const pair of value.split(',')) {
     const eq = pair.indexOf('=');
     const key = pair.slice(0, eq).trim().toLowerCase();
     if (eq <= 0 || eq === pair.length - 1 || !/^[0-9a-z._-]+$/.test(key)) {
       throw new Error('GATEWAY_ENGINE_KEY: expected <key>=<value>[,<key>=<value>...] (the header and value of the engine\'s --grpc-restricted-protocol)');
     }
-    md[`triton-grpc-protocol-${key}`] = pair.slice(eq + 1);
+    pairs[key] = pair.slice(eq + 1);
   }
-  return md;
+  return pairs;
+}
+
+/** The pairs as gRPC metadata (Triton's --grpc-restricted-protocol reads `triton-grpc-protocol-<key>`). */
+export function engineKeyMetadata(value: string | undefined): Record<string, string> | undefined {
+  const pairs = engineKeyPairs(value);
+  return pairs && Object.fromEntries(Object.entries(pairs).map(([k, v]) => [`triton-grpc-protocol-${k}`, v]));
 }
 
 export class EngineClient extends EventEmitter implements EngineApi {
@@ -113,7 +118,8 @@ export class EngineClient extends EventEmitter implements EngineApi {
     this.controlTimeoutMs = opts.controlTimeoutMs ?? 3000;
     this.probeIntervalMs = opts.probeIntervalMs ?? 250;
     this.httpAddress = opts.httpAddress ?? (process.env.GATEWAY_ENGINE_HTTP || undefined);
-    this.httpHeaders = engineKeyHeaders(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY);
+    // The same pairs as plain HTTP headers (the form of Triton's --http-restricted-api).
+    this.httpHeaders = engineKeyPairs(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY) ?? {};
     this.client = new TritonGrpcClient(address, {
       // Reconnect quickly after an engine restart (grpc-js backs off up to 120 s by default).
       channelOptions: {

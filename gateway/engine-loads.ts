@@ -4,7 +4,7 @@
 // place for them. Only our engine fills them (with --model-memory-budget);
 // against a plain Triton the fields are absent and the figures null.
 // A restricted engine gets the GATEWAY_ENGINE_KEY pairs as HTTP headers (the
-// form of Triton's --http-restricted-api).
+// form of Triton's --http-restricted-api; engine-client.ts passes them in).
 
 /** One model version's budget figures (null: the engine did not report it). */
 export interface ModelLoads {
@@ -16,16 +16,6 @@ export interface ModelLoads {
 }
 
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-
-/** `<key>=<value>[,...]` as HTTP headers (the value is never logged or echoed). */
-export function engineKeyHeaders(value: string | undefined): Record<string, string> {
-  const h: Record<string, string> = {};
-  for (const pair of (value ?? '').split(',').filter(Boolean)) {
-    const eq = pair.indexOf('=');
-    if (eq > 0) h[pair.slice(0, eq).trim().toLowerCase()] = pair.slice(eq + 1);
-  }
-  return h;
-}
 
 /** The engine's HTTP index at `address` (host:port or a URL), as ModelLoads rows. */
 export async function fetchModelLoads(address: string, headers: Record<string, string>, timeoutMs: number): Promise<ModelLoads[]> {
