@@ -1,5 +1,5 @@
 // A streaming client that stops reading (a socket that is never read, a gRPC
-// stream that is never read) while a decoupled model floods it with 64 KiB
+// stream paused after its first response) while a decoupled model floods it with 64 KiB
 // responses: what the engine holds for it stays within
 // --stream-max-queued-bytes, the request is cancelled down to the model
 // (which stops and says so in a marker file), the reason is logged, and the
@@ -113,7 +113,7 @@ describe('L0_stream_backpressure', () => {
     expect(streamQueueStats.queuedBytes).toBe(0);
   }, 60_000);
 
-  it('ModelStreamInfer: a stream that is never read holds at most the bound; the model is cancelled; an error message', async () => {
+  it('ModelStreamInfer: a stream that stops being read holds at most the bound; the model is cancelled; an error message', async () => {
     const warn = vi.spyOn(log, 'warn');
     streamQueueStats.peakQueuedBytes = streamQueueStats.queuedBytes;
     const mark = path.join(dir, 'grpc-mark');
@@ -126,7 +126,17 @@ describe('L0_stream_backpressure', () => {
         inputs: [{ name: 'N', datatype: 'INT32', shape: [1] }],
         raw_input_contents: [new Uint8Array(Int32Array.from([N]).buffer)],
       });
-      // No 'data' listener: grpc-js buffers a few messages and stops reading; HTTP/2 flow control does the rest.
+      // Read the first response, then pause: grpc-js then buffers up to its highWaterMark (16 messages), pauses
+      // the HTTP/2 stream, and flow control does the rest. (A call that is never read at all is not a stalled
+      // reader to HTTP/2: grpc-js never starts reading it, keeps its HTTP/2 stream flowing and queues every
+      // message in the client's own memory, so the engine sees each one taken. Whether that happened depended on
+      // timing, and this test failed on some hosts.)
+      await new Promise<void>((resolve) => {
+        call.once('data', () => {
+          call.pause();
+          resolve();
+        });
+      });
       const [state, sent] = (await waitForFile(mark)).split(' ');
       expect(state).toBe('cancelled');
       expect(Number(sent)).toBeLessThan(N / 4);
@@ -135,6 +145,7 @@ describe('L0_stream_backpressure', () => {
       // Reading again: the responses that waited, then one error message, then the end of the stream.
       const got: Array<{ error_message?: string }> = [];
       call.on('data', (m: { error_message?: string }) => got.push(m));
+      call.resume();
       await new Promise<void>((resolve, reject) => {
         call.on('end', () => resolve());
         call.on('error', reject);
