@@ -21,10 +21,11 @@ import { checkApiKey } from './api-key.ts';
 import { gatewayError, GatewayError } from './errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { runFunction, CallSlices, type InvokeDeps } from './invoke.ts';
+import { parseScanned, type ScannedBody } from './json-body.ts';
 import { fastJsonInputs } from './json-inputs-fast.ts';
 import { isStreamingFunction } from './function-stream.ts';
 import { isJsonType, jsonInputs, mediaType } from './payload-codec.ts';
-import { replyJson } from './reply-rows.ts';
+import { replyJsonText } from './reply-text.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 
 /** The app's in-flight accounting the direct route shares (app.ts). */
@@ -136,18 +137,24 @@ async function call(deps: DirectCallDeps, req: IncomingMessage, pre: Resolved, r
     const len = req.headers['content-length'];
     if (len !== undefined && /^\d+$/.test(len) && Number(len) > limit) throw tooLarge(req, reply, fn.name, limit);
     const raw = await readNodeBody(req, reply, limit, fn.name);
-    let parsed: unknown;
+    let parsed: ScannedBody;
     try {
-      parsed = JSON.parse(raw.toString('utf8'));
+      parsed = parseScanned(raw);
     } catch (e) {
       throw gatewayError('BODY_INVALID', { reason: `not valid JSON: ${(e as Error).message}` });
     }
-    const { inputs, outputs: wanted } = fastJsonInputs(fn, parsed) ?? jsonInputs(fn, parsed);
+    let fast = fastJsonInputs(fn, parsed.value, parsed.numbers);
+    if (!fast && parsed.numbers) {
+      // Declined: the plain fast path and the general one read JSON.parse's own value (no markers).
+      parsed = { value: JSON.parse(raw.toString('utf8')), numbers: undefined };
+      fast = fastJsonInputs(fn, parsed.value);
+    }
+    const { inputs, outputs: wanted } = fast ?? jsonInputs(fn, parsed.value);
     const specs = selectOutputs(fn, wanted);
     const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
     status = 200;
     reply.transfer = transfer;
-    return JSON.stringify(replyJson(fn, outputs));
+    return replyJsonText(fn, outputs);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
     reply.transfer = slices.transfer;

@@ -19,7 +19,7 @@ import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
 } from './payload-codec.ts';
-import { replyJson } from './reply-rows.ts';
+import { replyJsonText } from './reply-text.ts';
 import type { StagingArena, StagingSlice } from './staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from '../common/logger.ts';
@@ -270,7 +270,7 @@ export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: str
       c.header('X-Output-Shape', o.shape.join(','));
       return c.body(Buffer.from(o.bytes), 200, { 'Content-Type': 'application/octet-stream' });
     }
-    return c.json(replyJson(fn, outputs) as Record<string, unknown>);
+    return c.body(replyJsonText(fn, outputs), 200, { 'Content-Type': 'application/json' });
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
     c.set('transfer', slices.transfer); // a staged call the engine refused was still staged

@@ -6,7 +6,10 @@
 // (a missing or unknown input, a non-number, a ragged array, a shape that does
 // not fit, b64, BYTES/BOOL/INT64/FP16 inputs) answers undefined and the caller
 // runs jsonInputs, which produces the same tensors or the same error.
+// Given `numbers` (a body from json-body.ts parseScanned), a marker string
+// stands for an array of those numbers; without it every value is JSON.parse's.
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
+import { markerOf } from './json-body.ts';
 import { fitShape, MAX_VALUE_NESTING, type InputTensor } from './payload-codec.ts';
 
 type Typed = Float32Array | Float64Array | Int32Array | Int16Array | Int8Array | Uint32Array | Uint16Array | Uint8Array;
@@ -45,21 +48,44 @@ function planFor(fn: ResolvedFunction): Plan | null {
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
-/** The dims of a nested array by its first elements; null past the nesting limit or on an empty inner array. */
-function dimsOf(v: unknown[]): number[] | null {
+/** The dims of a nested array by its first elements (a marker counts as an array of its numbers); null past the nesting limit. */
+function dimsOf(v: unknown, numbers: Float64Array | undefined): number[] | null {
   const dims: number[] = [];
   let x: unknown = v;
-  while (Array.isArray(x)) {
+  for (;;) {
+    const m = Array.isArray(x) ? undefined : numbers && markerOf(x);
+    if (!Array.isArray(x) && !m) break;
     if (dims.length > MAX_VALUE_NESTING) return null;
-    dims.push(x.length);
-    if (x.length === 0) break;
-    x = x[0];
+    if (m) {
+      dims.push(m[1]); // at least MIN_SCANNED numbers: the innermost level
+      break;
+    }
+    const a = x as unknown[];
+    dims.push(a.length);
+    if (a.length === 0) break;
+    x = a[0];
   }
   return dims;
 }
 
+/** Write the numbers of a marker's span into `out` at `at`, as fill() would from the array it stands for. */
+function fillScanned(m: [number, number], numbers: Float64Array, out: Typed, at: number, range: [number, number] | undefined): number {
+  for (let i = m[0], end = m[0] + m[1]; i < end; i++) {
+    const x = numbers[i]!;
+    if (!Number.isFinite(x)) return -1;
+    if (range && (!Number.isInteger(x) || x < range[0] || x >= range[1])) return -1;
+    out[at++] = x;
+  }
+  return at;
+}
+
 /** Write the numbers of `v` (dims `dims` from `depth`) into `out` at `at`; the next index, or -1 when the general path must decide. */
-function fill(v: unknown[], dims: number[], depth: number, out: Typed, at: number, range: [number, number] | undefined): number {
+function fill(v: unknown, dims: number[], depth: number, out: Typed, at: number, range: [number, number] | undefined, numbers: Float64Array | undefined): number {
+  if (!Array.isArray(v)) {
+    // A marker: an array of numbers only, so it fits only the innermost level.
+    const m = numbers && markerOf(v);
+    return m && depth === dims.length - 1 && m[1] === dims[depth] ? fillScanned(m, numbers!, out, at, range) : -1;
+  }
   if (v.length !== dims[depth]) return -1;
   if (depth === dims.length - 1) {
     for (let i = 0; i < v.length; i++) {
@@ -72,14 +98,13 @@ function fill(v: unknown[], dims: number[], depth: number, out: Typed, at: numbe
   }
   for (let i = 0; i < v.length; i++) {
     const x = v[i];
-    if (!Array.isArray(x)) return -1;
-    at = fill(x, dims, depth + 1, out, at, range);
+    at = fill(x, dims, depth + 1, out, at, range, numbers);
     if (at < 0) return -1;
   }
   return at;
 }
 
-function tensorOf(spec: TensorSpec, writer: Writer, value: unknown): InputTensor | undefined {
+function tensorOf(spec: TensorSpec, writer: Writer, value: unknown, numbers: Float64Array | undefined): InputTensor | undefined {
   let data: unknown = value;
   let declared: number[] | undefined;
   if (isPlain(value)) {
@@ -93,13 +118,13 @@ function tensorOf(spec: TensorSpec, writer: Writer, value: unknown): InputTensor
     }
     data = value.data;
   }
-  if (!Array.isArray(data)) return undefined;
-  const dims = dimsOf(data);
+  if (!Array.isArray(data) && !(numbers && markerOf(data))) return undefined;
+  const dims = dimsOf(data, numbers);
   if (!dims || dims[dims.length - 1] === 0) return undefined;
   let count = 1;
   for (const d of dims) count *= d;
   const out = writer.make(count);
-  if (fill(data, dims, 0, out, 0, writer.range) !== count) return undefined;
+  if (fill(data, dims, 0, out, 0, writer.range, numbers) !== count) return undefined;
   // As valueInput: the nesting must fit the spec, then a declared shape must hold the count and fit too.
   let shape = fitShape(spec.shape, dims, count);
   if (shape && declared) {
@@ -112,7 +137,7 @@ function tensorOf(spec: TensorSpec, writer: Writer, value: unknown): InputTensor
 }
 
 /** The inputs (and requested outputs) of a plain JSON body, or undefined when the general path must decide. */
-export function fastJsonInputs(fn: ResolvedFunction, body: unknown): { inputs: InputTensor[]; outputs?: string[] } | undefined {
+export function fastJsonInputs(fn: ResolvedFunction, body: unknown, numbers?: Float64Array): { inputs: InputTensor[]; outputs?: string[] } | undefined {
   const plan = planFor(fn);
   if (!plan || !isPlain(body)) return undefined;
   let outputs: string[] | undefined;
@@ -134,7 +159,7 @@ export function fastJsonInputs(fn: ResolvedFunction, body: unknown): { inputs: I
   const inputs: InputTensor[] = [];
   for (const { spec, writer } of plan.specs) {
     if (!Object.prototype.hasOwnProperty.call(given, spec.name)) return undefined;
-    const t = tensorOf(spec, writer, given[spec.name]);
+    const t = tensorOf(spec, writer, given[spec.name], numbers);
     if (!t) return undefined;
     inputs.push(t);
   }

@@ -10,6 +10,7 @@ export {
   elementCount,
   elementSize,
   isDatatype,
+  typedView,
 } from '../protocol/tensor-codec.ts';
 
 const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);

@@ -32,6 +32,10 @@ export interface ShmAddon {
   readonly flags: { readonly create: number; readonly exclusive: number; readonly readOnly: number };
   /** A timerfd wake-up on the calling thread's loop (src/precise-timer.cc); used through native/precise-timer.ts. */
   readonly timer: RawTimerAddon;
+  /** The values as JSON array text, as JSON.stringify writes them (src/number-json.cc). */
+  numbersJson(view: Float32Array | Float64Array): string;
+  /** A strict-subset JSON body with its long number arrays read into `into` and marked in the text; the count `into` needs; or undefined (src/json-fast.cc). */
+  scanJsonNumbers(bytes: Uint8Array, minTyped: number, into: Float64Array): string | number | undefined;
 }
 
 /** An opaque timer handle (an External). */

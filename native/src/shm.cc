@@ -26,6 +26,12 @@
 namespace precise_timer {
 void Register(Napi::Env env, Napi::Object exports);
 }
+namespace number_json {
+void Register(Napi::Env env, Napi::Object exports);
+}
+namespace json_fast {
+void Register(napi_env env, napi_value exports);
+}
 
 namespace shm_native {
 
@@ -220,6 +226,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   flags.Set("readOnly", Napi::Number::New(env, kFlagReadOnly));
   exports.Set("flags", flags);
   precise_timer::Register(env, exports);
+  number_json::Register(env, exports);
+  json_fast::Register(env, exports);
   return exports;
 }
 

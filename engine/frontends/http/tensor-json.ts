@@ -5,6 +5,7 @@ import { isUtf8 } from 'node:buffer';
 import { decodeValues, deserializeBytes, encodeValues, TensorValueError } from '../../../protocol/tensor-codec.ts';
 import { elementCount, elementSize, typedView, type Datatype } from '../../api/datatypes.ts';
 import { invalidArg } from '../../api/status.ts';
+import { numbersJson } from '../../../native/index.ts';
 
 /**
  * Deepest nesting of `data` accepted. A tensor's rank is small; a body nested
@@ -82,13 +83,9 @@ export function tensorBytesToJson(tensor: string, datatype: Datatype, bytes: Uin
     case 'BF16':
       return `[${decodeOrInvalid(datatype, bytes, tensor).map((v) => numText(v as number)).join(',')}]`;
     case 'FP32':
-    case 'FP64': {
-      const v = typedView(datatype, bytes) as Float32Array | Float64Array;
-      let finite = true;
-      for (let i = 0; i < v.length && finite; i++) finite = Number.isFinite(v[i]!);
-      if (finite) return `[${v.join(',')}]`;
-      return `[${Array.from(v, numText).join(',')}]`;
-    }
+    case 'FP64':
+      // The same text as joining the numbers (null for NaN and the infinities), in about half the time.
+      return numbersJson(typedView(datatype, bytes) as Float32Array | Float64Array);
     default:
       return `[${typedView(datatype, bytes).join(',')}]`;
   }
