@@ -1,6 +1,6 @@
 // The memory budget against the process's real RSS, not its own books: four
 // copies of the bundled encoder (two instances each, batches of 16) and a
-// budget worth 2.5 of them, measured the same way (one encoder's RSS above
+// budget worth 2.75 of them, measured the same way (one encoder's RSS above
 // the empty engine once warm). Traffic rotates over the four; at the end at
 // most 2-3 are resident and the engine's model memory (its RSS minus the
 // empty engine's) is within 1.1x the budget. Before the budget charged the
@@ -26,7 +26,7 @@ const drive = (port: number, model: string, n: number) =>
   }));
 
 describe('memory budget by RSS', () => {
-  it('four encoders under a budget of 2.5 of them end with 2-3 resident and model memory within 1.1x the budget', async () => {
+  it('four encoders under a budget of 2.75 of them end with 2-3 resident and model memory within 1.1x the budget', async () => {
     // One encoder, warm, without a budget: what it really takes.
     let e = await spawnEngine(repo);
     await sleep(1000);
@@ -36,7 +36,11 @@ describe('memory budget by RSS', () => {
     const one = rssBytes(e.pid) - empty;
     await stopChild(e.child);
 
-    const budget = Math.round(2.5 * one);
+    // 2.75 of them: the engine charges a model its steady state as it measures it (load, warm-up, growth
+    // while running), which read up to 1.25x this single RSS sample on a loaded host; at 2.5 that left room
+    // for one encoder in some runs (a Node 24 run and a Node 20 one on 2026-12-02), at 2.75 two fit up to
+    // a charge of 1.375x. Three fit only below 0.92x, which the books never charged.
+    const budget = Math.round(2.75 * one);
     e = await spawnEngine(repo, [`--model-memory-budget=${budget}`]);
     await sleep(1000);
     empty = rssBytes(e.pid);
