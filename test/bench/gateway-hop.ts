@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeJpeg } from '../fixtures/images.ts';
 import { which, wrkPost, type CLoadResult } from './c-clients.ts';
-import { cpuSeconds, freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
+import { cpuSeconds, freePort, removeTempDir, ROOT, stopAll, stopChild, trackChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 import { BENCH_API_KEY, BUNDLED_REPO, startEngineProc, startGatewayProc } from './services.ts';
 
 interface Front {
@@ -85,7 +85,8 @@ export async function startFastapiPeer(engine: string): Promise<{ child: Child; 
   const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-2000));
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);
-  const child: Child = { name: 'fastapi', proc, tail: () => tail };
+  // Tracked: stopAll() ends the peer too when the run is stopped by a signal (it used to outlive the run).
+  const child = trackChild({ name: 'fastapi', proc, tail: () => tail });
   await waitUntil(child, async () => {
     const r = await fetch(`http://127.0.0.1:${port}/docs`).catch(() => undefined);
     return r?.status === 200;

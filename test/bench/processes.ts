@@ -44,6 +44,13 @@ export function runCompiled(on: boolean): void {
   compiled = on;
 }
 
+/** Track a child started elsewhere (e.g. the FastAPI peer) so stopAll() ends it too, also on a signal. */
+export function trackChild(child: Child): Child {
+  children.add(child);
+  child.proc.once('exit', () => children.delete(child));
+  return child;
+}
+
 /** `node --import tsx <script> ...args` from the repository root (or its dist/ .js, see runCompiled); the pid is node's own. */
 export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
   const fromDist = compiled && /^(engine|gateway)\//.test(script);
@@ -60,9 +67,7 @@ export function spawnTs(name: string, script: string, args: string[], env: Recor
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);
   const child: Child = { name, proc, tail: () => log.split('\n').slice(-15).join('\n') };
-  children.add(child);
-  proc.once('exit', () => children.delete(child));
-  return child;
+  return trackChild(child);
 }
 
 /** Poll `probe` until it resolves true; fail naming the child if it exits or `timeoutMs` passes. */

@@ -1,10 +1,11 @@
 // test/bench/gateway-hop.ts leaves no temp dirs behind: its request bodies
 // (gw-hop-*) and the FastAPI peer's generated stubs (fastapi-stubs-*, when
 // the peer's Debian packages are here) are removed when it finishes, and
-// when it is stopped by a signal mid-run. Runs it with TMPDIR set to a
+// when it is stopped by a signal mid-run, and no process it started outlives
+// it. Runs it with TMPDIR set to a
 // private dir (one short round, the local-channel row only) and lists it.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -39,12 +40,28 @@ async function hop(stopAt?: string): Promise<{ code: number | null; signal: stri
 
 const ourDirs = (tmp: string) => readdirSync(tmp).filter((n) => /^(gw-hop-|fastapi-stubs-)|\.sock$/.test(n));
 
+/** Processes still running with the private TMPDIR in their command line (the engine, gateways and FastAPI peer all have it). */
+function survivors(tmp: string): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (cmd.includes(tmp)) out.push(`${pid} ${cmd}`);
+  }
+  return out;
+}
+
 describe.skipIf(!which('wrk'))('L0_gateway_hop_cleanup', () => {
   it('removes its temp dirs when it finishes', async () => {
     const r = await hop();
     expect(r.code, r.err).toBe(0);
     expect(r.seen).toContain('gw'); // it did use the private TMPDIR
     expect(ourDirs(r.tmp)).toEqual([]);
+    expect(survivors(r.tmp)).toEqual([]);
   }, 180_000);
 
   it('removes them when stopped by a signal mid-run', async () => {
@@ -52,5 +69,7 @@ describe.skipIf(!which('wrk'))('L0_gateway_hop_cleanup', () => {
     expect(r.code, r.err).toBe(130);
     expect(r.seen).toContain('gw');
     expect(ourDirs(r.tmp)).toEqual([]);
+    // Every process it started ended with it, the FastAPI peer included (it used to outlive a stopped run).
+    expect(survivors(r.tmp)).toEqual([]);
   }, 180_000);
 });
