@@ -76,12 +76,16 @@ struct Scanner {
     return q;
   }
 
+  // The double of the number text [p, q); false past double range.
+  bool Read(const uint8_t* q, double* d) const {
+    std::from_chars_result r = std::from_chars(reinterpret_cast<const char*>(p), reinterpret_cast<const char*>(q), *d);
+    return r.ec == std::errc() && r.ptr == reinterpret_cast<const char*>(q);
+  }
+
   bool Number() {
     const uint8_t* q = NumberEnd(p);
-    if (!q) return Fail();
     double d;
-    std::from_chars_result r = std::from_chars(reinterpret_cast<const char*>(p), reinterpret_cast<const char*>(q), d);
-    if (r.ec != std::errc() || r.ptr != reinterpret_cast<const char*>(q)) return Fail();  // past double range
+    if (!q || !Read(q, &d)) return Fail();
     p = q;
     return true;
   }
@@ -175,8 +179,7 @@ struct Scanner {
       const uint8_t* q = NumberEnd(p);
       if (!q) break;
       double d;
-      std::from_chars_result r = std::from_chars(reinterpret_cast<const char*>(p), reinterpret_cast<const char*>(q), d);
-      if (r.ec != std::errc() || r.ptr != reinterpret_cast<const char*>(q)) return Fail();
+      if (!Read(q, &d)) return Fail();
       if (at + count < capacity) into[at + count] = d;
       ++count;
       p = q;
