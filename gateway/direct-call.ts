@@ -42,28 +42,49 @@ export interface DirectCallDeps extends InvokeDeps {
   jobs: boolean;
 }
 
-const TARGET = /^\/fn\/([A-Za-z0-9_-][A-Za-z0-9_.-]*)$/;
+export const DIRECT_TARGET = /^\/fn\/([A-Za-z0-9_-][A-Za-z0-9_.-]*)$/;
 /** node-server's reValidHost: a Host it uses without parsing. */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 
+/** What a direct call reads of its request, whichever front (node:http or http1-front.ts) read it. */
+export interface CallRequest {
+  url: string;
+  header(name: string): string | undefined;
+  /** The whole body under `limit`, or a catalog error (BODY_TOO_LARGE sets `connection: close` on the reply). */
+  body(reply: Reply, limit: number, fn: string): Promise<Buffer>;
+}
+
+/** The function name when this request is the direct route's to serve (the checks above), else undefined. */
+export function directTarget(deps: DirectCallDeps, method: string | undefined, url: string | undefined, header: (name: string) => string | undefined): string | undefined {
+  const m = method === 'POST' ? DIRECT_TARGET.exec(url ?? '') : null;
+  if (!m || m[1] === '.' || m[1] === '..') return undefined;
+  const host = header('host');
+  const accept = header('accept');
+  if (
+    host === undefined || !PLAIN_HOST.test(host) || !isJsonType(mediaType(header('content-type'))) || header('prefer') !== undefined
+    || header('x-callback-url') !== undefined || (accept !== undefined && accept.includes('application/octet-stream'))
+    || !deps.gate.open() || (deps.jobs && isWebhook(deps, m[1]!))
+  ) return undefined;
+  return m[1]!;
+}
+
+const webhookNames = new WeakMap<DirectCallDeps, { version: string; names: Set<string> }>();
+function isWebhook(deps: DirectCallDeps, name: string): boolean {
+  const v = deps.registry.version;
+  let hooks = webhookNames.get(deps);
+  if (hooks?.version !== v) {
+    hooks = { version: v, names: new Set(deps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
+    webhookNames.set(deps, hooks);
+  }
+  return hooks.names.has(name);
+}
+
 /** A request listener that serves plain JSON calls itself and passes everything else to `fallback`. */
 export function directCallListener(deps: DirectCallDeps, fallback: RequestListener): RequestListener {
-  let hooks = { version: '', names: new Set<string>() };
-  const isWebhook = (name: string) => {
-    const v = deps.registry.version;
-    if (hooks.version !== v) hooks = { version: v, names: new Set(deps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
-    return hooks.names.has(name);
-  };
   return (req, res) => {
-    const m = req.method === 'POST' ? TARGET.exec(req.url ?? '') : null;
-    const h = req.headers;
-    if (
-      !m || m[1] === '.' || m[1] === '..' || h.host === undefined || !PLAIN_HOST.test(h.host)
-      || !isJsonType(mediaType(h['content-type'])) || h.prefer !== undefined || h['x-callback-url'] !== undefined
-      || (h.accept !== undefined && h.accept.includes('application/octet-stream'))
-      || !deps.gate.open() || (deps.jobs && isWebhook(m[1]!))
-    ) return fallback(req, res);
-    routeCall(deps, req, res, m[1]!, fallback).catch((e: unknown) => {
+    const name = directTarget(deps, req.method, req.url, (k) => header(req, k));
+    if (name === undefined) return fallback(req, res);
+    routeCall(deps, req, res, name, fallback).catch((e: unknown) => {
       // Only a bug gets here (every call error is answered inside): log it, drop the connection.
       log.error(`POST ${req.url}: the direct route failed`, e);
       res.destroy();
@@ -72,33 +93,51 @@ export function directCallListener(deps: DirectCallDeps, fallback: RequestListen
 }
 
 let served = 0;
-/** Calls this process served on the direct route (tests tell the two routes apart by it). */
+/** Calls this process served on the direct route, from either front (tests tell the routes apart by it). */
 export function directCallsServed(): number {
   return served;
 }
 
-interface Reply {
+export interface Reply {
   status: number;
   headers: Record<string, string>;
   transfer: string;
 }
 
 /** The function resolved ahead of the call (or why it did not resolve: the call reports it in its place). */
-type Resolved = { fn: ResolvedFunction } | { err: unknown };
+export type Resolved = { fn: ResolvedFunction } | { err: unknown };
 
-/** Streaming functions (decoupled targets) go to Hono's stream route; the rest are served here. */
-async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string, fallback: RequestListener): Promise<void> {
+/** The call's function, or undefined for a streaming one (a decoupled target: Hono's stream route serves it). */
+export async function resolveDirect(deps: DirectCallDeps, name: string): Promise<Resolved | undefined> {
   let pre: Resolved;
   try {
     pre = { fn: await deps.registry.resolve(name) };
   } catch (err) {
     pre = { err };
   }
-  if ('fn' in pre && (await isStreamingFunction(deps, pre.fn))) return void fallback(req, res);
-  return serveCall(deps, req, res, pre);
+  if ('fn' in pre && (await isStreamingFunction(deps, pre.fn))) return undefined;
+  return pre;
 }
 
-async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, pre: Resolved): Promise<void> {
+async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string, fallback: RequestListener): Promise<void> {
+  const pre = await resolveDirect(deps, name);
+  if (!pre) return void fallback(req, res);
+  const request: CallRequest = {
+    url: req.url ?? '',
+    header: (k) => header(req, k),
+    body: (reply, limit, fn) => {
+      const len = req.headers['content-length'];
+      if (len !== undefined && /^\d+$/.test(len) && Number(len) > limit) throw tooLarge(req, reply, fn, limit);
+      return readNodeBody(req, reply, limit, fn);
+    },
+  };
+  const r = await serveCall(deps, request, pre);
+  res.writeHead(r.status, r.headers);
+  res.end(r.body);
+}
+
+/** The whole call: its reply's status, headers (in writing order) and body. Never rejects. */
+export async function serveCall(deps: DirectCallDeps, req: CallRequest, pre: Resolved): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   const t0 = performance.now();
   served++;
   deps.gate.enter();
@@ -110,11 +149,10 @@ async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
       body = await call(deps, req, pre, reply, (n) => (fnName = n));
       reply.status = 200;
     } catch (e) {
-      body = errorBody(e, req, reply);
+      body = errorBody(e, req.url, reply);
     }
     const headers = { ...reply.headers, 'content-type': 'application/json', 'x-payload-transfer': reply.transfer, 'content-length': String(Buffer.byteLength(body)) };
-    res.writeHead(reply.status, headers);
-    res.end(body);
+    return { status: reply.status, headers, body };
   } finally {
     deps.gate.leave();
     deps.metrics?.observe(fnName, reply.status, reply.transfer, (performance.now() - t0) / 1000);
@@ -122,21 +160,18 @@ async function serveCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
 }
 
 /** invoke.ts's steps for a JSON call, in its order; throws catalog errors. */
-async function call(deps: DirectCallDeps, req: IncomingMessage, pre: Resolved, reply: Reply, named: (n: string) => void): Promise<string> {
+async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply: Reply, named: (n: string) => void): Promise<string> {
   if ('err' in pre) throw pre.err;
   const fn = pre.fn;
   named(fn.name);
-  checkApiKey(fn.definition, (k) => header(req, k));
-  const id = header(req, 'x-request-id') ?? crypto.randomUUID();
+  checkApiKey(fn.definition, req.header);
+  const id = req.header('x-request-id') ?? crypto.randomUUID();
   reply.headers['x-request-id'] = id;
   const slices = new CallSlices(deps.arena);
-  const span = deps.tracing?.startCall(fn.name, id, header(req, 'traceparent'));
+  const span = deps.tracing?.startCall(fn.name, id, req.header('traceparent'));
   let status = 500;
   try {
-    const limit = fn.definition.limits.maxBodyBytes;
-    const len = req.headers['content-length'];
-    if (len !== undefined && /^\d+$/.test(len) && Number(len) > limit) throw tooLarge(req, reply, fn.name, limit);
-    const raw = await readNodeBody(req, reply, limit, fn.name);
+    const raw = await req.body(reply, fn.definition.limits.maxBodyBytes, fn.name);
     let parsed: ScannedBody;
     try {
       parsed = parseScanned(raw);
@@ -180,9 +215,9 @@ function selectOutputs(fn: ResolvedFunction, names: string[] | undefined): Tenso
 }
 
 /** As body-reader.ts's tooLarge: 413 now, the connection closed after the reply, the rest of the body read and dropped. */
-function tooLarge(req: IncomingMessage, reply: Reply, fn: string, limit: number): GatewayError {
+export function tooLarge(req: IncomingMessage | undefined, reply: Reply, fn: string, limit: number): GatewayError {
   reply.headers.connection = 'close';
-  if (!req.destroyed) {
+  if (req && !req.destroyed) {
     req.on('error', () => undefined); // the 413 is already decided; a reset while draining changes nothing
     req.resume();
   }
@@ -219,13 +254,13 @@ function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: str
 }
 
 /** app.ts's onError for the direct route: the catalog reply, INTERNAL for anything else. */
-function errorBody(e: unknown, req: IncomingMessage, reply: Reply): string {
+function errorBody(e: unknown, url: string, reply: Reply): string {
   if (e instanceof GatewayError) {
-    if (e.status >= 500) log.warn(`POST ${req.url}: ${e.code}: ${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
+    if (e.status >= 500) log.warn(`POST ${url}: ${e.code}: ${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
     reply.status = e.status;
     return JSON.stringify(e.toJSON());
   }
-  log.error(`POST ${req.url} failed`, e);
+  log.error(`POST ${url} failed`, e);
   reply.status = 500;
   return JSON.stringify(gatewayError('INTERNAL').toJSON());
 }

@@ -13,7 +13,7 @@ const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
-  [--direct-route=true|false]`;
+  [--direct-route=true|false] [--http1-front=true|false]`;
 
 /** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
 export function parseArgs(argv: string[]): GatewayOptions {
@@ -52,6 +52,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'body-timeout-ms': o.timeouts = { ...o.timeouts, bodyMs: num(k!, v) }; break;
       case 'idle-timeout-ms': o.timeouts = { ...o.timeouts, idleMs: num(k!, v) }; break;
       case 'direct-route': o.directRoute = v !== 'false'; break;
+      case 'http1-front': o.http1Front = v !== 'false'; break;
       case 'help': throw new Error(USAGE);
       default: throw new Error(`unknown flag --${k}\n${USAGE}`);
     }

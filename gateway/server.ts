@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { directCallListener } from './direct-call.ts';
+import { directCallFront } from './direct-front.ts';
+import { Http1Front } from '../common/http1-front.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
 import { createApp } from './app.ts';
@@ -81,10 +83,14 @@ export interface GatewayOptions {
   timeouts?: Partial<HttpTimeouts>;
   /** Serve plain JSON calls straight from node:http (direct-call.ts; default true); false: every call through Hono. */
   directRoute?: boolean;
+  /** Serve plain, complete direct calls on the lean HTTP/1.1 front (direct-front.ts; default true); false: node:http reads every request. */
+  http1Front?: boolean;
 }
 
 export interface RunningGateway {
   port: number;
+  /** The lean HTTP/1.1 front, when on (its counters tell which requests it served). */
+  http1Front?: Http1Front;
   ownerId: string;
   arena?: StagingArena;
   store: LeaseStore;
@@ -184,8 +190,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
 
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const honoListener = getRequestListener(gw.app.fetch, { hostname: o.host ?? '0.0.0.0' });
-  const listener = o.directRoute === false ? honoListener : directCallListener({ ...invokeDeps, gate: gw.gate, jobs: true }, honoListener);
+  const directDeps = { ...invokeDeps, gate: gw.gate, jobs: true };
+  const listener = o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener);
   const server = createServer(timeoutServerOptions(timeouts), listener);
+  const front = o.directRoute === false || o.http1Front === false ? undefined : new Http1Front(server, directCallFront(directDeps), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
@@ -197,9 +205,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway shutting down: finishing in-flight calls');
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
+      front?.closeIdle();
       await gw.drain(o.drainMs ?? 10_000);
       gw.close();
       server.closeAllConnections();
+      front?.closeAll();
       await closed;
       await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner
       await jobs.close();
@@ -213,7 +223,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
+  return { port, http1Front: front, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
 }
 
 /** Keep trying to attach to the bundle store after a failed start (Redis down at boot). */

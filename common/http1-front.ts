@@ -1,0 +1,287 @@
+// A lean HTTP/1.1 front for one hot route, ahead of node:http on the same server.
+//
+// Why: node:http's per-request machinery (llhttp's callbacks into JS, the
+// IncomingMessage and ServerResponse streams, header objects, the outgoing
+// message's own buffering) costs about 0.035 ms of CPU per small request on
+// these machines, more than everything else a gateway call spends once the
+// engine call is local (docs/gateway/performance.md, "A lean HTTP/1.1 front").
+//
+// How: the front takes over the server's connection listener. While a
+// connection's requests are all plain, complete ones (http1-head.ts's subset,
+// head and body already received, or the body within BODY_WAIT_MS) that the
+// handler accepts, it serves them itself: one parse of the head, the body as a
+// Buffer, the reply written with one write. At the first request that is not
+// (a partial head, an unusual field, another route, a body still arriving), it
+// hands the connection, with every byte of that request onwards, to node:http
+// for good, exactly as if node:http had accepted it; node:http's limits and
+// timeouts then apply. A connection is handed over only between requests, so
+// replies never overtake each other. While a connection is ours, the front
+// keeps node:http's idle limits: the keep-alive timeout between requests, the
+// headers timeout before the first byte.
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { readHead, type Http1Head } from './http1-head.ts';
+import { log } from './logger.ts';
+
+export interface Http1Request {
+  head: Http1Head;
+  body: Buffer;
+}
+
+export interface Http1Reply {
+  status: number;
+  /** Header fields in writing order (lower-case names, values already valid field values). */
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface Http1Handler {
+  /** Largest body served here; larger ones go to node:http. */
+  maxBody: number;
+  /** Whether this head is the front's to serve (synchronous, cheap): false hands the connection to node:http. */
+  accepts(head: Http1Head): boolean;
+  /** The reply, or undefined to hand the request (and the connection) to node:http after all. Never rejects. */
+  serve(req: Http1Request): Promise<Http1Reply | undefined>;
+}
+
+export interface Http1FrontOptions {
+  /** node:http's keepAliveTimeout: idle time between requests (ms), announced as Keep-Alive: timeout=. */
+  idleMs: number;
+  /** node:http's headersTimeout: how long a new connection may stay silent (ms). */
+  headersMs: number;
+}
+
+/** How long a body that did not come with its head may take before node:http gets the request. */
+export const BODY_WAIT_MS = 1000;
+/** Bytes buffered behind a request in progress (pipelining) before reading stops. */
+const PIPELINE_BUFFER = 64 * 1024;
+
+type Listener = (socket: Socket) => void;
+
+/** Counts for tests and the bench. */
+export interface Http1FrontStats {
+  served: number;
+  handedOff: number;
+}
+
+export class Http1Front {
+  readonly stats: Http1FrontStats = { served: 0, handedOff: 0 };
+  private readonly open = new Set<Connection>();
+  private readonly nodeListener: Listener;
+  private closing = false;
+
+  constructor(
+    private readonly server: Server,
+    readonly handler: Http1Handler,
+    readonly options: Http1FrontOptions,
+  ) {
+    const listeners = server.listeners('connection') as Listener[];
+    if (listeners.length !== 1) throw new Error(`Http1Front: expected node:http's one connection listener, found ${listeners.length}`);
+    this.nodeListener = listeners[0]!;
+    server.removeListener('connection', this.nodeListener);
+    server.on('connection', (socket: Socket) => {
+      if (this.closing) return this.nodeListener.call(server, socket);
+      const c = new Connection(this, socket);
+      this.open.add(c);
+    });
+  }
+
+  /** node:http takes the socket from here on; `pending` (the bytes not yet read by anyone) go first. */
+  handOff(c: Connection, socket: Socket, pending: Buffer): void {
+    this.open.delete(c);
+    this.stats.handedOff++;
+    this.nodeListener.call(this.server, socket);
+    if (pending.length > 0) socket.emit('data', pending);
+    if (socket.isPaused()) socket.resume();
+  }
+
+  forget(c: Connection): void {
+    this.open.delete(c);
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  /** As server.closeIdleConnections(): from now on every reply closes its connection; idle ones close now. */
+  closeIdle(): void {
+    this.closing = true;
+    for (const c of this.open) c.closeIfIdle();
+  }
+
+  /** As server.closeAllConnections(). */
+  closeAll(): void {
+    this.closing = true;
+    for (const c of [...this.open]) c.destroy();
+  }
+
+  /** The connections the front holds now. */
+  get connections(): number {
+    return this.open.size;
+  }
+}
+
+let dateSecond = -1;
+let dateText = '';
+/** The Date field's value, formatted once a second (as node:http does). */
+function httpDate(): string {
+  const now = Date.now();
+  const s = Math.floor(now / 1000);
+  if (s !== dateSecond) {
+    dateSecond = s;
+    dateText = new Date(now).toUTCString();
+  }
+  return dateText;
+}
+
+/** The reply's bytes as node:http writes them for writeHead(status, headers) + end(body) with a Content-Length. */
+export function replyText(reply: Http1Reply, keepAlive: boolean, idleMs: number): string {
+  let text = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? 'unknown'}\r\n`;
+  let ownConnection = false;
+  for (const name in reply.headers) {
+    if (name === 'connection') ownConnection = true;
+    text += `${name}: ${reply.headers[name]}\r\n`;
+  }
+  text += `Date: ${httpDate()}\r\n`;
+  if (!ownConnection) text += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(idleMs / 1000)}\r\n` : 'Connection: close\r\n';
+  return `${text}\r\n${reply.body}`;
+}
+
+class Connection {
+  private pending: Buffer = Buffer.alloc(0);
+  private busy = false;
+  private gone = false;
+  private bodyTimer: NodeJS.Timeout | undefined;
+  private readonly onData = (d: Buffer) => this.data(d);
+  private readonly onEnd = () => this.ended();
+  private readonly onError = () => this.destroy();
+  private readonly onClose = () => this.closed();
+  private readonly onTimeout = () => this.destroy();
+  private readonly onDrain = () => this.next();
+  private peerEnded = false;
+
+  constructor(
+    private readonly front: Http1Front,
+    private readonly socket: Socket,
+  ) {
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    socket.on('timeout', this.onTimeout);
+    socket.setTimeout(front.options.headersMs);
+  }
+
+  private data(d: Buffer): void {
+    this.pending = this.pending.length === 0 ? d : Buffer.concat([this.pending, d]);
+    if (this.busy) {
+      if (this.pending.length > PIPELINE_BUFFER) this.socket.pause();
+      return;
+    }
+    this.next();
+  }
+
+  /** Serve, wait for, or hand off what `pending` starts with; called whenever the connection is not busy. */
+  private next(): void {
+    if (this.gone || this.busy) return;
+    if (this.socket.writableNeedDrain) {
+      this.socket.once('drain', this.onDrain);
+      return;
+    }
+    if (this.pending.length === 0) {
+      if (this.peerEnded) return void this.socket.end();
+      if (this.socket.isPaused()) this.socket.resume();
+      return;
+    }
+    const head = readHead(this.pending);
+    if (head === 'partial' || head === undefined || head.contentLength > this.front.handler.maxBody || !this.front.handler.accepts(head)) return this.handOff();
+    const total = head.headBytes + head.contentLength;
+    if (this.pending.length < total) {
+      if (this.peerEnded) return this.handOff();
+      this.bodyTimer ??= setTimeout(() => this.handOff(), BODY_WAIT_MS);
+      return;
+    }
+    this.clearBodyTimer();
+    this.socket.setTimeout(0);
+    this.busy = true;
+    const body = this.pending.subarray(head.headBytes, total);
+    this.front.handler.serve({ head, body }).then(
+      (reply) => this.answer(head, total, reply),
+      (e: unknown) => {
+        // Only a bug gets here (a handler answers its own errors): log it, drop the connection.
+        log.error(`${head.method} ${head.target}: the HTTP/1.1 front's handler failed`, e);
+        this.busy = false;
+        this.destroy();
+      },
+    );
+  }
+
+  private answer(head: Http1Head, total: number, reply: Http1Reply | undefined): void {
+    this.busy = false;
+    if (this.gone) return;
+    if (!reply) return this.handOff();
+    this.pending = this.pending.subarray(total);
+    this.front.stats.served++;
+    const keepAlive = head.keepAlive && !this.front.isClosing && reply.headers.connection !== 'close';
+    this.socket.write(replyText(reply, head.keepAlive && !this.front.isClosing, this.front.options.idleMs));
+    if (!keepAlive) {
+      this.detach(true);
+      // As node:http after a reply with Connection: close: end, and destroy once the reply is out.
+      this.socket.destroySoon();
+      return;
+    }
+    this.socket.setTimeout(this.front.options.idleMs);
+    this.next();
+  }
+
+  private handOff(): void {
+    if (this.gone || this.busy) return;
+    this.detach(false);
+    // Bytes a paused socket buffered (read() emits 'data' too: the front's listener is gone by now).
+    const rest: Buffer[] = [this.pending];
+    for (let chunk: Buffer | null; (chunk = this.socket.read() as Buffer | null) !== null; ) rest.push(chunk);
+    this.socket.setTimeout(0);
+    this.front.handOff(this, this.socket, rest.length === 1 ? rest[0]! : Buffer.concat(rest));
+    if (this.peerEnded) this.socket.emit('end');
+  }
+
+  private ended(): void {
+    this.peerEnded = true;
+    if (!this.busy) this.next();
+  }
+
+  closeIfIdle(): void {
+    if (!this.busy && this.pending.length === 0) this.destroy();
+  }
+
+  destroy(): void {
+    this.detach(true);
+    this.socket.destroy();
+  }
+
+  private closed(): void {
+    this.detach(true);
+  }
+
+  private clearBodyTimer(): void {
+    if (this.bodyTimer) clearTimeout(this.bodyTimer);
+    this.bodyTimer = undefined;
+  }
+
+  /** The front lets go of the socket: no listener of its own is left on it (but a silent error listener when nobody takes it over). */
+  private detach(silenceErrors: boolean): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.clearBodyTimer();
+    this.front.forget(this);
+    const s = this.socket;
+    s.off('data', this.onData);
+    s.off('end', this.onEnd);
+    s.off('close', this.onClose);
+    s.off('timeout', this.onTimeout);
+    s.off('drain', this.onDrain);
+    s.off('error', this.onError);
+    // An error after the front let go (a reset while a Connection: close reply drains) has nobody else to hear it.
+    if (silenceErrors) s.on('error', () => undefined);
+  }
+}

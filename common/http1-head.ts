@@ -1,0 +1,80 @@
+// A strict reader for the plainest HTTP/1.1 request heads, for http1-front.ts.
+//
+// It takes a deliberately small subset of RFC 9112: one request line
+// `METHOD SP target SP HTTP/1.1`, header fields `name: value` with token names
+// and printable-ASCII values, CRLF line ends, each name once, a decimal
+// Content-Length or none, Connection only `keep-alive` / `close`. Anything
+// else (Transfer-Encoding, Expect, Upgrade, obs-fold, bare CR or LF, control
+// or non-ASCII bytes, a repeated field, HTTP/1.0, a head over the limit) is
+// not an error here: the reader answers `undefined` and the caller hands the
+// bytes, untouched, to node:http, whose parser (llhttp) decides. So no request
+// is ever read two ways: either every byte of it is in the subset, or
+// node:http reads all of it (request smuggling needs two readers that
+// disagree on where a request ends).
+
+export interface Http1Head {
+  method: string;
+  /** The request target as sent (origin form; the caller matches it). */
+  target: string;
+  /** Field names in lower case, values with surrounding spaces and tabs removed. */
+  headers: Map<string, string>;
+  /** The body's length (0 without Content-Length: a request without a body). */
+  contentLength: number;
+  /** False when the request asked for Connection: close. */
+  keepAlive: boolean;
+  /** Bytes of the head, its final CRLF CRLF included: the body starts here. */
+  headBytes: number;
+}
+
+/** Heads above this are node:http's (its default limit is 16 KiB; it answers 431 there). */
+export const MAX_HEAD_BYTES = 8192;
+const MAX_FIELDS = 64;
+const MAX_CONTENT_LENGTH_DIGITS = 9;
+
+const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?[ \t]*$/;
+/** Any byte a head in the subset never holds: controls other than HT, CR and LF, DEL, and everything above ASCII. */
+const OUTSIDE = /[^\t\r\n\x20-\x7e]/;
+/** A CR not followed by LF, or an LF not preceded by CR. */
+const BARE_CR_LF = /\r(?!\n)|(?<!\r)\n/;
+
+/**
+ * The head at the start of `buf`: `'partial'` while it has not ended (and is
+ * still under MAX_HEAD_BYTES), `undefined` when it is outside the subset.
+ */
+export function readHead(buf: Buffer): Http1Head | 'partial' | undefined {
+  const end = buf.indexOf('\r\n\r\n', 0, 'latin1');
+  if (end < 0) return buf.length < MAX_HEAD_BYTES ? 'partial' : undefined;
+  if (end + 4 > MAX_HEAD_BYTES) return undefined;
+  const text = buf.toString('latin1', 0, end);
+  if (OUTSIDE.test(text) || BARE_CR_LF.test(text)) return undefined;
+  const lines = text.split('\r\n');
+  if (lines.length - 1 > MAX_FIELDS) return undefined;
+  const rl = REQUEST_LINE.exec(lines[0]!);
+  if (!rl) return undefined;
+  const headers = new Map<string, string>();
+  for (let i = 1; i < lines.length; i++) {
+    const f = FIELD.exec(lines[i]!);
+    if (!f) return undefined;
+    const name = f[1]!.toLowerCase();
+    if (headers.has(name)) return undefined;
+    headers.set(name, f[2] ?? '');
+  }
+  if (headers.has('transfer-encoding') || headers.has('expect') || headers.has('upgrade')) return undefined;
+  let contentLength = 0;
+  const cl = headers.get('content-length');
+  if (cl !== undefined) {
+    if (cl.length > MAX_CONTENT_LENGTH_DIGITS || !/^\d+$/.test(cl)) return undefined;
+    contentLength = Number(cl);
+  }
+  let keepAlive = true;
+  const conn = headers.get('connection');
+  if (conn !== undefined) {
+    for (const token of conn.split(',')) {
+      const t = token.trim().toLowerCase();
+      if (t === 'close') keepAlive = false;
+      else if (t !== 'keep-alive') return undefined;
+    }
+  }
+  return { method: rl[1]!, target: rl[2]!, headers, contentLength, keepAlive, headBytes: end + 4 };
+}
