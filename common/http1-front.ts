@@ -18,22 +18,21 @@
 // replies never overtake each other. While a connection is ours, the front
 // keeps node:http's idle limits: the keep-alive timeout between requests, the
 // headers timeout before the first byte.
-import { STATUS_CODES, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { readHead, type Http1Head } from './http1-head.ts';
+import { replyText, type Http1Reply } from './http1-reply.ts';
+
+export type { Http1Reply } from './http1-reply.ts';
 import { log } from './logger.ts';
 
 export interface Http1Request {
   head: Http1Head;
   body: Buffer;
+  /** Calls `listener` if the connection closes before this request's reply was written (a cancelled call). */
+  onClose(listener: () => void): void;
 }
 
-export interface Http1Reply {
-  status: number;
-  /** Header fields in writing order (lower-case names, values already valid field values). */
-  headers: Record<string, string>;
-  body: string;
-}
 
 export interface Http1Handler {
   /** Largest body served here; larger ones go to node:http. */
@@ -121,37 +120,13 @@ export class Http1Front {
   }
 }
 
-let dateSecond = -1;
-let dateText = '';
-/** The Date field's value, formatted once a second (as node:http does). */
-function httpDate(): string {
-  const now = Date.now();
-  const s = Math.floor(now / 1000);
-  if (s !== dateSecond) {
-    dateSecond = s;
-    dateText = new Date(now).toUTCString();
-  }
-  return dateText;
-}
-
-/** The reply's bytes as node:http writes them for writeHead(status, headers) + end(body) with a Content-Length. */
-export function replyText(reply: Http1Reply, keepAlive: boolean, idleMs: number): string {
-  let text = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? 'unknown'}\r\n`;
-  let ownConnection = false;
-  for (const name in reply.headers) {
-    if (name === 'connection') ownConnection = true;
-    text += `${name}: ${reply.headers[name]}\r\n`;
-  }
-  text += `Date: ${httpDate()}\r\n`;
-  if (!ownConnection) text += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(idleMs / 1000)}\r\n` : 'Connection: close\r\n';
-  return `${text}\r\n${reply.body}`;
-}
-
 class Connection {
   private pending: Buffer = Buffer.alloc(0);
   private busy = false;
   private gone = false;
   private bodyTimer: NodeJS.Timeout | undefined;
+  /** Listeners of the request in progress for a close before its reply (Http1Request.onClose). */
+  private closeWatchers: (() => void)[] = [];
   private readonly onData = (d: Buffer) => this.data(d);
   private readonly onEnd = () => this.ended();
   private readonly onError = () => this.destroy();
@@ -205,7 +180,7 @@ class Connection {
     this.socket.setTimeout(0);
     this.busy = true;
     const body = this.pending.subarray(head.headBytes, total);
-    this.front.handler.serve({ head, body }).then(
+    this.front.handler.serve({ head, body, onClose: (l) => this.closeWatchers.push(l) }).then(
       (reply) => this.answer(head, total, reply),
       (e: unknown) => {
         // Only a bug gets here (a handler answers its own errors): log it, drop the connection.
@@ -218,12 +193,21 @@ class Connection {
 
   private answer(head: Http1Head, total: number, reply: Http1Reply | undefined): void {
     this.busy = false;
+    this.closeWatchers = [];
     if (this.gone) return;
     if (!reply) return this.handOff();
     this.pending = this.pending.subarray(total);
     this.front.stats.served++;
     const keepAlive = head.keepAlive && !this.front.isClosing && reply.headers.connection !== 'close';
-    this.socket.write(replyText(reply, head.keepAlive && !this.front.isClosing, this.front.options.idleMs));
+    const text = replyText(reply, head.keepAlive && !this.front.isClosing, this.front.options.idleMs);
+    if (typeof reply.body === 'string') this.socket.write(text);
+    else {
+      // One writev for the head and the body's bytes.
+      this.socket.cork();
+      this.socket.write(text, 'latin1');
+      this.socket.write(reply.body);
+      this.socket.uncork();
+    }
     if (!keepAlive) {
       this.detach(true);
       // As node:http after a reply with Connection: close: end, and destroy once the reply is out.
@@ -246,8 +230,16 @@ class Connection {
   }
 
   private ended(): void {
+    if (this.busy) {
+      // As node:http (httpAllowHalfOpen false): the client's end aborts the request in flight (a fetch aborted by
+      // its caller looks just like this), its reply is not written, and the connection ends.
+      this.detach(true);
+      this.socket.end();
+      this.cancelled();
+      return;
+    }
     this.peerEnded = true;
-    if (!this.busy) this.next();
+    this.next();
   }
 
   closeIfIdle(): void {
@@ -257,10 +249,19 @@ class Connection {
   destroy(): void {
     this.detach(true);
     this.socket.destroy();
+    this.cancelled();
   }
 
   private closed(): void {
     this.detach(true);
+    this.cancelled();
+  }
+
+  /** The connection is gone: the request in progress, if any, will get no reply. */
+  private cancelled(): void {
+    const watchers = this.closeWatchers;
+    this.closeWatchers = [];
+    for (const l of watchers) l();
   }
 
   private clearBodyTimer(): void {

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_HEAD_BYTES, readHead } from '../../common/http1-head.ts';
-import { replyText } from '../../common/http1-front.ts';
+import { replyText } from '../../common/http1-reply.ts';
 
 const b = (s: string) => Buffer.from(s, 'latin1');
 const HEAD = 'POST /fn/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}';

@@ -34,16 +34,22 @@ const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 /** A '%' not starting an escape: Hono's getPath takes a slower, different decoding route then. */
 const STRAY_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 
+/** The model and version when this request is the infer route's to serve directly (the checks above), else undefined. */
+export function inferTarget(method: string | undefined, url: string | undefined, host: string | undefined): { model: string; version: string | undefined } | undefined {
+  const m = method === 'POST' ? INFER_TARGET.exec(url ?? '') : null;
+  if (!m || host === undefined || !PLAIN_HOST.test(host)) return undefined;
+  const model = decodeSegment(m[1]!);
+  const version = m[2] === undefined ? undefined : decodeSegment(m[2]);
+  if (model === undefined || (version === undefined && m[2] !== undefined)) return undefined;
+  return { model, version };
+}
+
 /** A request listener that serves the infer route itself and passes everything else to `fallback`. */
 export function directInferListener(api: ServerApi, maxInputBytes: number, fallback: RequestListener): RequestListener {
   return (req, res) => {
-    const m = req.method === 'POST' ? INFER_TARGET.exec(req.url ?? '') : null;
-    const host = req.headers.host;
-    if (!m || host === undefined || !PLAIN_HOST.test(host)) return fallback(req, res);
-    const model = decodeSegment(m[1]!);
-    const version = m[2] === undefined ? undefined : decodeSegment(m[2]);
-    if (model === undefined || (version === undefined && m[2] !== undefined)) return fallback(req, res);
-    void serveInfer(api, req, res, model, version, maxInputBytes);
+    const t = inferTarget(req.method, req.url, req.headers.host);
+    if (!t) return fallback(req, res);
+    void serveInfer(api, req, res, t.model, t.version, maxInputBytes);
   };
 }
 

@@ -12,6 +12,8 @@ import { replyError, replyJson, type HttpEnv } from './http-util.ts';
 import { DEFAULT_MAX_INPUT_BYTES } from './incoming-body.ts';
 import { registerHealthRoutes } from './routes-health.ts';
 import { directInferListener } from './direct-infer.ts';
+import { directInferFront } from './direct-front.ts';
+import { Http1Front } from '../../../common/http1-front.ts';
 import { registerInferRoutes } from './routes-infer.ts';
 import { registerGenerateRoutes } from './generate-routes.ts';
 import { registerModelRoutes } from './routes-models.ts';
@@ -58,11 +60,13 @@ export function createHttpApp(api: ServerApi, opts: HttpAppOptions = {}): Hono<H
 export interface RunningServer {
   /** The bound port (the ephemeral one when asked for port 0). */
   port: number;
+  /** The lean HTTP/1.1 front, when on (its counters tell which requests it served). */
+  http1Front?: Http1Front;
   close(): Promise<void>;
 }
 
 /** Listen on `port` (0 = ephemeral) and resolve once bound; close() ends idle keep-alive sockets too. */
-export function listen(server: ServerType, port: number, host: string | undefined): Promise<RunningServer> {
+export function listen(server: ServerType, port: number, host: string | undefined, front?: Http1Front): Promise<RunningServer> {
   const http = server as import('node:http').Server;
   return new Promise((resolve, reject) => {
     const onError = (e: Error) => reject(e);
@@ -72,12 +76,17 @@ export function listen(server: ServerType, port: number, host: string | undefine
       const bound = (http.address() as AddressInfo).port;
       resolve({
         port: bound,
+        http1Front: front,
         close: () =>
           new Promise<void>((res, rej) => {
             http.close((e) => (e ? rej(e) : res()));
             http.closeIdleConnections();
+            front?.closeIdle();
             // In-flight requests get a moment to finish, then their sockets go.
-            setTimeout(() => http.closeAllConnections(), 1000).unref();
+            setTimeout(() => {
+              http.closeAllConnections();
+              front?.closeAll();
+            }, 1000).unref();
           }),
       });
     });
@@ -87,15 +96,20 @@ export function listen(server: ServerType, port: number, host: string | undefine
 /** Start the HTTP frontend (Triton's HTTPService). */
 export function startHttpServer(
   api: ServerApi,
-  opts: { port: number; host?: string; timeouts?: HttpTimeouts } & HttpAppOptions,
+  opts: { port: number; host?: string; timeouts?: HttpTimeouts; /** The lean HTTP/1.1 front for plain infer requests (default: on unless ENGINE_HTTP1_FRONT=0). */ http1Front?: boolean } & HttpAppOptions,
 ): Promise<RunningServer> {
   const app = createHttpApp(api, opts);
   const hono = getRequestListener(app.fetch);
   // What createAdaptorServer builds, with the infer route answered ahead of Hono (direct-infer.ts);
   // the direct path does not check restrictions, so with `inference` restricted Hono serves it.
-  const listener = opts.restricted?.has('inference') ? hono : directInferListener(api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, hono);
+  const direct = !opts.restricted?.has('inference');
+  const maxInputBytes = opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
+  const listener = direct ? directInferListener(api, maxInputBytes, hono) : hono;
   const timeouts = opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS;
   const server = createServer(timeoutServerOptions(timeouts), listener);
   handleClientErrors(server, timeouts, 'HTTP');
-  return listen(server, opts.port, opts.host);
+  // Plain, complete infer requests on the lean HTTP/1.1 front (direct-front.ts), the rest through node:http as above.
+  const onFront = direct && (opts.http1Front ?? process.env.ENGINE_HTTP1_FRONT !== '0');
+  const front = onFront ? new Http1Front(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs }) : undefined;
+  return listen(server, opts.port, opts.host, front);
 }

@@ -1,0 +1,50 @@
+// The infer route on the lean HTTP/1.1 front (common/http1-front.ts): the
+// requests direct-infer.ts serves from node:http, read and answered without
+// node:http's request and response objects when the request is a plain,
+// complete one (docs/gateway/performance.md, "A lean HTTP/1.1 front"; the
+// engine's rows in docs/benchmarks.md). Triton's perf_analyzer drives HTTP
+// this way by default: one request in flight per keep-alive connection.
+// Everything the front does not take (other routes, a body over 64 KiB or
+// over the input limit, any head outside its subset) reaches node:http and
+// from there directInferListener or the Hono app, which answer as before.
+import type { Http1Handler } from '../../../common/http1-front.ts';
+import type { ServerApi } from '../../api/server-api.ts';
+import { RequestCancel } from '../../api/cancel-signal.ts';
+import { HEADER_LENGTH } from './binary-extension.ts';
+import { inferTarget } from './direct-infer.ts';
+import { errorReply } from './http-util.ts';
+import { handleInfer } from './infer-handler.ts';
+
+/** Bodies up to this are read by the front; larger ones keep node:http's streaming reader. */
+export const MAX_FRONT_BODY = 64 * 1024;
+
+export function directInferFront(api: ServerApi, maxInputBytes: number): Http1Handler {
+  return {
+    maxBody: Math.min(MAX_FRONT_BODY, maxInputBytes),
+    accepts: (head) => inferTarget(head.method, head.target, head.headers.get('host')) !== undefined,
+    serve: async ({ head, body, onClose }) => {
+      const arrivalNs = process.hrtime.bigint();
+      // accepts() said yes in this same turn of the event loop.
+      const { model, version } = inferTarget(head.method, head.target, head.headers.get('host'))!;
+      const cancel = new RequestCancel();
+      onClose(() => cancel.abort());
+      try {
+        const reply = await handleInfer(api, body, {
+          model,
+          version,
+          headerLength: head.headers.get('inference-header-content-length'),
+          traceparent: head.headers.get('traceparent'),
+          signal: cancel,
+          arrivalNs,
+        });
+        const headers: Record<string, string | number> = reply.headerLength === undefined
+          ? { 'Content-Type': 'application/json', 'Content-Length': reply.body.length }
+          : { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length };
+        return { status: 200, headers, body: reply.body };
+      } catch (err) {
+        const { status, text } = errorReply(err, `POST ${head.target}`);
+        return { status, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }, body: text };
+      }
+    },
+  };
+}
