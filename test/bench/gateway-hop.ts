@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--ab-dist=DIR] [--warmup=2]`
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--ab-dist=DIR] [--engine-ab] [--warmup=2]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
 // direct route, (2b) the same with ModelInfer over the local channel
@@ -15,6 +15,8 @@
 // --ab-dist=DIR starts that gateway from another build's DIR/gateway/main.js
 // instead (an A/B of code: copy dist/ under node_modules/.cache first, so its
 // imports still resolve).
+// --engine-ab adds a row engine-node: a second engine whose HTTP requests all
+// go through node:http (ENGINE_HTTP1_FRONT=0), beside the engine row (front on).
 // --warmup=SECS: how long each row is driven before the rounds (default 2;
 // V8 keeps optimising the Node rows' call path for 10-30 s, so steady-state
 // figures want 15 or more).
@@ -36,6 +38,8 @@ interface Front {
   clients?: number;
   label: string;
   pid?: number;
+  /** The engine process this row loads (default: the run's engine). */
+  enginePid?: number;
   port: number;
   path: string;
   body: string;
@@ -111,7 +115,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'ab-flags': { type: 'string' }, 'ab-dist': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'engine-ab': { type: 'boolean', default: false }, 'ab-flags': { type: 'string' }, 'ab-dist': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
   // The request bodies; removed at exit, also on failure or a signal (stopAll removes tracked dirs).
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'gw-hop-')));
@@ -132,6 +136,7 @@ interface HopArgs {
   image?: boolean;
   profile?: string;
   only?: string;
+  'engine-ab'?: boolean;
   'ab-flags'?: string;
   'ab-dist'?: string;
   warmup?: string;
@@ -143,6 +148,10 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
   const localSock = path.join(os.tmpdir(), `bench-${process.pid}-hop-local.sock`);
   const engine = await startEngineProc('engine-hop', BUNDLED_REPO, ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`), `--local-socket=${localSock}`]);
+  // --engine-ab: a second engine with node:http reading every HTTP request (ENGINE_HTTP1_FRONT=0), its own row beside the engine's.
+  const engineNode = values['engine-ab']
+    ? await startEngineProc('engine-hop-node', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], { ENGINE_HTTP1_FRONT: '0' })
+    : undefined;
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
   const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
@@ -165,6 +174,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const fn = { path: '/fn/product_recommender', body: fnBody, headers: key };
   const fronts: Front[] = [
     { id: 'engine', label: 'engine alone, HTTP JSON infer', port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
+    ...(engineNode ? [{ id: 'engine-node', label: 'engine alone, HTTP JSON infer, node:http (ENGINE_HTTP1_FRONT=0)', enginePid: engineNode.child.proc.pid, port: engineNode.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json }] : []),
     // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
     { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
@@ -202,7 +212,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
         const c = f.clients ?? (f.id.startsWith('img') ? 4 : clients);
         let s: Sample;
         try {
-          s = await sample(f, engine.child.proc.pid!, c, secs, dir);
+          s = await sample(f, f.enginePid ?? engine.child.proc.pid!, c, secs, dir);
         } catch (e) {
           failed.set(f.id, `not measured: ${(e as Error).message.split('\n')[0]}`);
           continue;
@@ -222,6 +232,7 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     await gwAb?.stop();
     if (peer) await stopChild(peer.child);
     await engine.stop();
+    await engineNode?.stop();
     await stopAll();
   }
   const load1 = os.loadavg();
