@@ -69,14 +69,25 @@ export class Http1Front {
   private readonly nodeListener: Listener;
   private closing = false;
 
-  constructor(
+  /**
+   * The front on `server` (before it listens), or undefined, with a warning, when node:http's connection
+   * listener is not the one listener it expects (a Node whose http server differs): node:http then serves all.
+   */
+  static attach(server: Server, handler: Http1Handler, options: Http1FrontOptions): Http1Front | undefined {
+    const n = server.listenerCount('connection');
+    if (n !== 1) {
+      log.warn(`HTTP/1.1 front off: node:http's server has ${n} connection listeners where 1 was expected (Node ${process.version}); node:http reads every request`);
+      return undefined;
+    }
+    return new Http1Front(server, handler, options);
+  }
+
+  private constructor(
     private readonly server: Server,
     readonly handler: Http1Handler,
     readonly options: Http1FrontOptions,
   ) {
-    const listeners = server.listeners('connection') as Listener[];
-    if (listeners.length !== 1) throw new Error(`Http1Front: expected node:http's one connection listener, found ${listeners.length}`);
-    this.nodeListener = listeners[0]!;
+    this.nodeListener = (server.listeners('connection') as Listener[])[0]!;
     server.removeListener('connection', this.nodeListener);
     server.on('connection', (socket: Socket) => {
       if (this.closing) return this.nodeListener.call(server, socket);

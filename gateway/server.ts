@@ -193,7 +193,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const directDeps = { ...invokeDeps, gate: gw.gate, jobs: true };
   const listener = o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener);
   const server = createServer(timeoutServerOptions(timeouts), listener);
-  const front = o.directRoute === false || o.http1Front === false ? undefined : new Http1Front(server, directCallFront(directDeps), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
+  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, directCallFront(directDeps), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;

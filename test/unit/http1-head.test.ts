@@ -6,6 +6,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_HEAD_BYTES, readHead } from '../../common/http1-head.ts';
 import { replyText } from '../../common/http1-reply.ts';
+import { Http1Front, type Http1Handler } from '../../common/http1-front.ts';
+import { createServer } from 'node:http';
+import { setQuiet } from '../../common/logger.ts';
 
 const b = (s: string) => Buffer.from(s, 'latin1');
 const HEAD = 'POST /fn/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}';
@@ -97,5 +100,21 @@ describe('replyText', () => {
     expect(t).toMatch(/^HTTP\/1\.1 404 Not Found\r\nx-request-id: a\r\ncontent-length: 2\r\nDate: [^\r]+ GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{\}$/);
     expect(replyText({ status: 200, headers: {}, body: '' }, false, 5000)).toMatch(/Connection: close\r\n\r\n$/);
     expect(replyText({ status: 413, headers: { connection: 'close' }, body: '' }, true, 5000)).not.toMatch(/Keep-Alive|Connection: keep-alive/);
+  });
+});
+
+describe('Http1Front.attach', () => {
+  const handler: Http1Handler = { maxBody: 1, accepts: () => false, serve: async () => undefined };
+  it("takes over node:http's one connection listener", () => {
+    const server = createServer();
+    expect(Http1Front.attach(server, handler, { idleMs: 1000, headersMs: 1000 })).toBeInstanceOf(Http1Front);
+    expect(server.listenerCount('connection')).toBe(1);
+  });
+  it('stays off (node:http serves all) when the server has other connection listeners', () => {
+    setQuiet(true);
+    const server = createServer();
+    server.on('connection', () => undefined);
+    expect(Http1Front.attach(server, handler, { idleMs: 1000, headersMs: 1000 })).toBeUndefined();
+    expect(server.listenerCount('connection')).toBe(2);
   });
 });

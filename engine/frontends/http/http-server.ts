@@ -110,6 +110,6 @@ export function startHttpServer(
   handleClientErrors(server, timeouts, 'HTTP');
   // Plain, complete infer requests on the lean HTTP/1.1 front (direct-front.ts), the rest through node:http as above.
   const onFront = direct && (opts.http1Front ?? process.env.ENGINE_HTTP1_FRONT !== '0');
-  const front = onFront ? new Http1Front(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs }) : undefined;
+  const front = onFront ? Http1Front.attach(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs }) : undefined;
   return listen(server, opts.port, opts.host, front);
 }
