@@ -116,8 +116,17 @@ export class GatewayMetrics {
   }
 
   /** Record one finished call. */
+  /** The labelled children per (function, code, transfer), so a call does not hash its labels twice (prom-client's labels()). */
+  private readonly children = new Map<string, { calls: { inc(): void }; latency: { observe(v: number): void } }>();
+
   observe(fn: string, code: number, transfer: string, seconds: number): void {
-    this.calls.inc({ function: fn, code: String(code), transfer });
-    this.latency.observe({ function: fn, transfer }, seconds);
+    const key = `${fn}\u0000${code}\u0000${transfer}`;
+    let c = this.children.get(key);
+    if (!c) {
+      c = { calls: this.calls.labels({ function: fn, code: String(code), transfer }), latency: this.latency.labels({ function: fn, transfer }) };
+      this.children.set(key, c);
+    }
+    c.calls.inc();
+    c.latency.observe(seconds);
   }
 }
