@@ -227,6 +227,8 @@ export function tooLarge(req: IncomingMessage | undefined, reply: Reply, fn: str
 /** The whole body under `limit` (any framing), as body-reader.ts's readBody. */
 function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: string): Promise<Buffer> {
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  // Closed before anyone read it (while the function was resolved): its 'close' has been and will not come again.
+  if (req.destroyed) return Promise.reject(gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }));
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let n = 0;

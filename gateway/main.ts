@@ -24,7 +24,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
     return n;
   };
   for (const arg of argv) {
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(arg);
     if (!m) throw new Error(`unexpected argument '${arg}'`);
     const [, k, v = 'true'] = m;
     switch (k) {

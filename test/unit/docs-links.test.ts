@@ -167,10 +167,10 @@ describe('docs', () => {
 describe('docs/reference.md', () => {
   it('names every engine and gateway flag', () => {
     const ref = fs.readFileSync(path.join(ROOT, 'docs', 'reference.md'), 'utf8');
-    const engine = [...ENGINE_USAGE.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!);
+    const engine = [...ENGINE_USAGE.matchAll(/--([a-z][a-z0-9-]*)/g)].map((m) => m[1]!);
     // The gateway's parser is a switch over flag names (gateway/main.ts runs on import, so it is read as text).
     const gatewaySrc = fs.readFileSync(path.join(ROOT, 'gateway', 'main.ts'), 'utf8');
-    const gateway = [...gatewaySrc.matchAll(/case '([a-z][a-z-]*)':/g)].map((m) => m[1]!).filter((f) => f !== 'help');
+    const gateway = [...gatewaySrc.matchAll(/case '([a-z][a-z0-9-]*)':/g)].map((m) => m[1]!).filter((f) => f !== 'help');
     expect(engine.length).toBeGreaterThan(20);
     expect(gateway.length).toBeGreaterThan(15);
     const missing = [...new Set([...engine, ...gateway])].filter((f) => !ref.includes(`--${f}`));

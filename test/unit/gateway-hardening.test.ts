@@ -114,6 +114,14 @@ describe('slow-client timeout flags', () => {
   });
 });
 
+describe('route flags', () => {
+  it('--direct-route and --http1-front (a flag name with a digit) parse', async () => {
+    const { parseArgs } = await import('../../gateway/main.ts');
+    expect(parseArgs(['--http1-front=false', '--direct-route=false'])).toMatchObject({ http1Front: false, directRoute: false });
+    expect(parseArgs(['--http1-front'])).toMatchObject({ http1Front: true });
+  });
+});
+
 describe('orphan sweep at start', () => {
   it('regions of an earlier gateway that had our pid (a container restart) are swept; ours and live ones stay', async () => {
     const keys = new Set([`/${regionName('tgw', '1xdead0001', 0)}`, `/${regionName('tgw', '1xbeef0002', 0)}`, `/${regionName('tgw', '77x0000aaaa', 0)}`]);
