@@ -22,9 +22,9 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { readHead, type Http1Head } from './http1-head.ts';
 import { replyText, type Http1Reply } from './http1-reply.ts';
+import { log } from './logger.ts';
 
 export type { Http1Reply } from './http1-reply.ts';
-import { log } from './logger.ts';
 
 export interface Http1Request {
   head: Http1Head;
@@ -32,7 +32,6 @@ export interface Http1Request {
   /** Calls `listener` if the connection closes before this request's reply was written (a cancelled call). */
   onClose(listener: () => void): void;
 }
-
 
 export interface Http1Handler {
   /** Largest body served here; larger ones go to node:http. */
@@ -57,17 +56,13 @@ const PIPELINE_BUFFER = 64 * 1024;
 
 type Listener = (socket: Socket) => void;
 
-/** Counts for tests and the bench. */
-export interface Http1FrontStats {
-  served: number;
-  handedOff: number;
-}
-
 export class Http1Front {
-  readonly stats: Http1FrontStats = { served: 0, handedOff: 0 };
+  /** Counts for tests and the bench. */
+  readonly stats = { served: 0, handedOff: 0 };
   private readonly open = new Set<Connection>();
   private readonly nodeListener: Listener;
-  private closing = false;
+  /** Set by closeIdle()/closeAll(): every reply from now on closes its connection. */
+  closing = false;
 
   /**
    * The front on `server` (before it listens), or undefined, with a warning, when node:http's connection
@@ -109,10 +104,6 @@ export class Http1Front {
     this.open.delete(c);
   }
 
-  get isClosing(): boolean {
-    return this.closing;
-  }
-
   /** As server.closeIdleConnections(): from now on every reply closes its connection; idle ones close now. */
   closeIdle(): void {
     this.closing = true;
@@ -143,7 +134,12 @@ class Connection {
   private readonly onError = () => this.destroy();
   private readonly onClose = () => this.closed();
   private readonly onTimeout = () => this.destroy();
-  private readonly onDrain = () => this.next();
+  private readonly onDrain = () => {
+    this.waitingDrain = false;
+    this.next();
+  };
+  /** A reply is still queued past the socket's high-water mark (the client is not reading): no new request starts. */
+  private waitingDrain = false;
   private peerEnded = false;
 
   constructor(
@@ -160,7 +156,8 @@ class Connection {
 
   private data(d: Buffer): void {
     this.pending = this.pending.length === 0 ? d : Buffer.concat([this.pending, d]);
-    if (this.busy) {
+    if (this.busy || this.waitingDrain) {
+      // Requests behind one in progress, or behind replies the client has not read: bounded, then reading stops.
       if (this.pending.length > PIPELINE_BUFFER) this.socket.pause();
       return;
     }
@@ -171,7 +168,10 @@ class Connection {
   private next(): void {
     if (this.gone || this.busy) return;
     if (this.socket.writableNeedDrain) {
-      this.socket.once('drain', this.onDrain);
+      if (!this.waitingDrain) {
+        this.waitingDrain = true;
+        this.socket.once('drain', this.onDrain);
+      }
       return;
     }
     if (this.pending.length === 0) {
@@ -209,8 +209,8 @@ class Connection {
     if (!reply) return this.handOff();
     this.pending = this.pending.subarray(total);
     this.front.stats.served++;
-    const keepAlive = head.keepAlive && !this.front.isClosing && reply.headers.connection !== 'close';
-    const text = replyText(reply, head.keepAlive && !this.front.isClosing, this.front.options.idleMs);
+    const keepAlive = head.keepAlive && !this.front.closing && reply.headers.connection !== 'close';
+    const text = replyText(reply, head.keepAlive && !this.front.closing, this.front.options.idleMs);
     if (typeof reply.body === 'string') this.socket.write(text);
     else {
       // One writev for the head and the body's bytes.

@@ -149,6 +149,42 @@ describe('the HTTP/1.1 front vs node:http', () => {
     expect(r.closed).toBe(true);
   });
 
+  it('a client that pipelines 1500 calls and reads nothing for a while gets every reply, in order, once it reads', async () => {
+    // Its replies fill the socket's buffers, so the front waits for 'drain' and stops reading (bounded memory)
+    // instead of queueing the requests behind; reading again serves the rest.
+    const n = 1500;
+    const s = net.connect(front.port, '127.0.0.1');
+    s.on('error', () => undefined);
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    s.pause();
+    const ids = Array.from({ length: n }, (_, i) => `p${i}`);
+    s.write(ids.map((id) => req(HEAD.replace('q1', id))).join(''));
+    await new Promise((r) => setTimeout(r, 1500));
+    let got = Buffer.alloc(0);
+    const seen: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${seen.length} replies`)), 30_000);
+      s.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        for (let at; (at = got.indexOf('\r\n\r\n')) >= 0; ) {
+          const head = got.toString('latin1', 0, at);
+          const len = Number(/content-length: (\d+)/.exec(head)![1]);
+          if (got.length < at + 4 + len) break;
+          expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+          seen.push(/x-request-id: (\S+)/.exec(head)![1]!);
+          got = got.subarray(at + 4 + len);
+        }
+        if (seen.length === n) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      s.resume();
+    });
+    s.destroy();
+    expect(seen).toEqual(ids);
+  }, 60_000);
+
   it('an idle connection the front holds is closed after the keep-alive timeout (1.5 s here)', async () => {
     const t0 = Date.now();
     const r = await exchange(front.port, [req(HEAD)], 2, 0, 4000);
