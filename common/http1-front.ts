@@ -26,20 +26,22 @@ import { log } from './logger.ts';
 
 export type { Http1Reply } from './http1-reply.ts';
 
-export interface Http1Request {
+export interface Http1Request<R = unknown> {
   head: Http1Head;
+  /** What accepts() returned for this head (the route it read, so serve() need not read it again). */
+  route: R;
   body: Buffer;
   /** Calls `listener` if the connection closes before this request's reply was written (a cancelled call). */
   onClose(listener: () => void): void;
 }
 
-export interface Http1Handler {
+export interface Http1Handler<R = unknown> {
   /** Largest body served here; larger ones go to node:http. */
   maxBody: number;
-  /** Whether this head is the front's to serve (synchronous, cheap): false hands the connection to node:http. */
-  accepts(head: Http1Head): boolean;
+  /** The route this head is for when it is the front's to serve (synchronous, cheap); undefined hands the connection to node:http. */
+  accepts(head: Http1Head): R | undefined;
   /** The reply, or undefined to hand the request (and the connection) to node:http after all. Never rejects. */
-  serve(req: Http1Request): Promise<Http1Reply | undefined>;
+  serve(req: Http1Request<R>): Promise<Http1Reply | undefined>;
 }
 
 export interface Http1FrontOptions {
@@ -57,8 +59,7 @@ const PIPELINE_BUFFER = 64 * 1024;
 type Listener = (socket: Socket) => void;
 
 export class Http1Front {
-  /** Counts for tests and the bench. */
-  readonly stats = { served: 0, handedOff: 0 };
+  readonly stats = { served: 0, handedOff: 0 }; // for tests and the bench
   private readonly open = new Set<Connection>();
   private readonly nodeListener: Listener;
   /** Set by closeIdle()/closeAll(): every reply from now on closes its connection. */
@@ -92,17 +93,15 @@ export class Http1Front {
   }
 
   /** node:http takes the socket from here on; `pending` (the bytes not yet read by anyone) go first. */
-  handOff(c: Connection, socket: Socket, pending: Buffer): void {
-    this.open.delete(c);
+  handOff(socket: Socket, pending: Buffer): void {
     this.stats.handedOff++;
     this.nodeListener.call(this.server, socket);
     if (pending.length > 0) socket.emit('data', pending);
     if (socket.isPaused()) socket.resume();
   }
 
-  forget(c: Connection): void {
-    this.open.delete(c);
-  }
+  /** The connection let go of its socket (handed over, closed or destroyed). */
+  forget = (c: Connection): boolean => this.open.delete(c);
 
   /** As server.closeIdleConnections(): from now on every reply closes its connection; idle ones close now. */
   closeIdle(): void {
@@ -180,7 +179,9 @@ class Connection {
       return;
     }
     const head = readHead(this.pending);
-    if (head === 'partial' || head === undefined || head.contentLength > this.front.handler.maxBody || !this.front.handler.accepts(head)) return this.handOff();
+    if (head === 'partial' || head === undefined || head.contentLength > this.front.handler.maxBody) return this.handOff();
+    const route = this.front.handler.accepts(head);
+    if (route === undefined) return this.handOff();
     const total = head.headBytes + head.contentLength;
     if (this.pending.length < total) {
       if (this.peerEnded) return this.handOff();
@@ -191,7 +192,7 @@ class Connection {
     this.socket.setTimeout(0);
     this.busy = true;
     const body = this.pending.subarray(head.headBytes, total);
-    this.front.handler.serve({ head, body, onClose: (l) => this.closeWatchers.push(l) }).then(
+    this.front.handler.serve({ head, route, body, onClose: (l) => this.closeWatchers.push(l) }).then(
       (reply) => this.answer(head, total, reply),
       (e: unknown) => {
         // Only a bug gets here (a handler answers its own errors): log it, drop the connection.
@@ -236,7 +237,7 @@ class Connection {
     const rest: Buffer[] = [this.pending];
     for (let chunk: Buffer | null; (chunk = this.socket.read() as Buffer | null) !== null; ) rest.push(chunk);
     this.socket.setTimeout(0);
-    this.front.handOff(this, this.socket, rest.length === 1 ? rest[0]! : Buffer.concat(rest));
+    this.front.handOff(this.socket, rest.length === 1 ? rest[0]! : Buffer.concat(rest));
     if (this.peerEnded) this.socket.emit('end');
   }
 

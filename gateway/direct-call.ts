@@ -42,7 +42,7 @@ export interface DirectCallDeps extends InvokeDeps {
   jobs: boolean;
 }
 
-export const DIRECT_TARGET = /^\/fn\/([A-Za-z0-9_-][A-Za-z0-9_.-]*)$/;
+const DIRECT_TARGET = /^\/fn\/([A-Za-z0-9_-][A-Za-z0-9_.-]*)$/;
 /** node-server's reValidHost: a Host it uses without parsing. */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 

@@ -6,7 +6,7 @@
 // streaming function, any head outside its subset) reaches node:http and
 // from there directCallListener or the Hono app, which answer as before.
 import type { Http1Handler } from '../common/http1-front.ts';
-import { DIRECT_TARGET, directTarget, resolveDirect, serveCall, tooLarge, type CallRequest, type DirectCallDeps } from './direct-call.ts';
+import { directTarget, resolveDirect, serveCall, tooLarge, type CallRequest, type DirectCallDeps } from './direct-call.ts';
 
 /**
  * Bodies up to this are read by the front; larger ones (those the gateway
@@ -15,13 +15,11 @@ import { DIRECT_TARGET, directTarget, resolveDirect, serveCall, tooLarge, type C
  */
 export const MAX_FRONT_BODY = 64 * 1024;
 
-export function directCallFront(deps: DirectCallDeps): Http1Handler {
+export function directCallFront(deps: DirectCallDeps): Http1Handler<string> {
   return {
     maxBody: MAX_FRONT_BODY,
-    accepts: (head) => directTarget(deps, head.method, head.target, (k) => head.headers.get(k)) !== undefined,
-    serve: async ({ head, body }) => {
-      // accepts() said yes in this same turn of the event loop: only the name is left to read.
-      const name = DIRECT_TARGET.exec(head.target)![1]!;
+    accepts: (head) => directTarget(deps, head.method, head.target, (k) => head.headers.get(k)),
+    serve: async ({ head, route: name, body }) => {
       const pre = await resolveDirect(deps, name);
       if (!pre) return undefined;
       const request: CallRequest = {

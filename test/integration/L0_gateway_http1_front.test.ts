@@ -18,7 +18,7 @@ import type { RunningEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, startTestEngine } from './helpers.ts';
-import { exchange } from '../fixtures/http1-exchange.ts';
+import { exchange, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
 
 let engine: RunningEngine;
 let front: RunningGateway;
@@ -53,18 +53,7 @@ afterAll(async () => {
   delete process.env.RECOMMENDER_API_KEYS;
 });
 
-interface Case {
-  name: string;
-  parts: string[];
-  replies: number;
-  gapMs?: number;
-  /** Whether the front serves every request of the case itself (else it hands the connection to node:http). */
-  served: boolean;
-  /** End the client's side after the last part (a half-close). */
-  halfClose?: boolean;
-}
-
-const CASES: Case[] = [
+const CASES: FrontCase[] = [
   { name: 'plain call', parts: [req(HEAD)], replies: 1, served: true },
   { name: 'three calls on one connection', parts: [req(HEAD), req(HEAD), req(HEAD)], replies: 3, gapMs: 20, served: true },
   { name: 'three calls pipelined in one write', parts: [req(HEAD) + req(HEAD) + req(HEAD)], replies: 3, served: true },
@@ -108,17 +97,8 @@ const CASES: Case[] = [
 
 describe('the HTTP/1.1 front vs node:http', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s: the same bytes back', async (_n, c) => {
-    const before = { ...front.http1Front!.stats };
     // A job's id (in its body, its status URL and Location) differs between any two gateways.
-    const jobIds = (r: Awaited<ReturnType<typeof exchange>>) => ({ ...r, replies: r.replies.map((x) => x.replace(/("id":"|\/jobs\/)[A-Za-z0-9_-]{24}/g, '$1<id>')) });
-    const [a, b] = (await Promise.all([exchange(front.port, c.parts, c.replies, c.gapMs, 5000, c.halfClose), exchange(plain.port, c.parts, c.replies, c.gapMs, 5000, c.halfClose)])).map(jobIds);
-    if (process.env.FRONT_DEBUG) console.log(c.name, JSON.stringify(a), JSON.stringify(b));
-    expect(a.replies).toHaveLength(c.replies);
-    expect(a).toEqual(b);
-    const served = front.http1Front!.stats.served - before.served;
-    const handed = front.http1Front!.stats.handedOff - before.handedOff;
-    if (c.served) expect([served, handed]).toEqual([c.replies, 0]);
-    else expect(handed).toBe(1);
+    await sameAsNodeHttp(front, plain.port, c, (x) => x.replace(/("id":"|\/jobs\/)[A-Za-z0-9_-]{24}/g, '$1<id>'));
   });
 
   it('fuzzed heads: the same bytes back from both, and both gateways live on', async () => {

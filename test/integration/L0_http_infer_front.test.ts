@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer, type RunningServer } from '../../engine/frontends/http/http-server.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
-import { exchange } from '../fixtures/http1-exchange.ts';
+import { exchange, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
 
 let repo: string;
 let engine: RunningEngine;
@@ -49,15 +49,7 @@ afterAll(async () => {
   removeDir(repo);
 });
 
-interface Case {
-  name: string;
-  parts: string[];
-  replies: number;
-  gapMs?: number;
-  served: boolean;
-}
-
-const CASES: Case[] = [
+const CASES: FrontCase[] = [
   { name: 'binary infer', parts: [bin()], replies: 1, served: true },
   { name: 'JSON infer', parts: [json()], replies: 1, served: true },
   { name: 'a version', parts: [bin('/v2/models/simple/versions/1/infer')], replies: 1, served: true },
@@ -83,14 +75,7 @@ const CASES: Case[] = [
 
 describe('L0_http_infer_front', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s: the same bytes back', async (_n, c) => {
-    const before = { ...front.http1Front!.stats };
-    const [a, b] = await Promise.all([exchange(front.port, c.parts, c.replies, c.gapMs, 5000), exchange(plain.port, c.parts, c.replies, c.gapMs, 5000)]);
-    expect(a.replies).toHaveLength(c.replies);
-    expect(a).toEqual(b);
-    const served = front.http1Front!.stats.served - before.served;
-    const handed = front.http1Front!.stats.handedOff - before.handedOff;
-    if (c.served) expect([served, handed]).toEqual([c.replies, 0]);
-    else expect(handed).toBe(1);
+    await sameAsNodeHttp(front, plain.port, c);
   });
 
   it('the binary reply carries the sums and differences', async () => {

@@ -104,7 +104,7 @@ describe('replyText', () => {
 });
 
 describe('Http1Front.attach', () => {
-  const handler: Http1Handler = { maxBody: 1, accepts: () => false, serve: async () => undefined };
+  const handler: Http1Handler = { maxBody: 1, accepts: () => undefined, serve: async () => undefined };
   it("takes over node:http's one connection listener", () => {
     const server = createServer();
     expect(Http1Front.attach(server, handler, { idleMs: 1000, headersMs: 1000 })).toBeInstanceOf(Http1Front);

@@ -10,22 +10,19 @@
 import type { Http1Handler } from '../../../common/http1-front.ts';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
-import { HEADER_LENGTH } from './binary-extension.ts';
-import { inferTarget } from './direct-infer.ts';
+import { errorHead, inferTarget, replyHead, type InferTarget } from './direct-infer.ts';
 import { errorReply } from './http-util.ts';
 import { handleInfer } from './infer-handler.ts';
 
 /** Bodies up to this are read by the front; larger ones keep node:http's streaming reader. */
 export const MAX_FRONT_BODY = 64 * 1024;
 
-export function directInferFront(api: ServerApi, maxInputBytes: number): Http1Handler {
+export function directInferFront(api: ServerApi, maxInputBytes: number): Http1Handler<InferTarget> {
   return {
     maxBody: Math.min(MAX_FRONT_BODY, maxInputBytes),
-    accepts: (head) => inferTarget(head.method, head.target, head.headers.get('host')) !== undefined,
-    serve: async ({ head, body, onClose }) => {
+    accepts: (head) => inferTarget(head.method, head.target, head.headers.get('host')),
+    serve: async ({ head, route: { model, version }, body, onClose }) => {
       const arrivalNs = process.hrtime.bigint();
-      // accepts() said yes in this same turn of the event loop.
-      const { model, version } = inferTarget(head.method, head.target, head.headers.get('host'))!;
       const cancel = new RequestCancel();
       onClose(() => cancel.abort());
       try {
@@ -37,13 +34,10 @@ export function directInferFront(api: ServerApi, maxInputBytes: number): Http1Ha
           signal: cancel,
           arrivalNs,
         });
-        const headers: Record<string, string | number> = reply.headerLength === undefined
-          ? { 'Content-Type': 'application/json', 'Content-Length': reply.body.length }
-          : { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length };
-        return { status: 200, headers, body: reply.body };
+        return { status: 200, headers: replyHead(reply), body: reply.body };
       } catch (err) {
         const { status, text } = errorReply(err, `POST ${head.target}`);
-        return { status, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }, body: text };
+        return { status, headers: errorHead(text), body: text };
       }
     },
   };

@@ -35,7 +35,12 @@ const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 const STRAY_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 
 /** The model and version when this request is the infer route's to serve directly (the checks above), else undefined. */
-export function inferTarget(method: string | undefined, url: string | undefined, host: string | undefined): { model: string; version: string | undefined } | undefined {
+export interface InferTarget {
+  model: string;
+  version: string | undefined;
+}
+
+export function inferTarget(method: string | undefined, url: string | undefined, host: string | undefined): InferTarget | undefined {
   const m = method === 'POST' ? INFER_TARGET.exec(url ?? '') : null;
   if (!m || host === undefined || !PLAIN_HOST.test(host)) return undefined;
   const model = decodeSegment(m[1]!);
@@ -75,14 +80,22 @@ async function serveInfer(api: ServerApi, req: IncomingMessage, res: ServerRespo
     });
   } catch (err) {
     const { status, text } = errorReply(err, `POST ${req.url}`);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(status, errorHead(text));
     res.end(text);
     return discardBody(req);
   }
-  if (reply.headerLength === undefined) {
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': reply.body.length });
-  } else {
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length });
-  }
+  res.writeHead(200, replyHead(reply));
   res.end(reply.body);
+}
+
+/** The reply's header fields, in writing order (both fronts write these). */
+export function replyHead(reply: InferReply): Record<string, string | number> {
+  return reply.headerLength === undefined
+    ? { 'Content-Type': 'application/json', 'Content-Length': reply.body.length }
+    : { 'Content-Type': 'application/octet-stream', [HEADER_LENGTH]: reply.headerLength, 'Content-Length': reply.body.length };
+}
+
+/** An error reply's header fields. */
+export function errorHead(text: string): Record<string, string | number> {
+  return { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) };
 }
