@@ -5,7 +5,10 @@
 //    gateway sends (plus an id, the model version, the requested output by
 //    name), to find whether a gateway call costs the engine more (issue 25);
 //  - pattern: 16 connections with one request in flight each (perf_analyzer's
-//    sync mode, `h2load -c16 -m1`), 4 connections × 1, and 16 × 8 streams.
+//    sync mode, `h2load -c16 -m1`), 4 connections × 1, and 16 × 8 streams;
+//  - and the same minimal call as perf_analyzer sends it by default: HTTP/1.1
+//    with the binary tensor extension, one request in flight on each of 16
+//    keep-alive connections (wrk -c16), to the engine's HTTP port.
 // Rounds interleave every row so a shared machine's noise falls on all alike.
 // --only keeps the rows whose id (spaces removed) contains it; --profile runs
 // the engine under --cpu-prof (profiles in DIR at exit). --floor adds
@@ -23,7 +26,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { grpcFrame, which } from './c-clients.ts';
+import { grpcFrame, httpBinaryBody, which, wrkPost } from './c-clients.ts';
 import { cpuSeconds, freePort, spawnTs, stopAll, waitUntil } from './processes.ts';
 import { ENGINE_NODE_FLAGS } from '../../engine/node-flags.ts';
 import { BUNDLED_REPO, startEngineProc } from './services.ts';
@@ -42,6 +45,11 @@ async function main(): Promise<void> {
   const files: Record<string, string> = {};
   for (const [k, req] of Object.entries(smallBodies())) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
   const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
+  const httpRow = which('wrk') && (!values.only || HTTP_ROW.replace(/ /g, '').includes(values.only)) ? HTTP_ROW : undefined;
+  const http = httpBinaryBody({ name: 'user_features', datatype: 'FP32', shape: [1, 64] }, Buffer.from((smallBodies().minimal as { raw_input_contents: Buffer[] }).raw_input_contents[0]!));
+  writeFileSync((files.http = path.join(dir, 'http.bin')), http.body);
+  const httpLoad = (port: number, s: number) =>
+    wrkPost(port, '/v2/models/product_recommender_model/infer', files.http!, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(http.headerLength) }, 16, s, dir);
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
   const floor = values.floor ? await startFloor() : undefined;
   const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
@@ -52,8 +60,10 @@ async function main(): Promise<void> {
     ...(floor ? [{ id: ' (node:http2 floor)', pid: floor.pid, port: floor.port }] : []),
   ];
   for (const t of targets.slice(1)) for (const r of rows) samples.set(r.id + t.id, []);
+  if (httpRow) samples.set(httpRow, []);
   try {
     for (const t of targets) await warmUp(t.port, files, rows, Number(values.warmup));
+    if (httpRow) await httpLoad(engine.httpPort, Math.max(1, Math.round(Number(values.warmup) / (rows.length + 1))));
     for (let r = 0; r < rounds; r++) {
       for (const row of rows) {
         for (const t of targets) {
@@ -66,6 +76,16 @@ async function main(): Promise<void> {
           process.stderr.write(`round ${r + 1} ${row.id}${t.id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
         }
       }
+      if (httpRow) {
+        const pid = engine.child.proc.pid!;
+        const c0 = cpuSeconds(pid);
+        const res = await httpLoad(engine.httpPort, secs);
+        const c1 = cpuSeconds(pid);
+        if (res.ok <= 0 || res.failed > 0) throw new Error(`${httpRow}: ${res.ok} ok, ${res.failed} failed`);
+        const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
+        samples.get(httpRow)!.push(s);
+        process.stderr.write(`round ${r + 1} ${httpRow}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
+      }
     }
   } finally {
     await ab?.stop();
@@ -76,13 +96,16 @@ async function main(): Promise<void> {
   const cpu = os.cpus();
   process.stdout.write([
     `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
-    `h2load -t1, ${rounds} interleaved rounds of ${secs} s; medians`,
+    `h2load -t1 (the HTTP/1.1 row: wrk -t1 -c16), ${rounds} interleaved rounds of ${secs} s; medians`,
     '',
     '| request, connections, streams each | calls/s | engine CPU ms/call | of which main thread |',
     '|---|---:|---:|---:|',
     ...[...samples].map(([id, s]) => `| ${id} | ${median(s.map((x) => x.rate)).toFixed(0)} | ${median(s.map((x) => x.ms)).toFixed(3)} | ${median(s.map((x) => x.mainMs)).toFixed(3)} |`),
   ].join('\n') + '\n');
 }
+
+/** perf_analyzer's default: HTTP/1.1, the binary tensor extension, one request in flight per connection. */
+const HTTP_ROW = 'minimal c16 m1, HTTP/1.1 binary (wrk)';
 
 /** floor-server.ts h2 on a free port, stopped by stopAll(). */
 async function startFloor(): Promise<{ pid: number; port: number }> {
