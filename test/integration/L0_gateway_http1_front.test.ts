@@ -29,6 +29,8 @@ const row = (k: number) => Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.3
 const BODY = JSON.stringify({ inputs: { user_features: [row(1)] } });
 const HEAD = 'POST /fn/product_recommender HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-API-Key: k-one\r\nX-Request-Id: q1\r\n';
 /** A complete request: `head` (request line and fields, each ending CRLF), Content-Length, the body. */
+/** `text` cut into `n` pieces of about equal length. */
+const pieces = (text: string, n: number) => Array.from({ length: n }, (_, i) => text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
 const req = (head: string, body = BODY, extra = '') => `${head}${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
 beforeAll(async () => {
@@ -60,6 +62,9 @@ const CASES: FrontCase[] = [
   { name: 'Connection: close', parts: [req(HEAD, BODY, 'Connection: close\r\n')], replies: 1, served: true },
   { name: 'Connection: keep-alive', parts: [req(HEAD, BODY, 'Connection: keep-alive\r\n')], replies: 1, served: true },
   { name: 'head, then the body 50 ms later', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY], replies: 1, gapMs: 50, served: true },
+  { name: 'the body in 40 pieces, 5 ms apart', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 40)], replies: 1, gapMs: 5, served: true },
+  { name: 'a call and the head of a second, then its body in 20 pieces', parts: [req(HEAD) + req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 20)], replies: 2, gapMs: 5, served: true },
+  { name: 'two pipelined calls in 60 pieces, 3 ms apart (a partial head: handed over)', parts: pieces(req(HEAD) + req(HEAD), 60), replies: 2, gapMs: 3, served: false },
   { name: 'bad JSON', parts: [req(HEAD, '{"inputs": ')], replies: 1, served: true },
   { name: 'no key', parts: [req(HEAD.replace('X-API-Key: k-one\r\n', ''))], replies: 1, served: true },
   { name: 'unknown function', parts: [req(HEAD.replace('product_recommender', 'nope'))], replies: 1, served: true },

@@ -32,6 +32,8 @@ const BINARY = header + Buffer.concat([i32Bytes(A), i32Bytes(B)]).toString('lati
 const JSON_BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }] });
 const post = (target: string, body: string, fields = '') =>
   `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${fields}Content-Length: ${Buffer.byteLength(body, 'latin1')}\r\n\r\n${body}`;
+/** `text` cut into `n` pieces of about equal length. */
+const pieces = (text: string, n: number) => Array.from({ length: n }, (_, i) => text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
 const bin = (target = '/v2/models/simple/infer', extra = '') => post(target, BINARY, `Inference-Header-Content-Length: ${header.length}\r\nContent-Type: application/octet-stream\r\n${extra}`);
 const json = (target = '/v2/models/simple/infer', extra = '') => post(target, JSON_BODY, `Content-Type: application/json\r\n${extra}`);
 
@@ -62,6 +64,7 @@ const CASES: FrontCase[] = [
   { name: 'bad JSON', parts: [post('/v2/models/simple/infer', '{"inputs": [')], replies: 1, served: true },
   { name: 'a traceparent', parts: [json('/v2/models/simple/infer', 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n')], replies: 1, served: true },
   { name: 'three on one connection', parts: [bin(), json(), bin()], replies: 3, gapMs: 20, served: true },
+  { name: 'a binary body in 30 pieces, 5 ms apart', parts: [bin().split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BINARY, 30)], replies: 1, gapMs: 5, served: true },
   { name: 'three pipelined', parts: [bin() + json() + bin()], replies: 3, served: true },
   { name: 'Connection: close', parts: [json('/v2/models/simple/infer', 'Connection: close\r\n')], replies: 1, served: true },
   { name: 'a health check between two infers (hand-over)', parts: [bin(), 'GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', bin()], replies: 3, gapMs: 30, served: false },
