@@ -16,6 +16,18 @@ export const NODE24_VERSION = '24.22.3';
 const DIR = path.join(ROOT, '.cache', `node-${NODE24_VERSION}`);
 const BIN = path.join(DIR, 'package', 'bin');
 
+/**
+ * `--node-internals`: the unit suites and the integration suites of the code that leans on Node's own
+ * modules beyond their documented surface, or on Node-API addons: the HTTP/1.1 front (node:http's connection
+ * listener), ModelInfer on node:http2 beside grpc-js (grpc-js internals), the local channel, the shm addon,
+ * the onnxruntime worker threads. .ci/run falls back to these when the whole suite no longer fits its budget.
+ */
+export const NODE_INTERNALS_SUITES = [
+  'test/unit',
+  ...['gateway_http1_front', 'http_infer_front', 'http_infer_direct', 'http', 'gateway_direct', 'grpc', 'grpc_direct_infer', 'grpc_unix_socket',
+    'inline_receive', 'local_channel', 'local_channel_wire', 'local_channel_flow', 'shared_memory', 'shared_memory_http', 'instance_restart'].map((s) => `test/integration/L0_${s}.test.ts`),
+];
+
 /** Suites that run test/bench's scripts end to end (checked on the machine's Node by `npm test`). */
 const BENCH_TOOL_SUITES = ['test/integration/L0_bench_smoke.test.ts', 'test/integration/L0_gateway_hop_cleanup.test.ts'];
 
@@ -38,13 +50,17 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   const env = { ...process.env, PATH: `${BIN}${path.delimiter}${process.env.PATH}` };
   const version = execFileSync(path.join(BIN, 'node'), ['--version'], { encoding: 'utf8' }).trim();
-  process.stderr.write(`test:node24: npm test on Node ${version}\n`);
+  process.stderr.write(`test:node24: npm test on Node ${version}${process.argv.includes('--node-internals') ? ' (--node-internals: the suites of the code that leans on Node internals)' : ''}\n`);
   const t0 = Date.now();
   // --skip-bench-tools: leave out the two suites that run the bench scripts
   // (about 5 minutes on 2 cores), which test the measuring tools rather than
   // the engine or gateway; .ci/run passes it to stay within its 30 minutes.
-  const extra = process.argv.includes('--skip-bench-tools') ? ['--', ...BENCH_TOOL_SUITES.flatMap((f) => ['--exclude', f])] : [];
-  const rest = process.argv.slice(2).filter((a) => a !== '--skip-bench-tools');
+  const extra = process.argv.includes('--node-internals')
+    ? ['--', ...NODE_INTERNALS_SUITES]
+    : process.argv.includes('--skip-bench-tools')
+      ? ['--', ...BENCH_TOOL_SUITES.flatMap((f) => ['--exclude', f])]
+      : [];
+  const rest = process.argv.slice(2).filter((a) => a !== '--skip-bench-tools' && a !== '--node-internals');
   const r = spawnSync('npm', ['test', ...rest, ...extra], { cwd: ROOT, env, stdio: 'inherit' });
   process.stderr.write(`test:node24: npm test on Node ${version} ${r.status === 0 ? 'passed' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
   process.exit(r.status ?? 1);
