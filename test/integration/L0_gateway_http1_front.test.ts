@@ -24,6 +24,7 @@ let engine: RunningEngine;
 let front: RunningGateway;
 let plain: RunningGateway;
 let fnDir: string;
+let repo: string;
 
 const row = (k: number) => Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.3 + k));
 const BODY = JSON.stringify({ inputs: { user_features: [row(1)] } });
@@ -35,7 +36,7 @@ const req = (head: string, body = BODY, extra = '') => `${head}${extra}Content-L
 
 beforeAll(async () => {
   setQuiet(true);
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-front-repo-'));
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-front-repo-'));
   fs.cpSync(path.join(BUNDLED_REPO, 'product_recommender_model'), path.join(repo, 'product_recommender_model'), { recursive: true });
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-front-fn-'));
@@ -52,6 +53,7 @@ afterAll(async () => {
   await plain?.stop();
   await engine?.stop();
   if (fnDir) fs.rmSync(fnDir, { recursive: true, force: true });
+  if (repo) fs.rmSync(repo, { recursive: true, force: true });
   delete process.env.RECOMMENDER_API_KEYS;
 });
 
