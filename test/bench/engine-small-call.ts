@@ -22,7 +22,7 @@
 // --ab-flags adds a second engine started with those Node flags, measured in
 // the same rounds (an A/B of the flags).
 // Prints a Markdown table with the machine and the load average.
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
     await ab?.stop();
     await engine.stop();
     await stopAll();
+    rmSync(dir, { recursive: true, force: true });
   }
   const load1 = os.loadavg();
   const cpu = os.cpus();

@@ -22,6 +22,7 @@ let engine: RunningEngine;
 let direct: RunningGateway;
 let hono: RunningGateway;
 let fnDir: string;
+let repo: string;
 
 interface Answer {
   status: number;
@@ -131,7 +132,7 @@ const CASES: Case[] = [
 
 beforeAll(async () => {
   setQuiet(true);
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-direct-repo-'));
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-direct-repo-'));
   fs.cpSync(path.join(BUNDLED_REPO, 'product_recommender_model'), path.join(repo, 'product_recommender_model'), { recursive: true });
   fs.mkdirSync(path.join(repo, 'int_echo', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'int_echo', 'config.pbtxt'), [
@@ -162,6 +163,7 @@ afterAll(async () => {
   await hono?.stop();
   await engine?.stop();
   if (fnDir) fs.rmSync(fnDir, { recursive: true, force: true });
+  if (repo) fs.rmSync(repo, { recursive: true, force: true });
   delete process.env.RECOMMENDER_API_KEYS;
   delete process.env.GW_DIRECT_HOOK_SECRET;
 });

@@ -82,6 +82,7 @@ describe('L0_signal_during_startup', () => {
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });
     expect(stubs.length).toBeGreaterThan(0);
     for (const s of stubs) expect(processAlive(s)).toBe(false);
+    fs.rmSync(repo, { recursive: true, force: true });
   }, 90_000);
 
   it('the gateway signalled before its engine answers exits 0', async () => {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { documentedInstalls, shellWords } from '../../deploy/tools/documented-installs.ts';
 import { helmTemplate, type RenderedObject } from '../../deploy/tools/helm-render.ts';
 import { ensureHelm, helmPath } from '../../deploy/tools/helm-tools.ts';
@@ -20,6 +20,7 @@ const CHART = path.join(ROOT, 'deploy/helm/tritonish');
 type Obj = Record<string, any>;
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chart-values-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const valuesFile = (name: string, v: Obj): string => {
   const f = path.join(tmp, name);
   fs.writeFileSync(f, stringify(v, { version: '1.1' })); // 1.1: quotes `on`, as Helm reads values the 1.1 way
