@@ -46,7 +46,8 @@ async function main(): Promise<void> {
   for (const [k, req] of Object.entries(smallBodies())) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
   const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
   const httpRow = which('wrk') && (!values.only || HTTP_ROW.replace(/ /g, '').includes(values.only)) ? HTTP_ROW : undefined;
-  const http = httpBinaryBody({ name: 'user_features', datatype: 'FP32', shape: [1, 64] }, Buffer.from((smallBodies().minimal as { raw_input_contents: Buffer[] }).raw_input_contents[0]!));
+  const minimal = smallBodies().minimal as { inputs: Array<{ name: string; datatype: string; shape: number[] }>; raw_input_contents: Buffer[] };
+  const http = httpBinaryBody(minimal.inputs[0]!, minimal.raw_input_contents[0]!);
   writeFileSync((files.http = path.join(dir, 'http.bin')), http.body);
   const httpLoad = (port: number, s: number) =>
     wrkPost(port, '/v2/models/product_recommender_model/infer', files.http!, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(http.headerLength) }, 16, s, dir);
@@ -61,31 +62,24 @@ async function main(): Promise<void> {
   ];
   for (const t of targets.slice(1)) for (const r of rows) samples.set(r.id + t.id, []);
   if (httpRow) samples.set(httpRow, []);
+  /** One measured load of `pid`: calls/s and its CPU per call, kept under `id`. */
+  const sample = async (round: number, id: string, pid: number, load: () => Promise<{ ok: number; failed: number }>) => {
+    const c0 = cpuSeconds(pid);
+    const res = await load();
+    const c1 = cpuSeconds(pid);
+    if (res.ok <= 0 || res.failed > 0) throw new Error(`${id}: ${res.ok} ok, ${res.failed} failed`);
+    const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
+    samples.get(id)!.push(s);
+    process.stderr.write(`round ${round + 1} ${id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
+  };
   try {
     for (const t of targets) await warmUp(t.port, files, rows, Number(values.warmup));
     if (httpRow) await httpLoad(engine.httpPort, Math.max(1, Math.round(Number(values.warmup) / (rows.length + 1))));
     for (let r = 0; r < rounds; r++) {
       for (const row of rows) {
-        for (const t of targets) {
-          const c0 = cpuSeconds(t.pid);
-          const res = await h2load(t.port, files[row.body]!, row.c, row.m, secs);
-          const c1 = cpuSeconds(t.pid);
-          if (res.ok <= 0 || res.failed > 0) throw new Error(`${row.id}${t.id}: ${res.ok} ok, ${res.failed} failed`);
-          const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
-          samples.get(row.id + t.id)!.push(s);
-          process.stderr.write(`round ${r + 1} ${row.id}${t.id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
-        }
+        for (const t of targets) await sample(r, row.id + t.id, t.pid, () => h2load(t.port, files[row.body]!, row.c, row.m, secs));
       }
-      if (httpRow) {
-        const pid = engine.child.proc.pid!;
-        const c0 = cpuSeconds(pid);
-        const res = await httpLoad(engine.httpPort, secs);
-        const c1 = cpuSeconds(pid);
-        if (res.ok <= 0 || res.failed > 0) throw new Error(`${httpRow}: ${res.ok} ok, ${res.failed} failed`);
-        const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
-        samples.get(httpRow)!.push(s);
-        process.stderr.write(`round ${r + 1} ${httpRow}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
-      }
+      if (httpRow) await sample(r, httpRow, engine.child.proc.pid!, () => httpLoad(engine.httpPort, secs));
     }
   } finally {
     await ab?.stop();

@@ -18,7 +18,7 @@ import type { RunningEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, startTestEngine } from './helpers.ts';
-import { exchange, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
+import { exchange, pieces, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
 
 let engine: RunningEngine;
 let front: RunningGateway;
@@ -30,8 +30,6 @@ const row = (k: number) => Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.3
 const BODY = JSON.stringify({ inputs: { user_features: [row(1)] } });
 const HEAD = 'POST /fn/product_recommender HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-API-Key: k-one\r\nX-Request-Id: q1\r\n';
 /** A complete request: `head` (request line and fields, each ending CRLF), Content-Length, the body. */
-/** `text` cut into `n` pieces of about equal length. */
-const pieces = (text: string, n: number) => Array.from({ length: n }, (_, i) => text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
 const req = (head: string, body = BODY, extra = '') => `${head}${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer, type RunningServer } from '../../engine/frontends/http/http-server.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
-import { exchange, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
+import { exchange, pieces, sameAsNodeHttp, type FrontCase } from '../fixtures/http1-exchange.ts';
 
 let repo: string;
 let engine: RunningEngine;
@@ -32,8 +32,6 @@ const BINARY = header + Buffer.concat([i32Bytes(A), i32Bytes(B)]).toString('lati
 const JSON_BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }] });
 const post = (target: string, body: string, fields = '') =>
   `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${fields}Content-Length: ${Buffer.byteLength(body, 'latin1')}\r\n\r\n${body}`;
-/** `text` cut into `n` pieces of about equal length. */
-const pieces = (text: string, n: number) => Array.from({ length: n }, (_, i) => text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
 const bin = (target = '/v2/models/simple/infer', extra = '') => post(target, BINARY, `Inference-Header-Content-Length: ${header.length}\r\nContent-Type: application/octet-stream\r\n${extra}`);
 const json = (target = '/v2/models/simple/infer', extra = '') => post(target, JSON_BODY, `Content-Type: application/json\r\n${extra}`);
 
