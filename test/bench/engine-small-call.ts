@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR] [--floor] [--warmup=SECS] [--ab-flags="--max-semi-space-size=32"]`
+// `node --import tsx test/bench/engine-small-call.ts [--rounds=3] [--secs=4] [--only=c16m1] [--profile=DIR] [--floor] [--warmup=SECS] [--ab-flags="--max-semi-space-size=32"] [--ab-env="ENGINE_GRPC_FRONT=grpc-js"]`
 // The engine's CPU per tiny inference (the recommender, 64 floats in, 100
 // out) by request shape and connection pattern, h2load driving gRPC:
 //  - shape: the minimal request (model, input, raw bytes) against the one the
@@ -14,13 +14,17 @@
 // the engine under --cpu-prof (profiles in DIR at exit). --floor adds
 // node:http2 alone answering the same calls (floor-server.ts h2: read the
 // request, answer a fixed message with trailers), measured in the same
-// rounds: what any engine on node:http2 pays per call in that pattern.
+// rounds: what any engine on node:http2 pays per call in that pattern; and
+// the engine's own HTTP/2 server answering the same way (floor-server.ts
+// h2own), what the engine's gRPC port pays now.
 // --warmup (default 2 s) loads each process first with every row's pattern in
 // turn: V8 keeps optimizing and deoptimizing the call path for about 20-30 s
 // of a new pattern (background compiler threads busy meanwhile), so short
 // warm-ups measure part of that; 30 gives steady-state figures.
 // --ab-flags adds a second engine started with those Node flags, measured in
-// the same rounds (an A/B of the flags).
+// the same rounds (an A/B of the flags); --ab-env one started with those
+// environment variables (ENGINE_GRPC_FRONT=grpc-js: the port on grpc-js and
+// node:http2, as before the own front).
 // Prints a Markdown table with the machine and the load average.
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -35,7 +39,7 @@ import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false }, 'ab-flags': { type: 'string' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false }, 'ab-flags': { type: 'string' }, 'ab-env': { type: 'string' } } });
   const [rounds, secs] = [Number(values.rounds), Number(values.secs)];
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eng-small-'));
@@ -52,13 +56,15 @@ async function main(): Promise<void> {
   const httpLoad = (port: number, s: number) =>
     wrkPost(port, '/v2/models/product_recommender_model/infer', files.http!, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(http.headerLength) }, 16, s, dir);
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
-  const floor = values.floor ? await startFloor() : undefined;
+  const floors = values.floor ? [await startFloor('h2'), await startFloor('h2own')] : [];
   const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
-  const ab = abFlags ? await startEngineProc('engine-small-ab', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {}, 1, abFlags) : undefined;
+  const abEnv = Object.fromEntries((values['ab-env']?.split(/\s+/).filter(Boolean) ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const abLabel = [...(abFlags ?? []), ...Object.entries(abEnv).map(([k, v]) => `${k}=${v}`)].join(' ');
+  const ab = abLabel ? await startEngineProc('engine-small-ab', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], abEnv, 1, abFlags ?? []) : undefined;
   const targets = [
     { id: '', pid: engine.child.proc.pid!, port: engine.grpcPort },
-    ...(ab ? [{ id: ` (engine, node ${abFlags!.join(' ')})`, pid: ab.child.proc.pid!, port: ab.grpcPort }] : []),
-    ...(floor ? [{ id: ' (node:http2 floor)', pid: floor.pid, port: floor.port }] : []),
+    ...(ab ? [{ id: ` (engine, ${abLabel})`, pid: ab.child.proc.pid!, port: ab.grpcPort }] : []),
+    ...floors.map((f) => ({ id: f.mode === 'h2' ? ' (node:http2 floor)' : ' (own HTTP/2 floor)', pid: f.pid, port: f.port })),
   ];
   for (const t of targets.slice(1)) for (const r of rows) samples.set(r.id + t.id, []);
   if (httpRow) samples.set(httpRow, []);
@@ -102,12 +108,12 @@ async function main(): Promise<void> {
 /** perf_analyzer's default: HTTP/1.1, the binary tensor extension, one request in flight per connection. */
 const HTTP_ROW = 'minimal c16 m1, HTTP/1.1 binary (wrk)';
 
-/** floor-server.ts h2 on a free port, stopped by stopAll(). */
-async function startFloor(): Promise<{ pid: number; port: number }> {
+/** floor-server.ts in `mode` (h2: node:http2, h2own: ours) on a free port, stopped by stopAll(). */
+async function startFloor(mode: 'h2' | 'h2own'): Promise<{ mode: string; pid: number; port: number }> {
   const port = await freePort();
-  const child = spawnTs('floor-h2', 'test/bench/floor-server.ts', ['h2', String(port)], {}, ENGINE_NODE_FLAGS);
+  const child = spawnTs(`floor-${mode}`, 'test/bench/floor-server.ts', [mode, String(port)], {}, ENGINE_NODE_FLAGS);
   await waitUntil(child, async () => child.tail().includes(`listening ${port}`), 30_000);
-  return { pid: child.proc.pid!, port };
+  return { mode, pid: child.proc.pid!, port };
 }
 
 main().catch(async (e) => {

@@ -4,6 +4,8 @@
 // fixed small reply. Modes:
 //   h2     node:http2 alone, answering like a unary gRPC call (headers, one
 //          length-prefixed message, trailers with grpc-status 0)
+//   h2own  the same answer from the engine's own HTTP/2 server
+//          (protocol/h2-connection.ts), as the engine's gRPC port now runs
 //   grpcjs @grpc/grpc-js's server with a pass-through (no protobuf) handler
 //          for ModelInfer on the same path
 //   http1  node:http, a 200 with a small JSON body
@@ -14,6 +16,9 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../protocol/http2-settings.ts';
 import { reachIntoGrpcJs } from '../../engine/frontends/grpc/grpc-js-internals.ts';
+import net from 'node:net';
+import { H2ServerConnection } from '../../protocol/h2-connection.ts';
+import { encodeHeaderBlock } from '../../protocol/h2-frames.ts';
 
 const [mode, portArg] = process.argv.slice(2);
 const port = Number(portArg);
@@ -34,6 +39,22 @@ function h2(): void {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
       stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
       stream.end(framed);
+    });
+  });
+  server.listen(port, '127.0.0.1', () => console.log(`listening ${port}`));
+}
+
+function h2own(): void {
+  const settings = { maxFrameSize: MAX_FRAME_SIZE, streamWindow: STREAM_WINDOW, connectionWindow: CONNECTION_WINDOW };
+  const headers = encodeHeaderBlock([[':status', '200'], ['content-type', 'application/grpc']]);
+  const trailers = encodeHeaderBlock([['grpc-status', '0']]);
+  const server = net.createServer((sock) => {
+    new H2ServerConnection(sock, settings, (stream) => {
+      stream.onEnd = () => {
+        stream.respond(headers);
+        stream.write(framed);
+        stream.end(trailers);
+      };
     });
   });
   server.listen(port, '127.0.0.1', () => console.log(`listening ${port}`));
@@ -67,9 +88,10 @@ function http1(): void {
 }
 
 if (mode === 'h2') h2();
+else if (mode === 'h2own') h2own();
 else if (mode === 'grpcjs') grpcjs();
 else if (mode === 'http1') http1();
 else {
-  console.error(`floor-server: unknown mode ${mode} (h2 | grpcjs | http1)`);
+  console.error(`floor-server: unknown mode ${mode} (h2 | h2own | grpcjs | http1)`);
   process.exit(2);
 }

@@ -1,8 +1,11 @@
-// Unary ModelInfer served straight on node:http2 (engine/frontends/grpc/grpc-direct-infer.ts)
-// must look, on the wire, exactly like grpc-js serving it: the same cases are
-// sent as raw HTTP/2 to an engine with the direct path and to one without it
-// (ENGINE_GRPC_DIRECT_INFER=0), and the answers (status, headers, trailers,
-// message bytes) are compared. Also: compressed calls still reach grpc-js,
+// Unary ModelInfer served directly (engine/frontends/grpc/grpc-direct-infer.ts),
+// on the engine's own HTTP/2 front (the default) and on node:http2 beside
+// grpc-js (ENGINE_GRPC_FRONT=grpc-js), must look, on the wire, exactly like
+// grpc-js serving it: the same cases are sent as raw HTTP/2 to engines of
+// each kind and to one where grpc-js serves every call on node:http2
+// (ENGINE_GRPC_FRONT=grpc-js ENGINE_GRPC_DIRECT_INFER=0), and the answers
+// (status, headers, trailers, message bytes) are compared; also to the own
+// front relaying ModelInfer to grpc-js (ENGINE_GRPC_DIRECT_INFER=0). Also: compressed calls still reach grpc-js,
 // a client reset mid-inference leaves the engine serving, and the shape check
 // of grpc-js's internals (grpc-js-internals.ts) accepts the grpc-js in the tree.
 import http2 from 'node:http2';
@@ -16,23 +19,35 @@ import { messageType } from '../../protocol/index.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
 
 let repo: string;
+/** The default: the own HTTP/2 front answering ModelInfer itself. */
 let direct: RunningEngine;
+/** grpc-js alone, on node:http2: the reference. */
 let viaGrpcJs: RunningEngine;
+/** The others that must answer like it: the direct path on node:http2, and the own front relaying to grpc-js. */
+const others: Record<string, RunningEngine> = {};
+
+async function withEnv(env: Record<string, string>, start: () => Promise<RunningEngine>): Promise<RunningEngine> {
+  Object.assign(process.env, env);
+  try {
+    return await start();
+  } finally {
+    for (const k of Object.keys(env)) delete process.env[k];
+  }
+}
 
 beforeAll(async () => {
   repo = tempRepo('l0-direct', ['simple', 'js_echo']);
-  direct = await startTestEngine({ modelRepository: repo });
-  process.env.ENGINE_GRPC_DIRECT_INFER = '0';
-  try {
-    viaGrpcJs = await startTestEngine({ modelRepository: repo });
-  } finally {
-    delete process.env.ENGINE_GRPC_DIRECT_INFER;
-  }
+  const start = () => startTestEngine({ modelRepository: repo });
+  direct = await start();
+  viaGrpcJs = await withEnv({ ENGINE_GRPC_FRONT: 'grpc-js', ENGINE_GRPC_DIRECT_INFER: '0' }, start);
+  others['direct on node:http2'] = await withEnv({ ENGINE_GRPC_FRONT: 'grpc-js' }, start);
+  others['own front relaying to grpc-js'] = await withEnv({ ENGINE_GRPC_DIRECT_INFER: '0' }, start);
 }, 60_000);
 
 afterAll(async () => {
   await direct?.stop();
   await viaGrpcJs?.stop();
+  for (const e of Object.values(others)) await e.stop();
   removeDir(repo);
 });
 
@@ -97,9 +112,10 @@ function visible(a: RawAnswer) {
 }
 
 async function same(chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) {
-  const [a, b] = await Promise.all([rawCall(direct.grpcPort, chunks, extra, gapMs), rawCall(viaGrpcJs.grpcPort, chunks, extra, gapMs)]);
-  expect(visible(a)).toEqual(visible(b));
-  return visible(a);
+  const [a, b, ...rest] = await Promise.all([direct, viaGrpcJs, ...Object.values(others)].map((e) => rawCall(e.grpcPort, chunks, extra, gapMs)));
+  expect(visible(a!), 'own front, direct').toEqual(visible(b!));
+  Object.keys(others).forEach((name, i) => expect(visible(rest[i]!), name).toEqual(visible(b!)));
+  return visible(a!);
 }
 
 describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like grpc-js', () => {

@@ -16,7 +16,7 @@
 // (grpc-js-internals.ts), off with the others if grpc-js changed shape;
 // ENGINE_GRPC_DIRECT_INFER=0 turns it off alone (then grpc-js serves every
 // call, as before).
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { take } from './receive-pool.ts';
@@ -40,77 +40,119 @@ export interface DirectInferOptions {
 }
 
 /** The headers grpc-js answers a call with (so clients see the same server), and those of its trailers-only answers. */
-const RESPONSE_HEADERS = {
+export const RESPONSE_HEADERS = {
   ':status': 200,
   'content-type': 'application/grpc+proto',
   'grpc-accept-encoding': 'identity,deflate,gzip',
   'grpc-encoding': 'identity',
 } as const;
-const TRAILERS_ONLY_HEADERS = { ':status': 200, 'content-type': 'application/grpc+proto' } as const;
-const OK_TRAILERS = { 'grpc-status': GrpcStatus.OK, 'grpc-message': GrpcText.OK } as const;
+export const TRAILERS_ONLY_HEADERS = { ':status': 200, 'content-type': 'application/grpc+proto' } as const;
+export const OK_TRAILERS = { 'grpc-status': GrpcStatus.OK, 'grpc-message': GrpcText.OK } as const;
+
+/** Request headers as either HTTP/2 server gives them. */
+type Headers = Record<string, string | string[] | undefined>;
 
 /** True for a stream this path answers: the rest goes to grpc-js. */
-export function isDirectInfer(headers: IncomingHttpHeaders): boolean {
+export function isDirectInfer(headers: Headers): boolean {
   if (headers[':path'] !== MODEL_INFER_PATH || headers[':method'] !== 'POST') return false;
   const type = headers['content-type'];
   const enc = headers['grpc-encoding'];
   return typeof type === 'string' && type.startsWith('application/grpc') && (enc === undefined || enc === 'identity');
 }
 
+/** How a direct call answers on its stream: node:http2's (below) or the engine's own (grpc-h2-front.ts). */
+export interface UnaryAnswer {
+  /** Headers, the one message (serialized, unprefixed), OK trailers. */
+  ok(message: Buffer): void;
+  /** A trailers-only answer carrying `code` and `details`. */
+  fail(code: number, details: string): void;
+  /** The stream closed already (nothing can be sent). */
+  gone(): boolean;
+}
+
 /** The direct path as a route in front of grpc-js (grpc-js-internals.ts); undefined when ENGINE_GRPC_DIRECT_INFER=0. */
 export function directInferRoute(api: ServerApi, opts: DirectInferOptions): StreamRoute | undefined {
   if (process.env.ENGINE_GRPC_DIRECT_INFER === '0') return undefined;
-  return { accepts: isDirectInfer, serve: (stream, headers) => new DirectInferCall(stream, headers, api, opts) };
+  return {
+    accepts: isDirectInfer,
+    serve: (stream, headers) => {
+      // Errors on the stream always come with a 'close' (handled there); this only keeps them from being uncaught.
+      stream.on('error', ignore);
+      const call = new DirectInferCall(headers, api, opts, new NodeStreamAnswer(stream));
+      stream.once('close', () => call.onClose());
+      if (call.done) return;
+      stream.on('data', (chunk: Buffer) => call.onData(chunk));
+      stream.once('end', () => call.onEnd());
+    },
+  };
+}
+
+/** Answers on a node:http2 stream, with grpc-js's wire shapes. */
+class NodeStreamAnswer implements UnaryAnswer {
+  constructor(private readonly stream: ServerHttp2Stream) {}
+
+  gone(): boolean {
+    return this.stream.destroyed || this.stream.closed;
+  }
+
+  fail(code: number, details: string): void {
+    this.stream.respond({ ...TRAILERS_ONLY_HEADERS, 'grpc-status': code, 'grpc-message': encodeGrpcMessage(details) }, { endStream: true });
+    this.stream.resume(); // drop any body still arriving
+  }
+
+  ok(message: Buffer): void {
+    const stream = this.stream;
+    stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+    endWithMessage(stream, messagePrefix(message.length), message);
+  }
 }
 
 /**
- * One unary ModelInfer on `stream`: read one message, run it, answer it.
- * A class rather than closures: per call it allocates one object, and its
- * methods are not re-created (nor renamed by tsx's keepNames) per request.
+ * One unary ModelInfer: read one message, run it, answer it. The transport
+ * feeds onData / onEnd / onClose. A class rather than closures: per call it
+ * allocates one object, and its methods are not re-created (nor renamed by
+ * tsx's keepNames) per request.
  */
-class DirectInferCall {
+export class DirectInferCall {
   private readonly signal = new RequestCancel();
   private readonly reader: UnaryMessageReader;
   private answered = false;
   private deadline: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly stream: ServerHttp2Stream,
-    private readonly headers: IncomingHttpHeaders,
+    private readonly headers: Headers,
     private readonly api: ServerApi,
     private readonly opts: DirectInferOptions,
+    private readonly out: UnaryAnswer,
   ) {
     this.reader = new UnaryMessageReader(opts.maxReceiveBytes, take);
-    // Errors on the stream always come with a 'close' (handled there); this only keeps them from being uncaught.
-    stream.on('error', ignore);
-    stream.once('close', () => this.onClose());
     const timeout = headers['grpc-timeout'];
-    if (timeout !== undefined && !this.startDeadline(String(timeout))) return;
-    stream.on('data', (chunk: Buffer) => this.onData(chunk));
-    stream.once('end', () => this.onEnd());
+    if (timeout !== undefined) this.startDeadline(String(timeout));
   }
 
-  private startDeadline(value: string): boolean {
+  /** Answered already (an invalid grpc-timeout): the transport need not feed the request. */
+  get done(): boolean {
+    return this.answered;
+  }
+
+  private startDeadline(value: string): void {
     const ms = parseGrpcTimeout(value);
-    if (ms === undefined) {
-      this.answer(GrpcStatus.INTERNAL, GrpcText.invalidTimeout(value));
-      return false;
-    }
+    if (ms === undefined) return this.answer(GrpcStatus.INTERNAL, GrpcText.invalidTimeout(value));
     this.deadline = setTimeout(() => {
       this.answer(GrpcStatus.DEADLINE_EXCEEDED, GrpcText.DEADLINE_EXCEEDED);
       this.signal.abort();
     }, ms);
-    return true;
   }
 
-  private onClose(): void {
+  onClose(): void {
     if (this.deadline) clearTimeout(this.deadline);
     if (this.answered) return;
     this.answered = true;
     this.signal.abort(); // the client went away before the answer
   }
 
-  private onData(chunk: Buffer): void {
+  onData(chunk: Buffer): void {
     if (this.answered) return;
     const r = this.reader.write(chunk);
     if (r === READ_OK) return;
@@ -118,7 +160,7 @@ class DirectInferCall {
     else this.answer(GrpcStatus.UNIMPLEMENTED, GrpcText.secondRequestMessage(MODEL_INFER_PATH));
   }
 
-  private onEnd(): void {
+  onEnd(): void {
     if (this.answered) return;
     const received = this.reader.message;
     if (!received) return this.answer(GrpcStatus.UNIMPLEMENTED, GrpcText.noRequestMessage(MODEL_INFER_PATH));
@@ -153,21 +195,14 @@ class DirectInferCall {
     this.answer(GrpcStatus.OK, GrpcText.OK, body);
   }
 
-  /** The one exit: `message` (serialized, unprefixed) then OK trailers, or a trailers-only answer carrying `code` (grpc-js's shapes). */
+  /** The one exit: `message` then OK trailers, or a trailers-only answer carrying `code` (grpc-js's shapes). */
   private answer(code: number, details: string, message?: Buffer): void {
     if (this.answered) return;
     this.answered = true;
     if (this.deadline) clearTimeout(this.deadline);
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    if (message === undefined) {
-      stream.respond({ ...TRAILERS_ONLY_HEADERS, 'grpc-status': code, 'grpc-message': encodeGrpcMessage(details) }, { endStream: true });
-      stream.resume(); // drop any body still arriving
-      return;
-    }
-    stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-    stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-    endWithMessage(stream, messagePrefix(message.length), message);
+    if (this.out.gone()) return;
+    if (message === undefined) this.out.fail(code, details);
+    else this.out.ok(message);
   }
 }
 

@@ -13,6 +13,7 @@ import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
+import { ownH2FrontEnabled, startH2Front } from './grpc-h2-front.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
@@ -194,31 +195,41 @@ export async function startGrpcServer(
     new Promise<number>((resolve, reject) =>
       server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
-  const port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
-  const sock = opts.unixSocket;
-  if (sock) {
-    removeStaleSocket(sock);
-    await bind(`unix:${sock}`);
-  }
   const infer = inferenceService().ModelInfer!;
-  // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
+  const directOpts = {
+    maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
+    maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
+    decode: infer.requestDeserialize as (b: Buffer) => ModelInferRequest,
+    encode: infer.responseSerialize as (m: ModelInferResponse<Uint8Array>) => Buffer,
+  };
   // The direct path does not check restrictions: with `inference` restricted, grpc-js serves ModelInfer.
-  reachIntoGrpcJs(server, {
-    widenHttp2: true,
-    route: opts.restricted?.has('inference')
-      ? undefined
-      : directInferRoute(api, {
-          maxReceiveBytes: GRPC_OPTIONS['grpc.max_receive_message_length'],
-          maxSendBytes: GRPC_OPTIONS['grpc.max_send_message_length'],
-          decode: infer.requestDeserialize as (b: Buffer) => ModelInferRequest,
-          encode: infer.responseSerialize as (m: ModelInferResponse<Uint8Array>) => Buffer,
-        }),
-    pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0',
-  });
+  const direct = !opts.restricted?.has('inference') && process.env.ENGINE_GRPC_DIRECT_INFER !== '0';
+  const sock = opts.unixSocket;
+  if (sock) removeStaleSocket(sock);
+  let port: number;
+  let front: { close(): Promise<void> } | undefined;
+  if (ownH2FrontEnabled()) {
+    // The port on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
+    const internal = await bind('127.0.0.1:0');
+    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0' });
+    const f = await startH2Front({ host: opts.host ?? '0.0.0.0', port: opts.port, unixSocket: sock, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    port = f.port;
+    front = f;
+  } else {
+    port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
+    if (sock) await bind(`unix:${sock}`);
+    // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
+    reachIntoGrpcJs(server, {
+      widenHttp2: true,
+      route: direct ? directInferRoute(api, directOpts) : undefined,
+      pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0',
+    });
+  }
   return {
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await front?.close();
+      await new Promise<void>((resolve) => {
         const t = setTimeout(() => {
           server.forceShutdown();
           resolve();
@@ -227,7 +238,9 @@ export async function startGrpcServer(
           clearTimeout(t);
           resolve();
         });
-      }).finally(() => sock && removeStaleSocket(sock)),
+      });
+      if (sock) removeStaleSocket(sock);
+    },
   };
 }
 

@@ -1,0 +1,106 @@
+// Reading an HTTP/2 connection's bytes (RFC 9113 §3.4, §4.1, §6): the client
+// preface, then whole frames, assembled from socket chunks of any size with at
+// most one copy per frame; and the header blocks' HPACK decoding (RFC 7541),
+// by hpack.js, whose decoder keeps the connection's dynamic table. Used by
+// h2-connection.ts.
+import { createRequire } from 'node:module';
+import { Flag, FRAME_HEADER_BYTES, H2Error, PREFACE } from './h2-frames.ts';
+import type { H2Headers } from './h2-stream.ts';
+
+/**
+ * Splits a connection's bytes into frames. Owns the bytes received but not
+ * yet parsed; a frame's payload is a view of a received chunk (or of one
+ * concatenation of several), never reused afterwards.
+ */
+export class FrameReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Bytes the next step needs: the preface, a frame header, or a whole frame. */
+  private need = PREFACE.length;
+  private prefaceSeen = false;
+
+  constructor(
+    private readonly maxFrameSize: number,
+    private readonly onFrame: (type: number, flags: number, stream: number, payload: Buffer) => void,
+    private readonly fail: (code: number, why: string) => void,
+  ) {}
+
+  /** Take a chunk; frames go to onFrame until `stop()` says the connection is done. */
+  push(chunk: Buffer, stop: () => boolean): void {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < this.need) return;
+    const data = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    let off = 0;
+    if (!this.prefaceSeen) {
+      if (!data.subarray(0, PREFACE.length).equals(PREFACE)) return this.fail(H2Error.PROTOCOL_ERROR, 'expected the HTTP/2 client preface');
+      this.prefaceSeen = true;
+      off = PREFACE.length;
+    }
+    this.need = FRAME_HEADER_BYTES;
+    while (data.length - off >= FRAME_HEADER_BYTES) {
+      const len = (data[off]! << 16) | (data[off + 1]! << 8) | data[off + 2]!;
+      if (len > this.maxFrameSize) return this.fail(H2Error.FRAME_SIZE_ERROR, `frame of ${len} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`);
+      if (data.length - off - FRAME_HEADER_BYTES < len) {
+        this.need = FRAME_HEADER_BYTES + len;
+        break;
+      }
+      const type = data[off + 3]!;
+      const flags = data[off + 4]!;
+      const sid = data.readUInt32BE(off + 5) & 0x7fff_ffff;
+      const payload = data.subarray(off + FRAME_HEADER_BYTES, off + FRAME_HEADER_BYTES + len);
+      off += FRAME_HEADER_BYTES + len;
+      this.onFrame(type, flags, sid, payload);
+      if (stop()) return;
+    }
+    const rest = data.length - off;
+    this.pending = rest > 0 ? [data.subarray(off)] : [];
+    this.pendingBytes = rest;
+  }
+}
+
+/** The frame's content without its padding and `skip` leading bytes; undefined when the padding does not fit. */
+export function unpad(flags: number, p: Buffer, skip: number): Buffer | undefined {
+  if (!(flags & Flag.PADDED)) return skip ? (p.length < skip ? undefined : p.subarray(skip)) : p;
+  if (p.length < 1) return undefined;
+  const pad = p[0]!;
+  if (1 + skip + pad > p.length) return undefined;
+  return p.subarray(1 + skip, p.length - pad);
+}
+
+interface HpackDecompressor {
+  write(b: Buffer): void;
+  execute(): void;
+  read(): { name: string; value: string } | null;
+  on(ev: 'error', f: (e: Error) => void): void;
+}
+const hpack = createRequire(import.meta.url)('hpack.js') as { decompressor: { create(o: { table: { maxSize: number } }): HpackDecompressor } };
+
+/** SETTINGS_HEADER_TABLE_SIZE: we advertise the default. */
+const HEADER_TABLE_SIZE = 4096;
+
+/** A connection's HPACK decoding state: every header block must pass through it, in order. */
+export class HeaderDecoder {
+  private readonly d = hpack.decompressor.create({ table: { maxSize: HEADER_TABLE_SIZE } });
+  /** Why the last decode failed. */
+  error = '';
+
+  constructor() {
+    this.d.on('error', (e) => (this.error = e.message || 'undecodable'));
+  }
+
+  /** The block's headers (repeated names in an array, as node:http2 gives them); undefined when it does not decode. */
+  decode(block: Buffer): H2Headers | undefined {
+    this.error = '';
+    if (block.length) {
+      this.d.write(block);
+      this.d.execute();
+    }
+    const out: H2Headers = {};
+    for (let h = this.d.read(); h; h = this.d.read()) {
+      const prev = out[h.name];
+      out[h.name] = prev === undefined ? h.value : Array.isArray(prev) ? [...prev, h.value] : [prev, h.value];
+    }
+    return this.error ? undefined : out;
+  }
+}
