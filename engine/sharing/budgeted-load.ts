@@ -6,6 +6,8 @@
 // one's worker start-up or warmup. A load that overlapped another cannot tell
 // its RSS growth from the other's: it is charged its backend's figure (or its
 // expected bytes), and the memory monitor charges the rest once it runs.
+// From its measurement to its charge, what a load measured is in RSS but on
+// no model's charge: the memory monitor counts it as the load's, not growth.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../api/model-config.ts';
@@ -28,6 +30,8 @@ export interface BudgetedLoadContext {
   evict?: (name: string) => Promise<boolean>;
   /** How long to wait for a busy model to turn idle and evictable (0: fail at once). */
   waitMs: number;
+  /** RSS of the process (tests may replace it). */
+  rss?: () => number;
 }
 
 /** Bytes a load will take before it is measured: the version folders' files once per instance. */
@@ -76,7 +80,7 @@ export async function makeRoom(budget: MemoryBudget, ctx: BudgetedLoadContext, n
     if (done) return;
     if (performance.now() >= until) {
       throw unavailable(
-        `memory budget: model '${ctx.name}' ${what}; ${budget.usedBytes()} of ${budget.budgetBytes} are in use by models that cannot be evicted now`,
+        `memory budget: model '${ctx.name}' ${what}; ${budget.usedBytes(ctx.name)} of ${budget.budgetBytes} are in use by models that cannot be evicted now`,
       );
     }
     await sleep(20);
@@ -111,9 +115,10 @@ export async function budgetedLoad(budget: MemoryBudget, ctx: BudgetedLoadContex
   let loaded: ModelVersion[];
   let rssDelta: number;
   try {
-    const rss0 = selfRssBytes();
+    const rss = ctx.rss ?? selfRssBytes;
+    const rss0 = rss();
     loaded = await load();
-    rssDelta = Math.max(0, selfRssBytes() - rss0);
+    rssDelta = Math.max(0, rss() - rss0);
   } catch (err) {
     budget.loadFailed(ctx.name);
     throw err;
@@ -126,6 +131,9 @@ export async function budgetedLoad(budget: MemoryBudget, ctx: BudgetedLoadContex
   // Alone, the RSS growth across load and warmup is what the model holds (never less than the backend's own figure).
   const inProcess = me.overlapped ? Math.max(own, expected - external, 0) : Math.max(rssDelta, own);
   const bytes = inProcess + external;
+  // Resident from here on, and told to the budget before any await: a memory monitor pass before the charge would
+  // otherwise see it as growth of the models that ran meanwhile and charge it to them as well.
+  budget.measuredLoad(ctx.name, inProcess);
   // The charge replaces the old versions' charge and the reservation; room for any more is made first, so the books never go over.
   const extra = Math.max(0, bytes - (previous?.bytes ?? 0) - need);
   const record = () => {

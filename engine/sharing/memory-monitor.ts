@@ -10,13 +10,18 @@
 //   counts against the budget too (allocator retention after an unload);
 // - when the books are over the budget, evicts idle models (least recently
 //   used first) in on-demand mode, or warns.
-// It skips a pass while a budgeted load measures its own RSS growth.
+// It skips a pass while a budgeted load measures its own RSS growth, and counts
+// what a measured load holds until it is charged as that load's, not growth.
+// ENGINE_TRACE=budget traces each pass's figures.
 import type { ModelVersion } from '../repository/model-lifecycle.ts';
 import type { EvictionCandidate } from './eviction-decision.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import { loadsMeasuring } from './budgeted-load.ts';
 import { selfRssBytes, trimAllocator } from './process-memory.ts';
-import { log } from '../../common/logger.ts';
+import { log, tracer } from '../../common/logger.ts';
+
+const trace = tracer('budget');
+const mib = (b: number) => (b / 2 ** 20).toFixed(1);
 
 export interface MemoryMonitorDeps {
   budget: MemoryBudget;
@@ -86,12 +91,17 @@ export class MemoryMonitor {
   private settle(executed: string[]): void {
     const { budget } = this.deps;
     const slack = this.deps.slackBytes ?? 8 * 2 ** 20;
-    let inProcess = 0;
+    // Loads measured and not charged yet hold memory too: it is theirs, not growth of the models that ran.
+    let inProcess = budget.measuredUnchargedBytes();
     for (const name of budget.loadedNames()) {
       const c = budget.costOf(name)!;
       inProcess += c.bytes - c.externalBytes;
     }
     let residual = this.rss() - budget.baselineRssBytes - inProcess;
+    if (trace.enabled) {
+      const charges = budget.loadedNames().map((n) => `${n} ${mib(budget.bytesOf(n))}`).join(', ');
+      trace(`pass: RSS over baseline ${mib(residual + inProcess)} MiB, in-process books ${mib(inProcess)} MiB (${charges}), ran: ${executed.join(', ') || 'none'}`);
+    }
     if (residual > slack && executed.length) {
       for (const name of executed) budget.adjust(name, residual / executed.length);
       residual = 0;

@@ -22,6 +22,8 @@ export class MemoryBudget {
   private readonly lastBytes = new Map<string, number>();
   /** Bytes held for loads under way (their estimate), by model. */
   private readonly reserved = new Map<string, number>();
+  /** In-process bytes of loads that measured and are not charged yet: resident already, by model. */
+  private readonly measured = new Map<string, number>();
   private readonly lastUsed = new Map<string, number>();
   private readonly active = new Map<string, number>();
   private readonly pins: Set<string>;
@@ -64,11 +66,11 @@ export class MemoryBudget {
     return this.pins.has(name);
   }
 
-  /** Charged to loaded models, held for loads under way, and not attributable to any model. */
-  usedBytes(): number {
+  /** Charged to loaded models, held for loads under way (but `loading`'s), and not attributable to any model. */
+  usedBytes(loading?: string): number {
     let s = this.unattributedBytes;
     for (const c of this.cost.values()) s += c.bytes;
-    for (const r of this.reserved.values()) s += r;
+    for (const [name, r] of this.reserved) if (name !== loading) s += r;
     return s;
   }
 
@@ -113,11 +115,27 @@ export class MemoryBudget {
 
   release(name: string): void {
     this.reserved.delete(name);
+    this.measured.delete(name);
+  }
+
+  /**
+   * A load of `name` measured `inProcessBytes` in the engine's RSS and waits to be charged: until then they are
+   * that load's, and a memory monitor pass must not take them for growth of the models that ran.
+   */
+  measuredLoad(name: string, inProcessBytes: number): void {
+    this.measured.set(name, inProcessBytes);
+  }
+
+  /** In-process bytes of loads measured and not charged yet (in the engine's RSS, on no model's charge). */
+  measuredUnchargedBytes(): number {
+    let s = 0;
+    for (const b of this.measured.values()) s += b;
+    return s;
   }
 
   /** A load (or reload) finished: charge it. `cold` when the model was not resident before. */
   loaded(name: string, cost: Omit<ModelCost, 'loadBytes'>, loadNs: number, cold = true): void {
-    this.reserved.delete(name);
+    this.release(name);
     this.cost.set(name, { ...cost, loadBytes: cost.bytes });
     this.lastUsed.set(name, this.nowMs());
     this.counts.loads++;
@@ -146,7 +164,7 @@ export class MemoryBudget {
 
   loadFailed(name?: string): void {
     this.counts.loadFailures++;
-    if (name) this.reserved.delete(name);
+    if (name) this.release(name);
   }
 
   /** `name` was unloaded; `evicted` when the budget chose it. */
