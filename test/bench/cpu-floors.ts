@@ -1,7 +1,9 @@
 // Floors of section 6: the same C clients and the same request bodies as the
 // engine's CPU rows, against floor-server.ts, a Node server that reads each
 // body, discards it and answers a fixed reply (node:http2 answering like
-// unary gRPC, @grpc/grpc-js with a pass-through handler, node:http). A floor
+// unary gRPC, the engine's own HTTP/2 server answering the same way (what
+// its gRPC port runs on), @grpc/grpc-js with a pass-through handler,
+// node:http). A floor
 // is the least CPU per request Node itself spends on that protocol, body and
 // client: the part of an engine figure at or under it is not the engine's.
 // A floor server keeps no statistics, so requests are counted by the client
@@ -81,7 +83,7 @@ export async function floorsPhase(ctx: BenchContext, bodies: FloorBodies, client
   const h2 = which('h2load');
   const wrk = which('wrk');
   const keys: Array<[keyof FloorBodies, number]> = [['rec', clients], ['enc', clients], ['big', 1]];
-  for (const mode of ['h2', 'grpcjs', 'http1'] as const) {
+  for (const mode of ['h2', 'h2own', 'grpcjs', 'http1'] as const) {
     const proto = mode === 'http1' ? 'http' : 'grpc';
     const rows = keys.map(([key, n]) => ({
       key,

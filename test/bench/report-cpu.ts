@@ -40,7 +40,7 @@ export interface CpuTarget extends Ratio {
 }
 
 /** Floor-server modes (the last part of a floor's id) as the report names them. */
-export const FLOOR_NAME = { grpcjs: 'grpc-js', h2: 'node:http2', http1: 'node:http' } as const;
+export const FLOOR_NAME = { grpcjs: 'grpc-js', h2: 'node:http2', h2own: 'own HTTP/2', http1: 'node:http' } as const;
 const MODES = Object.keys(FLOOR_NAME) as Array<keyof typeof FLOOR_NAME>;
 /** Order of the floors table: bodies as the engine rows. */
 const BODIES = ['enc', 'rec', 'big'];
@@ -106,7 +106,7 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
   };
   const big = ms('cpu-big-grpc');
   const bigShm = ms('cpu-big-shm');
-  const offName = 'tiny model over gRPC with grpc-js serving ModelInfer (direct path off; no target, for comparison)';
+  const offName = 'tiny model over gRPC with grpc-js serving ModelInfer on node:http2 (own front and direct path off; no target, for comparison)';
   const off = ms('cpu-rec-grpc-grpcjs');
   return [
     ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),

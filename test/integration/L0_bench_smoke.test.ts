@@ -160,7 +160,7 @@ function expectCpuSection(report: string, present: Tool[]): void {
   }
 
   const floors = byHead('floor: server, body, client');
-  expect(floors.filter(([label]) => /^(grpc-js|node:http2|node:http): /.test(label!)).length, floors.map(([l]) => l).join(' / ')).toBe(9);
+  expect(floors.filter(([label]) => /^(grpc-js|node:http2|own HTTP\/2|node:http): /.test(label!)).length, floors.map(([l]) => l).join(' / ')).toBe(12);
   for (const [label, ...cells] of floors) expectRow(label!, cells, label!.includes(', h2load, ') ? 'h2load' : 'wrk');
 
   for (const t of TOOLS) {
