@@ -19,12 +19,12 @@ const BIN = path.join(DIR, 'package', 'bin');
 /**
  * `--node-internals`: the unit suites and the integration suites of the code that leans on Node's own
  * modules beyond their documented surface, or on Node-API addons: the HTTP/1.1 front (node:http's connection
- * listener), ModelInfer on node:http2 beside grpc-js (grpc-js internals), the local channel, the shm addon,
- * the onnxruntime worker threads. .ci/run falls back to these when the whole suite no longer fits its budget.
+ * listener), ModelInfer on node:http2 beside grpc-js (grpc-js internals), the gRPC port's own HTTP/2 front
+ * and its relay to grpc-js, the local channel, the shm addon, the onnxruntime worker threads. .ci/run falls back to these when the whole suite no longer fits its budget.
  */
 export const NODE_INTERNALS_SUITES = [
   'test/unit',
-  ...['gateway_http1_front', 'http_infer_front', 'http_infer_direct', 'http', 'gateway_direct', 'grpc', 'grpc_direct_infer', 'grpc_unix_socket',
+  ...['gateway_http1_front', 'http_infer_front', 'http_infer_direct', 'http', 'gateway_direct', 'grpc', 'grpc_direct_infer', 'grpc_h2_front', 'grpc_unix_socket',
     'inline_receive', 'local_channel', 'local_channel_wire', 'local_channel_flow', 'shared_memory', 'shared_memory_http', 'instance_restart'].map((s) => `test/integration/L0_${s}.test.ts`),
 ];
 
