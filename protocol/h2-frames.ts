@@ -78,19 +78,16 @@ export function settingsFrame(values: ReadonlyArray<readonly [number, number]>):
   return frame(FrameType.SETTINGS, 0, 0, p);
 }
 
-export function windowUpdateFrame(stream: number, increment: number): Buffer {
-  const b = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
-  putFrameHeader(b, 0, 4, FrameType.WINDOW_UPDATE, 0, stream);
-  b.writeUInt32BE(increment, FRAME_HEADER_BYTES);
+/** A 4-byte big-endian payload (WINDOW_UPDATE's increment, RST_STREAM's error code). */
+export function u32(v: number): Buffer {
+  const b = Buffer.allocUnsafe(4);
+  b.writeUInt32BE(v >>> 0, 0);
   return b;
 }
 
-export function rstStreamFrame(stream: number, code: number): Buffer {
-  const b = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
-  putFrameHeader(b, 0, 4, FrameType.RST_STREAM, 0, stream);
-  b.writeUInt32BE(code, FRAME_HEADER_BYTES);
-  return b;
-}
+export const windowUpdateFrame = (stream: number, increment: number): Buffer => frame(FrameType.WINDOW_UPDATE, 0, stream, u32(increment));
+
+export const rstStreamFrame = (stream: number, code: number): Buffer => frame(FrameType.RST_STREAM, 0, stream, u32(code));
 
 export function goawayFrame(lastStream: number, code: number, debug = ''): Buffer {
   const d = Buffer.from(debug, 'utf8');

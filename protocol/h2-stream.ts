@@ -1,7 +1,7 @@
 // One HTTP/2 stream of the engine's own HTTP/2 server (h2-connection.ts):
 // the request side as callbacks, the answer side as respond / write / end,
 // with RFC 9113's send flow control (§6.9) applied to what it writes.
-import { encodeHeaderBlock as encodeBlock, Flag, FrameType, H2Error, type HeaderList } from './h2-frames.ts';
+import { encodeHeaderBlock as encodeBlock, Flag, FrameType, H2Error, u32, type HeaderList } from './h2-frames.ts';
 
 /** Request headers as Node's http2 gives them: lowercase names, repeated ones in an array. */
 export type H2Headers = Record<string, string | string[]>;
@@ -109,11 +109,6 @@ export class H2Stream {
     if (!this.closed && this.manualCredit) this.owner.credit(this, n);
   }
 
-  /** Bytes of the answer not yet sent. */
-  get pending(): number {
-    return this.queued;
-  }
-
   /** Send what the windows allow; called again when they open. */
   pump(): void {
     while (this.queue.length > 0 && !this.closed) {
@@ -153,11 +148,10 @@ export class H2Stream {
     else this.reset(H2Error.NO_ERROR);
   }
 
-  /** The peer's END_STREAM arrived. */
+  /** The peer's END_STREAM arrived (on an open stream: once our side has ended, the stream is closed). */
   ended(): void {
     this.remoteEnded = true;
-    if (this.finSent) this.close(false);
-    else this.onEnd();
+    this.onEnd();
   }
 
   /** Close now (a reset either way, the connection gone, or both sides ended). */
@@ -170,9 +164,3 @@ export class H2Stream {
     this.onClose(aborted);
   }
 }
-
-const u32 = (v: number) => {
-  const b = Buffer.allocUnsafe(4);
-  b.writeUInt32BE(v >>> 0, 0);
-  return b;
-};

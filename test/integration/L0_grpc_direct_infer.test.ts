@@ -17,6 +17,7 @@ import { MODEL_INFER_PATH } from '../../engine/frontends/grpc/grpc-direct-infer.
 import { reachIntoGrpcJs, shapeProblem } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 import { messageType } from '../../protocol/index.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
+import { grpcFramed, rawGrpcCall, visible } from '../fixtures/grpc-raw.ts';
 
 let repo: string;
 /** The default: the own HTTP/2 front answering ModelInfer itself. */
@@ -51,13 +52,7 @@ afterAll(async () => {
   removeDir(repo);
 });
 
-const frame = (msg: Uint8Array, flag = 0) => {
-  const out = Buffer.alloc(5 + msg.byteLength);
-  out[0] = flag;
-  out.writeUInt32BE(msg.byteLength, 1);
-  out.set(msg, 5);
-  return out;
-};
+const frame = grpcFramed;
 const encodeReq = (req: ModelInferRequest) => messageType('inference.ModelInferRequest').encode(req as never).finish();
 
 const SIMPLE: ModelInferRequest = {
@@ -70,46 +65,7 @@ const SIMPLE: ModelInferRequest = {
   raw_input_contents: [i32Bytes(Array.from({ length: 16 }, (_, i) => i)), i32Bytes(Array(16).fill(2))],
 };
 
-interface RawAnswer {
-  status: number;
-  headers: Record<string, unknown>;
-  trailers: Record<string, unknown>;
-  data: Buffer;
-}
-
-/** One raw HTTP/2 POST of `chunks` (written one by one, `gapMs` apart) to ModelInfer. */
-function rawCall(port: number, chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', reject);
-    const req = session.request({ ':method': 'POST', ':path': MODEL_INFER_PATH, 'content-type': 'application/grpc', te: 'trailers', ...extra });
-    let headers: Record<string, unknown> = {};
-    let trailers: Record<string, unknown> = {};
-    const data: Buffer[] = [];
-    req.on('response', (h) => (headers = { ...h }));
-    req.on('trailers', (t) => (trailers = { ...t }));
-    req.on('data', (d: Buffer) => data.push(d));
-    req.on('error', () => undefined);
-    req.on('close', () => {
-      session.close();
-      resolve({ status: Number(headers[':status']), headers, trailers, data: Buffer.concat(data) });
-    });
-    (async () => {
-      for (const c of chunks) {
-        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
-        req.write(c);
-      }
-      req.end();
-    })().catch(reject);
-  });
-}
-
-/** What a client can see of an answer, minus the date header. */
-function visible(a: RawAnswer) {
-  const { date: _d, ...headers } = a.headers;
-  const { date: _t, ...trailers } = a.trailers;
-  return { status: a.status, headers, trailers, data: a.data.toString('hex') };
-}
+const rawCall = (port: number, chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) => rawGrpcCall(port, MODEL_INFER_PATH, chunks, extra, gapMs);
 
 async function same(chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) {
   const [a, b, ...rest] = await Promise.all([direct, viaGrpcJs, ...Object.values(others)].map((e) => rawCall(e.grpcPort, chunks, extra, gapMs)));

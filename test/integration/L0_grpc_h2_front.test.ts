@@ -12,6 +12,7 @@ import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-clie
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { messageType } from '../../protocol/index.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers.ts';
+import { grpcFramed, rawGrpcCall, visible } from '../fixtures/grpc-raw.ts';
 
 let repo: string;
 let own: RunningEngine;
@@ -35,36 +36,10 @@ afterAll(async () => {
 });
 
 const SVC = '/inference.GRPCInferenceService/';
-const prefixed = (msg: Uint8Array) => {
-  const out = Buffer.alloc(5 + msg.byteLength);
-  out.writeUInt32BE(msg.byteLength, 1);
-  out.set(msg, 5);
-  return out;
-};
-const encode = (type: string, m: object) => prefixed(messageType(type).encode(m as never).finish());
+const encode = (type: string, m: object) => grpcFramed(messageType(type).encode(m as never).finish());
 
 /** One raw unary call; what a client sees of the answer (the date header aside). */
-function rawCall(port: number, path: string, body: Buffer, extra: Record<string, string> = {}) {
-  return new Promise<{ headers: Record<string, unknown>; trailers: Record<string, unknown>; data: string }>((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', reject);
-    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extra });
-    let headers: Record<string, unknown> = {};
-    let trailers: Record<string, unknown> = {};
-    const data: Buffer[] = [];
-    req.on('response', (h) => ({ date: headers.date, ...headers } = { ...h }));
-    req.on('trailers', (t) => (trailers = { ...t }));
-    req.on('data', (d: Buffer) => data.push(d));
-    req.on('error', () => undefined);
-    req.on('close', () => {
-      session.close();
-      const { date: _d, ...h } = headers;
-      const { date: _t, ...t } = trailers;
-      resolve({ headers: h, trailers: t, data: Buffer.concat(data).toString('hex') });
-    });
-    req.end(body);
-  });
-}
+const rawCall = async (port: number, path: string, body: Buffer, extra: Record<string, string> = {}) => visible(await rawGrpcCall(port, path, [body], extra));
 
 describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
   it('relays every other RPC to grpc-js: the same answers, errors and metadata as grpc-js alone', async () => {

@@ -15,7 +15,8 @@
 // to grpc-js untouched. The routing is one of the reaches into grpc-js
 // (grpc-js-internals.ts), off with the others if grpc-js changed shape;
 // ENGINE_GRPC_DIRECT_INFER=0 turns it off alone (then grpc-js serves every
-// call, as before).
+// call, as before). The port's own HTTP/2 front (grpc-h2-front.ts, the
+// default) answers with the same DirectInferCall on its streams.
 import type { ServerHttp2Stream } from 'node:http2';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
@@ -70,9 +71,8 @@ export interface UnaryAnswer {
   gone(): boolean;
 }
 
-/** The direct path as a route in front of grpc-js (grpc-js-internals.ts); undefined when ENGINE_GRPC_DIRECT_INFER=0. */
-export function directInferRoute(api: ServerApi, opts: DirectInferOptions): StreamRoute | undefined {
-  if (process.env.ENGINE_GRPC_DIRECT_INFER === '0') return undefined;
+/** The direct path as a route in front of grpc-js on node:http2 (grpc-js-internals.ts; grpc-server.ts decides whether it is on). */
+export function directInferRoute(api: ServerApi, opts: DirectInferOptions): StreamRoute {
   return {
     accepts: isDirectInfer,
     serve: (stream, headers) => {
