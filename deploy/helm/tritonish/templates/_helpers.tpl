@@ -109,7 +109,7 @@ cluster to look in).
   "console-token" (.Values.secrets.consoleToken | toString) }}
 {{- $_ := set .Values.secrets "__data" $data }}
 {{- end }}
-{{- toJson .Values.secrets.__data }}
+{{- index .Values.secrets "__data" | toJson }}
 {{- end }}
 
 {{/*
