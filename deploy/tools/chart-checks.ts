@@ -12,6 +12,7 @@ import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from '.
 import type { HelmMajor } from './helm-tools.ts';
 import { checkSchema, validateK8sObject } from './k8s-validate.ts';
 import { KSERVE_SCHEMAS } from './kserve-schema.ts';
+import { podSecurityViolations } from './pod-security.ts';
 import { PROMETHEUS_OPERATOR_SCHEMAS } from './prometheus-operator-schema.ts';
 
 /** The custom resources a rendered chart may hold, by `apiVersion kind`, with their structural schemas. */
@@ -79,6 +80,11 @@ export function checkChartCase(chartDir: string, c: ChartCase): CaseResult {
   if (h3 && h4 && !isDeepStrictEqual(h3, h4)) problems.push(`Helm 3 and Helm 4 render different objects:\n${firstDifference(h3, h4)}`);
   const objects = h3 ?? h4 ?? [];
   for (const o of objects) for (const e of validateObject(o.object)) problems.push(`${o.source}: ${e}`);
+  // Every pod the chart makes meets Pod Security "restricted" (a namespace enforcing it admits them).
+  for (const o of objects) {
+    const pod = o.object.spec?.template?.spec;
+    if (pod) for (const v of podSecurityViolations(pod, 'restricted')) problems.push(`${o.source} ${o.object.kind}/${o.object.metadata.name}: Pod Security restricted, ${v}`);
+  }
   return { label: c.label, objects: objects.length, problems };
 }
 

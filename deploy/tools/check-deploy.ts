@@ -62,5 +62,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     process.stderr.write(`${problems.join('\n')}\n${problems.length} problem(s) in ${objects} objects\n`);
     process.exit(1);
   }
-  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, KServe CRD fields and runtime priorities)\n`);
+  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, ServiceMonitor and KServe CRD fields, KServe runtime priorities, Pod Security restricted, an upgrade renders what the install did)\n`);
 }
