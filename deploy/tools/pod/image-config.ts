@@ -36,11 +36,12 @@ function instructions(text: string): Array<{ op: string; rest: string }> {
     const line = raw.trim();
     if (!acc && (line.startsWith('#') || !line)) continue;
     if (line.startsWith('#')) continue;
+    // Docker joins a continued line to the next as written: the backslash and newline go, the spaces stay.
     if (line.endsWith('\\')) {
-      acc += `${line.slice(0, -1)} `;
+      acc += raw.replace(/\\\s*$/, '');
       continue;
     }
-    const full = acc + line;
+    const full = (acc + raw).trim();
     acc = '';
     const m = /^(\w+)\s+(.*)$/s.exec(full);
     if (m) out.push({ op: m[1]!.toUpperCase(), rest: m[2]!.trim() });
