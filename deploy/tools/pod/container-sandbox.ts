@@ -67,7 +67,7 @@ export function setupScript(plan: ContainerPlan, o: SandboxOptions): string {
       if (fs.lstatSync(host).isSymbolicLink()) lines.push(`ln -s ${q(fs.readlinkSync(host))} "$M"/${top}`);
       else lines.push(`mkdir "$M"/${top}`), bindRo(host, `${M}/${top}`);
     }
-    for (const dir of o.root.tmpfs ?? []) lines.push(`mount -t tmpfs -o mode=0755 tmpfs "$M"${q(dir)}`);
+    for (const dir of o.root.tmpfs ?? []) lines.push(`mkdir -p "$M"${q(dir)}`, `mount -t tmpfs -o mode=0755 tmpfs "$M"${q(dir)}`);
     for (const [inside, host] of o.root.binds) {
       const target = `${M}${inside}`;
       lines.push(fs.statSync(host).isDirectory() ? `mkdir -p ${q(target)}` : `mkdir -p ${q(path.dirname(target))} && touch ${q(target)}`);

@@ -49,7 +49,8 @@ export function simImages(objects: Obj[], appImage: string, app: SimImage): Map<
   const out = new Map<string, SimImage>();
   for (const ref of imagesOf(objects)) {
     if (ref === appImage) out.set(ref, app);
-    else if (/^(docker\.io\/(library\/)?)?redis:/.test(ref)) out.set(ref, { config: REDIS_STAND_IN, root: { kind: 'host', binds: [] } });
+    // /data: the official image's working directory (its VOLUME), there even when the pod mounts nothing on it.
+    else if (/^(docker\.io\/(library\/)?)?redis:/.test(ref)) out.set(ref, { config: REDIS_STAND_IN, root: { kind: 'host', tmpfs: ['/data'], binds: [] } });
     else throw new Error(`image '${ref}' has no stand-in in the simulation (the app image is '${appImage}')`);
   }
   return out;
