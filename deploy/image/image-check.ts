@@ -8,22 +8,27 @@
 //     mounted at /mnt/models as KServe's storage initializer puts them: every
 //     model ready, an inference, metrics, gRPC, the processes under uid 10001,
 //     exit 0 on SIGTERM.
-//  2. The chart's pod: the engine and gateway containers with the command and
-//     args `helm template` renders, sharing one /dev/shm: the gateway ready
-//     and a function call through it; SIGTERM to the gateway, then to the
-//     engine, each exiting 0.
+//  2. The chart's default install (pod-check.ts): every container of the pod
+//     the real Helm renders, init copy first, run from the image's root by
+//     the pod simulation with the manifest's users, volumes, environment and
+//     command lines: ready, tini as PID 1, a function call, exit 0 on SIGTERM.
 //
+// Deadlines scale with the host: the probe's budget and the stop's grace
+// are multiplied by the load average per core (at least 1) while waiting,
+// and a container that exits ends the wait at once with its output.
 // Prints the timings and the image size, writes them to last-run.json in
 // IMAGE_WORK (buildah.ts), exits 1 naming the first failure.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { helmTemplate } from '../tools/helm-render.ts';
+import { loadFactor } from '../tools/pod/pod-run.ts';
 import { buildah, diskBytes, IMAGE_WORK, log } from './buildah.ts';
 import { containerPids, netnsPids, removeContainer, startContainer, stopContainer, uidOf, type Running } from './container-run.ts';
 import { buildImage, chooseBases } from './image-build.ts';
+import { podCheck } from './pod-check.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DOCKERFILE = path.join(ROOT, 'deploy/Dockerfile');
@@ -39,13 +44,26 @@ const bundledModels = fs
   .filter((m) => fs.existsSync(path.join(ROOT, 'model_repository', m, 'config.pbtxt')))
   .sort();
 
-/** Runs probe.ts inside the namespace; returns its JSON line. */
-function probe(since: number, ports: { http: number; grpc: number; metrics: number; gateway?: number }): Record<string, unknown> {
-  const args = [`--since=${since}`, `--http=${ports.http}`, `--grpc=${ports.grpc}`, `--metrics=${ports.metrics}`, `--models=${bundledModels.join(',')}`];
-  if (ports.gateway) args.push(`--gateway=${ports.gateway}`, `--api-key=${API_KEY}`);
-  const r = spawnSync('ip', ['netns', 'exec', NS, process.execPath, '--import', 'tsx', path.join(ROOT, 'deploy/image/probe.ts'), ...args], { encoding: 'utf8', cwd: ROOT });
-  if (r.status !== 0) throw new Error(`${r.stderr.trim() || `probe exited ${r.status}`}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+/**
+ * Runs probe.ts inside the namespace (its deadline: 300 s, KServe's and the
+ * chart's startup budget, times the host's load); resolves to its JSON line,
+ * or fails as soon as the container `r` exits, with the container's output.
+ */
+async function probe(r: Running, ports: { http: number; grpc: number; metrics: number }): Promise<Record<string, unknown>> {
+  const args = [`--since=${r.startedAt}`, `--http=${ports.http}`, `--grpc=${ports.grpc}`, `--metrics=${ports.metrics}`, `--models=${bundledModels.join(',')}`, '--budget-s=300'];
+  const p = spawn('ip', ['netns', 'exec', NS, process.execPath, '--import', 'tsx', path.join(ROOT, 'deploy/image/probe.ts'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const probed = new Promise<number | null>((res) => p.on('exit', (code) => res(code)));
+  const first = await Promise.race([probed.then((code) => ({ code })), r.exited.then((code) => ({ container: code }))]);
+  if ('container' in first) {
+    p.kill('SIGKILL');
+    throw new Error(`${r.spec.name} exited ${first.container} before it was ready; its output: ${r.logFile}\n${fs.readFileSync(r.logFile, 'utf8').trimEnd().split('\n').slice(-15).join('\n')}`);
+  }
+  if (first.code !== 0) throw new Error(err.trim() || `probe exited ${first.code}`);
+  return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
 }
 
 /** Every process of the container runs as the image's user. */
@@ -56,8 +74,10 @@ function checkUids(r: Running, uid: number): void {
 }
 
 async function stopAndCheck(r: Running): Promise<number> {
-  const { code, seconds } = await stopContainer(NS, r);
-  if (code !== 0) throw new Error(`${r.spec.name}: exit ${code === null ? '(none: killed after 60 s)' : code} on SIGTERM, expected 0; its output: ${r.logFile}`);
+  // The chart's grace period (60 s), scaled by the load, as every deadline here.
+  const timeoutMs = 60_000 * loadFactor();
+  const { code, seconds } = await stopContainer(NS, r, timeoutMs);
+  if (code !== 0) throw new Error(`${r.spec.name}: exit ${code === null ? `(none: killed after ${(timeoutMs / 1000).toFixed(0)} s)` : code} on SIGTERM, expected 0; its output: ${r.logFile}`);
   log(`${r.spec.name}: exit 0 ${seconds.toFixed(1)} s after SIGTERM`);
   return seconds;
 }
@@ -69,47 +89,14 @@ async function kserveRun(modelDir: string): Promise<void> {
   log(`kserve: ${args.join(' ')}`);
   const r = startContainer(NS, { name: `${NS}-kserve`, image: TAG, args, volumes: { [modelDir]: '/mnt/models' } }, path.join(IMAGE_WORK, 'kserve.log'));
   running.push(r);
-  const p = probe(r.startedAt, { http: flag('http-port'), grpc: flag('grpc-port'), metrics: 8002 });
+  const p = await probe(r, { http: flag('http-port'), grpc: flag('grpc-port'), metrics: 8002 });
   checkUids(r, 10001);
   log(`kserve: ready in ${p.engine_ready_s} s, ${p.models_ready} models, inference, metrics and gRPC answer; uid 10001`);
   summary.kserve = { ...p, sigterm_exit_s: await stopAndCheck(r) };
 }
 
-async function podRun(modelDir: string): Promise<void> {
-  const deployment = helmTemplate(3, path.join(ROOT, 'deploy/helm/tritonish'), { release: 'tritonish' }).find((o) => o.object.kind === 'Deployment' && o.object.metadata.name === 'tritonish')!;
-  const pod = deployment.object.spec.template.spec;
-  const shm = fs.mkdtempSync(`/dev/shm/${NS}-`);
-  fs.chmodSync(shm, 0o1777);
-  const mounts = (c: Record<string, any>): Record<string, string> => {
-    const out: Record<string, string> = {};
-    for (const m of c.volumeMounts ?? []) {
-      if (m.name === 'shm') out[shm] = '/dev/shm:rw';
-      if (m.name === 'models') out[modelDir] = m.mountPath; // the init container's copy of the image's repository
-    }
-    return out;
-  };
-  const port = (c: Record<string, any>, name: string) => Number(c.ports.find((p: Record<string, any>) => p.name === name).containerPort);
-  const [engineC, gatewayC] = pod.containers as Array<Record<string, any>>;
-  // No Redis here: the gateway keeps leases and jobs in memory; the recommender function wants an API key.
-  const env = { REDIS_URL: '', RECOMMENDER_API_KEYS: API_KEY };
-  log(`pod: engine ${[...engineC!.command, ...engineC!.args].join(' ')}`);
-  const engine = startContainer(NS, { name: `${NS}-engine`, image: TAG, args: [...engineC!.command, ...engineC!.args], volumes: mounts(engineC!) }, path.join(IMAGE_WORK, 'engine.log'));
-  running.push(engine);
-  log(`pod: gateway ${[...gatewayC!.command, ...gatewayC!.args].join(' ')}`);
-  const gateway = startContainer(NS, { name: `${NS}-gateway`, image: TAG, args: [...gatewayC!.command, ...gatewayC!.args], env, volumes: mounts(gatewayC!) }, path.join(IMAGE_WORK, 'gateway.log'));
-  running.push(gateway);
-  try {
-    const p = probe(engine.startedAt, { http: port(engineC!, 'engine-http'), grpc: port(engineC!, 'engine-grpc'), metrics: port(engineC!, 'metrics'), gateway: port(gatewayC!, 'http') });
-    checkUids(engine, 10001);
-    checkUids(gateway, 10001);
-    log(`pod: engine ready in ${p.engine_ready_s} s, gateway in ${p.gateway_ready_s} s; a function call through the gateway answers`);
-    summary.pod = { ...p, gateway_sigterm_exit_s: await stopAndCheck(gateway), engine_sigterm_exit_s: await stopAndCheck(engine) };
-  } finally {
-    fs.rmSync(shm, { recursive: true, force: true });
-  }
-}
-
 async function main(): Promise<void> {
+  summary.load_average_1m_at_start = os.loadavg()[0];
   if (process.getuid?.() !== 0) throw new Error('image:check needs root (buildah with the vfs driver, network namespaces)');
   for (const tool of ['buildah', 'ip']) if (spawnSync('which', [tool]).status !== 0) throw new Error(`image:check needs '${tool}' (apt-get install -y buildah iproute2 mmdebstrap)`);
   fs.mkdirSync(IMAGE_WORK, { recursive: true });
@@ -132,7 +119,7 @@ async function main(): Promise<void> {
     summary.app_bytes = diskBytes(path.join(first.rootfs, 'app'));
     log(`image: ${(Number(summary.image_bytes) / 2 ** 20).toFixed(0)} MiB unpacked, of which /app ${(Number(summary.app_bytes) / 2 ** 20).toFixed(0)} MiB`);
     await kserveRun(modelDir);
-    await podRun(modelDir);
+    summary.pod = await podCheck(ROOT, TAG, API_KEY);
   } finally {
     for (const pid of netnsPids(NS)) process.kill(pid, 'SIGKILL'); // only this check's processes live in its namespace
     await Promise.all(running.map((r) => r.exited));
@@ -140,6 +127,8 @@ async function main(): Promise<void> {
     spawnSync('ip', ['netns', 'del', NS]);
   }
   summary.total_s = (Date.now() - started) / 1000;
+  summary.load_average_1m_at_end = os.loadavg()[0];
+  summary.cores = os.availableParallelism();
   fs.writeFileSync(path.join(IMAGE_WORK, 'last-run.json'), `${JSON.stringify(summary, null, 2)}\n`);
   log(`image check passed in ${Number(summary.total_s).toFixed(0)} s; summary in ${path.join(IMAGE_WORK, 'last-run.json')}`);
 }

@@ -6,6 +6,7 @@
 // 1 naming the first check that failed. Self-contained (plain fetch and
 // node:http2) so it needs nothing from the image or the project.
 import http2 from 'node:http2';
+import os from 'node:os';
 
 const arg = (name: string, dflt?: string): string => {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -21,7 +22,11 @@ const metrics = `http://127.0.0.1:${arg('metrics')}/metrics`;
 const models = arg('models').split(',').filter(Boolean);
 const gateway = arg('gateway', '');
 const apiKey = arg('api-key', '');
-const deadline = Date.now() + Number(arg('timeout-s', '300')) * 1000;
+// The deadline: --budget-s seconds times the host's load per core (at least 1), re-read at every
+// poll, so a loaded host gets the time it needs and a quiet one fails as soon as a fixed budget would.
+const budgetMs = Number(arg('budget-s', '300')) * 1000;
+const started = Date.now();
+const pastDeadline = () => Date.now() - started > budgetMs * Math.max(1, os.loadavg()[0]! / os.availableParallelism());
 
 const fail = (what: string): never => {
   process.stderr.write(`probe: ${what}\n`);
@@ -35,7 +40,7 @@ async function waitFor(url: string): Promise<number> {
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) fail(`${url} not 200 before the deadline`);
+    if (pastDeadline()) fail(`${url} not 200 within ${budgetMs / 1000} s x the host's load per core`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -10,7 +10,20 @@ import path from 'node:path';
 import { documentedInstalls, docFiles } from './documented-installs.ts';
 import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from './helm-render.ts';
 import type { HelmMajor } from './helm-tools.ts';
-import { validateK8sObject } from './k8s-validate.ts';
+import { checkSchema, validateK8sObject } from './k8s-validate.ts';
+import { KSERVE_SCHEMAS } from './kserve-schema.ts';
+import { podSecurityViolations } from './pod-security.ts';
+import { PROMETHEUS_OPERATOR_SCHEMAS } from './prometheus-operator-schema.ts';
+
+/** The custom resources a rendered chart may hold, by `apiVersion kind`, with their structural schemas. */
+export const CUSTOM_RESOURCE_SCHEMAS = { ...KSERVE_SCHEMAS, ...PROMETHEUS_OPERATOR_SCHEMAS };
+
+/** A rendered object's problems: a custom resource against its CRD's schema, any other against Kubernetes' own. */
+export function validateObject(obj: Record<string, any>): string[] {
+  const crd = CUSTOM_RESOURCE_SCHEMAS[`${obj?.apiVersion} ${obj?.kind}`];
+  if (!crd) return validateK8sObject(obj);
+  return checkSchema(obj, crd).map((e) => `${obj.kind}/${obj.metadata?.name}: ${e}`);
+}
 
 export interface ChartCase {
   label: string;
@@ -19,12 +32,27 @@ export interface ChartCase {
 
 export const HELM_MAJORS: HelmMajor[] = [3, 4];
 
+/** Values that turn on every object the defaults leave out, so each is rendered and validated too. */
+export const EVERY_OPTIONAL_OBJECT = [
+  'serviceMonitor.enabled=true',
+  'serviceMonitor.labels.release=kube-prometheus-stack',
+  'autoscaling.enabled=true',
+  'networkPolicy.engine.allowedNamespaces={ml-batch,ml-online}',
+  'networkPolicy.engine.from[0].podSelector.matchLabels.role=triton-client',
+  'networkPolicy.gateway.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=ingress-nginx',
+  'networkPolicy.metrics.allowedNamespaces={monitoring}',
+];
+/** The same, as JSON values (a function file's text has commas and braces `--set` would split). */
+export const EVERY_OPTIONAL_OBJECT_JSON = [`functions.files=${JSON.stringify({ 'echo.json': JSON.stringify({ name: 'echo', target: { model: 'product_recommender_model' } }) })}`];
+
 /** The cases every run checks, for the repository at `root`. */
 export function chartCases(root: string, extraValues: string[] = []): ChartCase[] {
   const prod = path.join(root, 'deploy/helm/values-production.yaml');
   return [
     { label: 'default values', options: {} },
     { label: 'values-production.yaml', options: { values: [prod] } },
+    { label: 'values-production.yaml + values-gpu.yaml', options: { values: [prod, path.join(root, 'deploy/helm/values-gpu.yaml')] } },
+    { label: 'every optional object on', options: { set: EVERY_OPTIONAL_OBJECT, extra: EVERY_OPTIONAL_OBJECT_JSON.flatMap((j) => ['--set-json', j]) } },
     ...documentedInstalls(root, docFiles(root)).map((d) => ({ label: `${d.where} (helm install ${d.release} ...)`, options: { release: d.release, extra: d.args } })),
     ...extraValues.map((f) => ({ label: path.relative(process.cwd(), f), options: { values: [f] } })),
   ];
@@ -51,20 +79,30 @@ export function checkChartCase(chartDir: string, c: ChartCase): CaseResult {
   const [h3, h4] = [renders.get(3), renders.get(4)].map((r) => r && sameGeneratedKey(r));
   if (h3 && h4 && !isDeepStrictEqual(h3, h4)) problems.push(`Helm 3 and Helm 4 render different objects:\n${firstDifference(h3, h4)}`);
   const objects = h3 ?? h4 ?? [];
-  for (const o of objects) for (const e of validateK8sObject(o.object)) problems.push(`${o.source}: ${e}`);
+  for (const o of objects) for (const e of validateObject(o.object)) problems.push(`${o.source}: ${e}`);
+  // Every pod the chart makes meets Pod Security "restricted" (a namespace enforcing it admits them).
+  for (const o of objects) {
+    const pod = o.object.spec?.template?.spec;
+    if (pod) for (const v of podSecurityViolations(pod, 'restricted')) problems.push(`${o.source} ${o.object.kind}/${o.object.metadata.name}: Pod Security restricted, ${v}`);
+  }
   return { label: c.label, objects: objects.length, problems };
 }
 
 /**
  * The Secret's engine-admin-key, when the chart generated it (48 random
- * characters per render), replaced by a marker so two renders compare equal.
+ * characters: `helm template` has no cluster to look the kept one up in), and
+ * the pods' checksum of it, replaced by markers so two renders compare equal.
  */
 export function sameGeneratedKey(objects: RenderedObject[]): RenderedObject[] {
+  const generated = (o: RenderedObject) => o.object.kind === 'Secret' && /^[A-Za-z0-9]{48}$/.test(o.object.stringData?.['engine-admin-key'] ?? '');
+  if (!objects.some(generated)) return objects;
   return objects.map((o) => {
-    const data = (o.object as { kind?: string; stringData?: Record<string, string> }).stringData;
-    const key = data?.['engine-admin-key'];
-    if ((o.object as { kind?: string }).kind !== 'Secret' || !key || !/^[A-Za-z0-9]{48}$/.test(key)) return o;
-    return { ...o, object: { ...o.object, stringData: { ...data, 'engine-admin-key': '<generated>' } } };
+    if (generated(o)) return { ...o, object: { ...o.object, stringData: { ...o.object.stringData, 'engine-admin-key': '<generated>' } } };
+    const annotations = o.object.spec?.template?.metadata?.annotations;
+    if (!annotations?.['checksum/secrets']) return o;
+    const copy = structuredClone(o.object);
+    copy.spec.template.metadata.annotations['checksum/secrets'] = '<checksum of a generated key>';
+    return { ...o, object: copy };
   });
 }
 

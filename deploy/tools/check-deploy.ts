@@ -7,10 +7,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
-import { chartCases, checkChartCase } from './chart-checks.ts';
+import { chartCases, checkChartCase, HELM_MAJORS } from './chart-checks.ts';
 import { checkSchema } from './k8s-validate.ts';
 import { BUILT_IN_RUNTIMES, priorityConflicts, runtimeClaims } from './kserve-runtime-claims.ts';
 import { KSERVE_SCHEMAS, PROMETHEUS_ADAPTER_VALUES } from './kserve-schema.ts';
+import { upgradeDifferences } from './upgrade-check.ts';
 
 const DEPLOY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT = path.dirname(DEPLOY);
@@ -45,6 +46,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     objects += r.objects;
     problems.push(...r.problems.map((p) => `chart (${r.label}) ${p}`));
   }
+  // An upgrade of an install with the default values renders the very same objects (the key looked up, not redrawn).
+  for (const major of HELM_MAJORS) {
+    const diff = await upgradeDifferences(major, path.join(DEPLOY, 'helm/tritonish'));
+    process.stdout.write(`chart, helm ${major} upgrade after install (default values): ${diff.length ? 'CHANGES' : 'nothing changes'}\n`);
+    problems.push(...diff.map((d) => `chart (upgrade) ${d}`));
+  }
   const k = checkKServe(path.join(DEPLOY, 'kserve'));
   objects += k.objects + 1;
   problems.push(...k.problems);
@@ -55,5 +62,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     process.stderr.write(`${problems.join('\n')}\n${problems.length} problem(s) in ${objects} objects\n`);
     process.exit(1);
   }
-  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, KServe CRD fields and runtime priorities)\n`);
+  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, ServiceMonitor and KServe CRD fields, KServe runtime priorities, Pod Security restricted, an upgrade renders what the install did)\n`);
 }

