@@ -233,15 +233,24 @@ export class InferenceServer implements ServerApi {
     };
   }
 
-  shmRegister(name: string, key: string, offset: number, byteSize: number): void {
+  /**
+   * Client registration and unregistration need --allow-client-shm=true, as
+   * in Triton: with it off, both are refused (status still answers).
+   */
+  private checkClientShm(): void {
     if (!this.opts.allowClientShm) {
       throw unsupported(`Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.`);
     }
+  }
+
+  shmRegister(name: string, key: string, offset: number, byteSize: number): void {
+    this.checkClientShm();
     this.shm.register(name, key, offset, byteSize);
   }
 
   /** Unregister one region or all ('' ); one in use by a request stays listed until that request ends (as in Triton). */
   shmUnregister(name: string, who?: string): void {
+    this.checkClientShm();
     this.shm.unregister(name, who);
   }
 
@@ -255,12 +264,14 @@ export class InferenceServer implements ServerApi {
   }
 
   cudaShmRegister(name: string): void {
+    this.checkClientShm();
     throw unsupported(
       `CUDA shared memory region '${name}' cannot be registered: this engine was built without CUDA shared-memory support`,
     );
   }
 
   cudaShmUnregister(_name: string): void {
+    this.checkClientShm();
     // Nothing is ever registered without CUDA; unknown names succeed, as in Triton.
   }
 

@@ -180,8 +180,14 @@ function paramsLost(p: unknown): boolean {
 const str = (s: string) => JSON.stringify(s);
 
 /**
- * Encode the engine's response: JSON `data` for JSON outputs, binary outputs
- * appended after the header, shm outputs described by their parameters only.
+ * Encode the engine's response as Triton's HTTP server writes it
+ * (http_server.cc, FinalizeResponse): every output has name, datatype and
+ * shape; a JSON output adds `data`, a binary one `parameters` with only
+ * `binary_data_size`, an output written into a shared-memory region nothing
+ * more. Triton's C++ client reads any output `parameters` as binary-data
+ * information, so no other parameters may appear there. A binary output of
+ * zero bytes adds nothing to the tail; with no bytes in the tail the reply is
+ * plain JSON, without Inference-Header-Content-Length, as Triton's.
  */
 export function encodeInferResponse(
   resp: InferResponse,
@@ -192,20 +198,16 @@ export function encodeInferResponse(
   const binaries: Uint8Array[] = [];
   const outs = resp.outputs.map((o) => {
     const req = byName.get(o.name);
-    const params: Record<string, ParamValue> = {};
-    let data = '';
+    let rest = '';
     if (o.shm) {
-      params.shared_memory_region = o.shm.region;
-      params.shared_memory_byte_size = o.shm.byteSize;
-      if (o.shm.offset) params.shared_memory_offset = o.shm.offset;
+      // The bytes are in the client's region already: name, datatype and shape say all.
     } else if (req?.binary ?? binaryOutputDefault) {
-      params.binary_data_size = o.data.byteLength;
-      binaries.push(o.data);
+      rest = `,"parameters":{"binary_data_size":${o.data.byteLength}}`;
+      if (o.data.byteLength > 0) binaries.push(o.data);
     } else {
-      data = `,"data":${tensorBytesToJson(o.name, o.datatype, o.data)}`;
+      rest = `,"data":${tensorBytesToJson(o.name, o.datatype, o.data)}`;
     }
-    const p = Object.keys(params).length ? `,"parameters":${JSON.stringify(params)}` : '';
-    return `{"name":${str(o.name)},"datatype":${str(o.datatype)},"shape":[${o.shape.join(',')}]${p}${data}}`;
+    return `{"name":${str(o.name)},"datatype":${str(o.datatype)},"shape":[${o.shape.join(',')}]${rest}}`;
   });
   const id = resp.id !== undefined && resp.id !== '' ? `,"id":${str(resp.id)}` : '';
   const rp = resp.parameters && Object.keys(resp.parameters).length ? `,"parameters":${stringifyParams(resp.parameters)}` : '';
