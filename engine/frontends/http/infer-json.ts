@@ -3,7 +3,7 @@
 // parameters. Pure functions; handlers in routes-infer.ts do the I/O.
 import { byteSizeOf, isDatatype } from '../../api/datatypes.ts';
 import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutput } from '../../api/infer-request.ts';
-import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
+import { checkReservedParams, parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
 import { assembleBody, BinaryInputReader, splitBody } from './binary-extension.ts';
 import { mayHaveLostIntegers, parseExactJson } from './exact-json.ts';
@@ -129,6 +129,7 @@ export function parseInferRequest(
     throw invalidArg(`request parameter 'binary_data_output' must be a boolean`);
   }
   delete parameters.binary_data_output;
+  checkReservedParams(parameters, 'http');
   const { priority, timeoutUs } = parseSchedulingParams(parameters);
   delete parameters.priority;
   delete parameters.timeout;
