@@ -8,6 +8,7 @@ import type {
 } from '../api/server-api.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
+import type { FailureReason } from '../api/scheduler.ts';
 import { ModelRepositoryManager } from '../repository/model-repository-manager.ts';
 import type { InferenceServerOptions } from './inference-server-options.ts';
 import { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
@@ -182,6 +183,10 @@ export class InferenceServer implements ServerApi {
       return vs.map((v) => v.stats.snapshot());
     }
     return this.repository.allVersions().map((v) => v.stats.snapshot());
+  }
+
+  failureReasons(): Array<{ name: string; version: string; reasons: Record<FailureReason, number> }> {
+    return this.repository.allVersions().map((v) => ({ name: v.stats.name, version: v.stats.version, reasons: v.stats.failureReasons() }));
   }
 
   repositoryIndex(readyOnly: boolean): ModelIndexEntry[] {
