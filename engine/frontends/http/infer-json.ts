@@ -116,6 +116,7 @@ export function parseInferRequest(
   modelName: string,
   modelVersion: string | undefined,
 ): ParsedInfer {
+  if (headerLength !== undefined && headerLength.trim() === '0') return rawRequest(body, modelName, modelVersion);
   const { json, binary } = splitBody(body, headerLength);
   let doc = parseJson(json, 'inference request header');
   if (lostIntegers(doc)) doc = parseJson(json, 'inference request header', true);
@@ -144,6 +145,23 @@ export function parseInferRequest(
   if (priority !== undefined) request.priority = priority;
   if (timeoutUs !== undefined) request.timeoutUs = timeoutUs;
   return { request, binaryOutputDefault: binaryOutput === true };
+}
+
+/**
+ * Triton's raw binary request (Inference-Header-Content-Length: 0): the body
+ * is the model's one input, named, typed and shaped by the engine from the
+ * model's config; every output comes back binary.
+ */
+function rawRequest(body: Buffer, modelName: string, modelVersion: string | undefined): ParsedInfer {
+  const request: InferRequest = {
+    modelName,
+    inputs: [{ name: 'raw_input', datatype: 'UINT8', shape: [body.length], data: body }],
+    outputs: [],
+    parameters: {},
+    rawInput: true,
+  };
+  if (modelVersion !== undefined && modelVersion !== '') request.modelVersion = modelVersion;
+  return { request, binaryOutputDefault: true };
 }
 
 /**
