@@ -7,6 +7,7 @@ import { checkReservedParams, parseSchedulingParams, parseShmParams } from '../.
 import { invalidArg } from '../../api/status.ts';
 import { assembleBody, BinaryInputReader, splitBody } from './binary-extension.ts';
 import { mayHaveLostIntegers, parseExactJson } from './exact-json.ts';
+import { rapidJsonError } from './json-parse-error.ts';
 import { jsonToTensorBytes, tensorBytesToJson } from './tensor-json.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -16,10 +17,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * `exact`: integer literals past 2^53 come back as bigint (exact-json.ts).
  */
 export function parseJson(text: Buffer | string, what = 'request body', exact = false): unknown {
+  const t = typeof text === 'string' ? text : text.toString('utf8');
   try {
-    const t = typeof text === 'string' ? text : text.toString('utf8');
     return exact ? parseExactJson(t) : JSON.parse(t);
   } catch (e) {
+    // Triton's words and rapidjson's offset (clients match on them); ours when rapidjson would have read it.
+    const why = rapidJsonError(typeof text === 'string' ? Buffer.from(text) : text);
+    if (why) throw invalidArg(`failed to parse the request JSON buffer: ${why.message} at ${why.offset}`);
     throw invalidArg(`failed to parse the ${what} as JSON: ${(e as Error).message}`);
   }
 }
