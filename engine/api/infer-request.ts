@@ -57,6 +57,12 @@ export interface InferRequest {
   /** Empty = all outputs. */
   outputs: RequestedOutput[];
   parameters: Record<string, ParamValue>;
+  /**
+   * HTTP's raw binary request (Inference-Header-Content-Length: 0): the one
+   * input's name, datatype and shape are deduced from the model's config
+   * before validation (engine/server/raw-input.ts).
+   */
+  rawInput?: boolean;
   /** Priority level (1 = highest); 0 = model default. */
   priority?: number;
   /** Queue timeout override in microseconds; 0 = model default. */

@@ -1,7 +1,7 @@
 // Per model-version statistics (Triton's statistics extension). Owned by one
 // model version; written by its scheduler on the main thread, read by the
 // frontends and the metrics collector.
-import type { StatsSink, ExecutionTiming } from './scheduler.ts';
+import { FAILURE_REASONS, type FailureReason, type StatsSink, type ExecutionTiming } from './scheduler.ts';
 import type { Duration, ModelStatistics as Snapshot } from './server-api.ts';
 
 const dur = (): Duration => ({ count: 0, ns: 0 });
@@ -18,6 +18,8 @@ export class ModelStatistics implements StatsSink {
     success: dur(), fail: dur(), queue: dur(), compute_input: dur(), compute_infer: dur(),
     compute_output: dur(), cache_hit: dur(), cache_miss: dur(), cancel: dur(),
   };
+  /** Failed requests by Triton's failure reason (the metric's `reason` label). */
+  private readonly reasons = Object.fromEntries(FAILURE_REASONS.map((r) => [r, 0])) as Record<FailureReason, number>;
   private readonly batch = new Map<number, { compute_input: Duration; compute_infer: Duration; compute_output: Duration }>();
 
   constructor(
@@ -64,9 +66,15 @@ export class ModelStatistics implements StatsSink {
     this.lastInference = Date.now();
   }
 
-  failed(ns: number): void {
+  failed(ns: number, reason: FailureReason = 'OTHER'): void {
     add(this.s.fail, ns);
+    this.reasons[reason]++;
     this.lastInference = Date.now();
+  }
+
+  /** Failed requests by reason; they add up to the `fail` count. */
+  failureReasons(): Record<FailureReason, number> {
+    return { ...this.reasons };
   }
 
   /**

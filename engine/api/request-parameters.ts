@@ -90,3 +90,24 @@ export function parseSchedulingParams(params: Record<string, ParamValue>): { pri
   }
   return { priority, timeoutUs };
 }
+
+/** The one `triton_` request parameter Triton's gRPC server takes (TRITON_RESERVED_REQUEST_PARAMS). */
+export const TRITON_RESERVED_REQUEST_PARAMS: readonly string[] = ['triton_enable_empty_final_response'];
+
+/**
+ * Triton's refusal of request parameters named `triton_...`, word for word:
+ * over HTTP none is allowed; over gRPC only TRITON_RESERVED_REQUEST_PARAMS.
+ */
+export function checkReservedParams(params: Record<string, ParamValue>, protocol: 'http' | 'grpc'): void {
+  for (const k of Object.keys(params)) {
+    if (!k.startsWith('triton_')) continue;
+    if (protocol === 'http') {
+      throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
+    }
+    if (!TRITON_RESERVED_REQUEST_PARAMS.includes(k)) {
+      throw invalidArg(
+        `parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: ${TRITON_RESERVED_REQUEST_PARAMS.join(' ')}`,
+      );
+    }
+  }
+}

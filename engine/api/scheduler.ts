@@ -39,6 +39,31 @@ export interface ExecutionInstance {
   execute(requests: InferRequest[]): Promise<ExecuteResult>;
 }
 
+/**
+ * Why a request failed, as Triton's nv_inference_request_failure `reason`
+ * label says (core infer_stats.h FailureReason): REJECTED by its scheduler
+ * (queue full, timeout in the queue), CANCELED, an error from the BACKEND
+ * (the model's own error, a failed execution), or OTHER (the request was
+ * refused before the model ran: validation, sequence admission).
+ */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export const FAILURE_REASONS: readonly FailureReason[] = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'];
+
+const REASON = Symbol('failure reason');
+
+/** Mark `err` as a scheduler's rejection (it is counted as REJECTED when it fails its request). */
+export function rejection<E extends StatusError>(err: E): E {
+  (err as E & { [REASON]?: FailureReason })[REASON] = 'REJECTED';
+  return err;
+}
+
+/** The reason a request that ended in `err` failed: its mark, CANCELED for CANCELLED, else `fallback`. */
+export function failureReasonOf(err: StatusError, fallback: FailureReason): FailureReason {
+  const marked = (err as StatusError & { [REASON]?: FailureReason })[REASON];
+  if (marked) return marked;
+  return err.code === 'CANCELLED' ? 'CANCELED' : fallback;
+}
+
 /** Records what a scheduler observed into the model's statistics. */
 export interface StatsSink {
   /** A request left the queue after waiting this long. */
@@ -47,7 +72,8 @@ export interface StatsSink {
   executed(batchSize: number, requestCount: number, timing: ExecutionTiming): void;
   /** A request finished; total ns from arrival. */
   succeeded(ns: number): void;
-  failed(ns: number): void;
+  /** A request failed; total ns from arrival, and why (OTHER when not said). */
+  failed(ns: number, reason?: FailureReason): void;
 }
 
 /** The batch size a request contributes: its inputs' first dim when the model batches, else 1. */
@@ -66,7 +92,8 @@ export function answerRequest(
   reject: (e: StatusError) => void,
 ): void {
   if (outcome instanceof StatusError) {
-    stats.failed(ns);
+    // What a scheduler answers with an error came from the backend, unless it says otherwise.
+    stats.failed(ns, failureReasonOf(outcome, 'BACKEND'));
     reject(outcome);
   } else {
     stats.succeeded(ns);

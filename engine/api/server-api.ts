@@ -1,6 +1,7 @@
 // The engine's one facade, shared by the gRPC and HTTP frontends (Triton's
 // TRITONSERVER_Server API). Frontends translate wire <-> these calls only.
 import type { SharingStatus } from './sharing-status.ts';
+import type { FailureReason } from './scheduler.ts';
 import type { InferRequest, InferResponse } from './infer-request.ts';
 import type { ModelConfig } from './model-config.ts';
 import type { Datatype } from './datatypes.ts';
@@ -114,4 +115,6 @@ export interface ServerApi {
   traceSettings(model: string | undefined, update?: Record<string, string[]>): Record<string, string[]>;
   /** Response cache, memory budget and on-demand loading state (metrics). */
   sharingStatus?(): SharingStatus;
+  /** Failed requests of every loaded model version by Triton's failure reason (metrics' `reason` label). */
+  failureReasons?(): Array<{ name: string; version: string; reasons: Record<FailureReason, number> }>;
 }

@@ -285,8 +285,9 @@ export class ModelRepositoryManager {
   private writeOverrideDir(e: ModelEntry, files: Record<string, Uint8Array>): string {
     // Every path is checked before anything is created or removed on disk.
     const rels = Object.keys(files).map((key) => {
-      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here.
-      const rel = key.startsWith('file:') ? key.slice('file:'.length) : key;
+      // Keys are Triton's "file:<version>/<name>" (LoadParameters); the prefix is optional here. Leading
+      // slashes name the model folder itself, as Triton's JoinPath appends "/1/model.py" to it.
+      const rel = (key.startsWith('file:') ? key.slice('file:'.length) : key).replace(/^\/+/, '');
       if (!overridePathInside(rel)) throw invalidArg(`load of '${e.name}': file override '${echo(rel)}' escapes the model folder`);
       return [key, rel] as const;
     });

@@ -13,7 +13,7 @@ import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { InstancePool } from './instance-pool.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
-import { requestBatchSize } from '../api/scheduler.ts';
+import { rejection, requestBatchSize } from '../api/scheduler.ts';
 import { SchedulerQueue, type Clock, type QueueEntry } from './scheduler-queue.ts';
 import { OneShotTimer, SchedulerCore } from './scheduler-core.ts';
 import { cancelled, invalidArg, StatusError, unavailable } from '../api/status.ts';
@@ -114,7 +114,10 @@ export class DynamicBatchScheduler implements Scheduler {
       try {
         p.entry = this.queue.enqueue(p, request.priority, request.timeoutUs, now);
       } catch (err) {
-        reject(err as StatusError); // bad priority or queue full: never accepted
+        // Bad priority or queue full: never accepted. A full queue is Triton's REJECTED failure.
+        const e = err as StatusError;
+        if (e.code === 'UNAVAILABLE') this.stats.failed(0, 'REJECTED');
+        reject(e);
         return;
       }
       p.seq = this.nextSeq++;
@@ -165,7 +168,7 @@ export class DynamicBatchScheduler implements Scheduler {
     const now = this.core.clock.nowNs();
     for (const e of this.queue.expire(now)) {
       this.detach(e.item);
-      this.settle(e.item, unavailable('Request timeout expired'), true);
+      this.settle(e.item, rejection(unavailable('Request timeout expired')), true);
     }
     let wakeAt: bigint | undefined;
     while (this.queue.size() > 0) {

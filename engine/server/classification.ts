@@ -8,8 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Tensor } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
-import { serializeBytes } from '../api/datatypes.ts';
-import { decodeValues } from '../../protocol/tensor-codec.ts';
+import { serializeBytes, typedView, type Datatype } from '../api/datatypes.ts';
 import { invalidArg } from '../api/status.ts';
 
 const labelCache = new Map<string, string[]>();
@@ -38,13 +37,39 @@ export function labelsOf(config: ModelConfig, output: string, modelDir: string |
   return labels;
 }
 
-/** The top-k classification of `t` (batch rows when the model batches). */
+/** Datatypes Triton classifies (its TopkClassifications switch); others are refused with its text. */
+const CLASSIFIABLE = new Set(['UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP32', 'FP64']);
+
+/**
+ * A value as Triton writes it into a class string: std::to_string, i.e.
+ * integers in decimal and floats as printf's "%f" (six decimals, exact ties
+ * to even, "inf"/"nan"), so 0.5 is "0.500000" as Triton's clients see it.
+ */
+export function classValueText(v: number | bigint, datatype: string): string {
+  if (typeof v === 'bigint' || (datatype !== 'FP32' && datatype !== 'FP64')) return String(v);
+  if (Number.isNaN(v)) return 'nan'; // JS numbers do not keep a NaN's sign reliably; printf would write '-nan' for one
+  if (!Number.isFinite(v)) return v > 0 ? 'inf' : '-inf';
+  if (Object.is(v, -0)) return '-0.000000';
+  if (Math.abs(v) >= 1e21) return `${BigInt(v)}.000000`; // toFixed turns to exponent form there; such doubles are integers
+  const up = v.toFixed(6); // the nearer, or on an exact tie the larger in magnitude
+  const exact = v.toFixed(100); // the double's full decimal expansion
+  const dot = exact.indexOf('.');
+  const tail = exact.slice(dot + 7);
+  if (!/^50*$/.test(tail)) return up;
+  // An exact tie: printf rounds to the even sixth digit.
+  const down = exact.slice(0, dot + 7);
+  return Number(down.slice(-1)) % 2 === 0 ? down : up;
+}
+
+/** The top-k classification of `t` (batch rows when the model batches), as Triton's TopkClassifications. */
 export function classify(t: Tensor, k: number, config: ModelConfig, modelDir?: string, lookup?: ModelLookup): Tensor {
-  if (t.datatype === 'BYTES' || t.datatype === 'BOOL') {
-    throw invalidArg(`classification of output '${t.name}' needs a numeric tensor, not ${t.datatype}`);
+  if (!CLASSIFIABLE.has(t.datatype)) {
+    throw invalidArg(`class result not available for output due to unsupported type '${t.datatype}'`);
   }
-  const values = decodeValues(t.datatype, t.data) as number[];
-  const batched = config.max_batch_size > 0 && t.shape.length > 1;
+  const view = typedView(t.datatype as Datatype, t.data) as ArrayLike<number | bigint>;
+  const values: Array<number | bigint> = Array.from(view);
+  // Triton: the first dim is the batch whenever the model batches (TRITONSERVER_BATCH_FIRST_DIM).
+  const batched = config.max_batch_size > 0 && t.shape.length > 0;
   const rows = batched ? t.shape[0]! : 1;
   const per = rows ? values.length / rows : 0;
   const labels = labelsOf(config, t.name, modelDir, lookup);
@@ -52,10 +77,11 @@ export function classify(t: Tensor, k: number, config: ModelConfig, modelDir?: s
   const items: string[] = [];
   for (let r = 0; r < rows; r++) {
     const row = values.slice(r * per, (r + 1) * per);
-    const order = row.map((v, i) => i).sort((a, b) => row[b]! - row[a]! || a - b);
+    const order = row.map((_, i) => i).sort((a, b) => (row[b]! > row[a]! ? 1 : row[b]! < row[a]! ? -1 : a - b));
     for (const i of order.slice(0, count)) {
       const label = labels?.[i];
-      items.push(label ? `${row[i]}:${i}:${label}` : `${row[i]}:${i}`);
+      const text = `${classValueText(row[i]!, t.datatype)}:${i}`;
+      items.push(label ? `${text}:${label}` : text);
     }
   }
   return { name: t.name, datatype: 'BYTES', shape: batched ? [rows, count] : [count], data: serializeBytes(items) };

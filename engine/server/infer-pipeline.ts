@@ -15,6 +15,7 @@ import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import type { MemoryRelease } from '../sharing/memory-release.ts';
 import { modelCacheable, requestCacheable, type CacheManager } from '../sharing/cache-manager.ts';
 import { readyOnDemand } from '../sharing/on-demand-loading.ts';
+import { resolveRawInput } from './raw-input.ts';
 import { validateRequest } from './infer-validation.ts';
 import { classify } from './classification.ts';
 import { checkedResponse, checkStreamedResponses } from './response-check.ts';
@@ -191,6 +192,7 @@ function inlineBytesOf(req: InferRequest): number {
 function validateFor(mv: ModelVersion, req: InferRequest): void {
   if (req.unaryOnly !== undefined && isDecoupled(mv.config)) throw unsupported(req.unaryOnly);
   try {
+    if (req.rawInput) resolveRawInput(mv.config, req);
     validateRequest(mv.config, req);
   } catch (err) {
     mv.stats.failed(Number(process.hrtime.bigint() - req.arrivalNs!));

@@ -8,6 +8,7 @@ import type {
 } from '../api/server-api.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
+import type { FailureReason } from '../api/scheduler.ts';
 import { ModelRepositoryManager } from '../repository/model-repository-manager.ts';
 import type { InferenceServerOptions } from './inference-server-options.ts';
 import { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
@@ -184,6 +185,10 @@ export class InferenceServer implements ServerApi {
     return this.repository.allVersions().map((v) => v.stats.snapshot());
   }
 
+  failureReasons(): Array<{ name: string; version: string; reasons: Record<FailureReason, number> }> {
+    return this.repository.allVersions().map((v) => ({ name: v.stats.name, version: v.stats.version, reasons: v.stats.failureReasons() }));
+  }
+
   repositoryIndex(readyOnly: boolean): ModelIndexEntry[] {
     return this.repository.index(readyOnly);
   }
@@ -233,15 +238,24 @@ export class InferenceServer implements ServerApi {
     };
   }
 
-  shmRegister(name: string, key: string, offset: number, byteSize: number): void {
+  /**
+   * Client registration and unregistration need --allow-client-shm=true, as
+   * in Triton: with it off, both are refused (status still answers).
+   */
+  private checkClientShm(): void {
     if (!this.opts.allowClientShm) {
       throw unsupported(`Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.`);
     }
+  }
+
+  shmRegister(name: string, key: string, offset: number, byteSize: number): void {
+    this.checkClientShm();
     this.shm.register(name, key, offset, byteSize);
   }
 
   /** Unregister one region or all ('' ); one in use by a request stays listed until that request ends (as in Triton). */
   shmUnregister(name: string, who?: string): void {
+    this.checkClientShm();
     this.shm.unregister(name, who);
   }
 
@@ -255,12 +269,14 @@ export class InferenceServer implements ServerApi {
   }
 
   cudaShmRegister(name: string): void {
+    this.checkClientShm();
     throw unsupported(
       `CUDA shared memory region '${name}' cannot be registered: this engine was built without CUDA shared-memory support`,
     );
   }
 
   cudaShmUnregister(_name: string): void {
+    this.checkClientShm();
     // Nothing is ever registered without CUDA; unknown names succeed, as in Triton.
   }
 

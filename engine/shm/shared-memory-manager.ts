@@ -10,12 +10,13 @@ import {
   shmMap,
   shmOpen,
   type ShmFd,
+  type ShmSysError,
   type ShmMapping,
 } from '../../native/index.ts';
 import type { ShmRegionStatus } from '../api/server-api.ts';
 import { StatusError, alreadyExists, internal, invalidArg, notFound, unavailable } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
-import { boundsProblem, intactProblem, isCount, objectVanished } from './shm-region-checks.ts';
+import { boundsProblem, intactProblem, isCount, isReservedKey, objectVanished, RESERVED_KEY_PREFIX } from './shm-region-checks.ts';
 
 const trace = tracer('shm');
 
@@ -68,9 +69,6 @@ interface Region {
   unregistered: boolean;
 }
 
-/** Triton's kTritonSharedMemoryRegionPrefix: keys of its Python backend's own regions, never a client's. */
-export const RESERVED_KEY_PREFIX = 'triton_python_backend_shm_region_';
-
 /**
  * Owns every registered region: one fd and one mapping of [offset, offset+byte_size)
  * per region, made once at registration. A region with users (acquired, not released)
@@ -97,7 +95,7 @@ export class SharedMemoryManager {
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (this.#closed) throw unavailable('shared memory manager is shut down');
     if (typeof name !== 'string' || name === '') throw invalidArg('shared memory region name must not be empty');
-    if (typeof key === 'string' && (key.startsWith(RESERVED_KEY_PREFIX) || key.startsWith(`/${RESERVED_KEY_PREFIX}`))) {
+    if (typeof key === 'string' && isReservedKey(key)) {
       throw invalidArg(
         `cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${RESERVED_KEY_PREFIX}'`,
       );
@@ -118,7 +116,9 @@ export class SharedMemoryManager {
       fd = shmOpen(key);
     } catch (err) {
       trace(`open '${key}' for region '${name}' failed: ${(err as Error).message}`);
-      throw internal(`Unable to open shared memory region: '${key}'`, err);
+      // A key naming no object (or one the engine may not open) is the client's mistake: 400 / INVALID_ARG.
+      const clients = ['ENOENT', 'EACCES', 'ENAMETOOLONG', 'EINVAL'].includes((err as ShmSysError).errno);
+      throw new StatusError(clients ? 'INVALID_ARG' : 'INTERNAL', `Unable to open shared memory region: '${key}'`, err);
     }
     let mapping: ShmMapping;
     try {

@@ -1,6 +1,7 @@
-// The checks the shared-memory manager makes of a region and of a tensor in
-// it: Triton's offset / byte size bounds (its order and words), whether the
-// object still holds the bytes, whether its key still names the object held.
+// The checks the shared-memory manager makes of a key, of a region and of a
+// tensor in it: Triton's reserved key prefix, Triton's offset / byte size
+// bounds (its order and words), whether the object still holds the bytes,
+// whether its key still names the object held.
 // Pure functions of the region's fields, apart from fstat/stat.
 import fs from 'node:fs';
 import { checkSize, type ShmFd, type ShmMapping } from '../../native/index.ts';
@@ -79,4 +80,19 @@ export function boundsProblem(region: CheckedRegion, ref: { offset: number; byte
     return invalidArg(`Invalid offset + byte size for shared memory region: '${region.name}' (${what})`);
   }
   return undefined;
+}
+
+/** Triton's kTritonSharedMemoryRegionPrefix: keys of its Python backend's own regions, never a client's. */
+export const RESERVED_KEY_PREFIX = 'triton_python_backend_shm_region_';
+
+/**
+ * Whether `key` names the reserved prefix's objects. shm_open treats any
+ * number of leading slashes as one (`///triton_python_backend_shm_region_x`
+ * opens `/triton_python_backend_shm_region_x`), so they are skipped before
+ * the prefix is compared, and this check comes before any key syntax check.
+ */
+export function isReservedKey(key: string): boolean {
+  let i = 0;
+  while (key[i] === '/') i++;
+  return key.startsWith(RESERVED_KEY_PREFIX, i);
 }

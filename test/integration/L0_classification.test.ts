@@ -18,9 +18,10 @@ async function probabilities(): Promise<Float32Array> {
   return toF32(r.raw_output_contents[0]);
 }
 
+/** Triton's class string: the value as std::to_string writes a float ("%f"), the index, the label. */
 function expected(p: Float32Array, row: number): string {
   const [a, b] = [p[row * 2]!, p[row * 2 + 1]!];
-  return a >= b ? `${a}:0:safe` : `${b}:1:harmful`;
+  return a >= b ? `${a.toFixed(6)}:0:safe` : `${b.toFixed(6)}:1:harmful`;
 }
 
 beforeAll(async () => {

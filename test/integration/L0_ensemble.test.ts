@@ -118,22 +118,22 @@ describe('L0_ensemble', () => {
   });
 
   it('classification through an ensemble carries the composing model\'s labels', async () => {
-    expect(await top('js_scores', 2)).toEqual(['14:15:label15', '7:14:label14']);
-    expect(await top('ens_labels', 2)).toEqual(['14:15:label15', '7:14:label14']);
+    expect(await top('js_scores', 2)).toEqual(['14.000000:15:label15', '7.000000:14:label14']);
+    expect(await top('ens_labels', 2)).toEqual(['14.000000:15:label15', '7.000000:14:label14']);
   });
 
   it('... through a nested ensemble too, and over HTTP', async () => {
-    expect(await top('a_nested_labels', 1)).toEqual(['14:15:label15']);
+    expect(await top('a_nested_labels', 1)).toEqual(['14.000000:15:label15']);
     const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/models/a_nested_labels/infer', {
       inputs: [{ name: 'X', datatype: 'FP32', shape: [16], data: SCORES }],
       outputs: [{ name: 'Y', parameters: { classification: 1 } }],
     });
     expect(status).toBe(200);
-    expect(json.outputs[0].data).toEqual(['14:15:label15']);
+    expect(json.outputs[0].data).toEqual(['14.000000:15:label15']);
   });
 
   it('an ensemble that declares its own label_filename uses its own labels', async () => {
-    expect(await top('ens_own_labels', 1)).toEqual(['14:15:mine15']);
+    expect(await top('ens_own_labels', 1)).toEqual(['14.000000:15:mine15']);
   });
 
   it('a batching ensemble runs a max_batch_size 0 step whose dims hold the batch dim', async () => {

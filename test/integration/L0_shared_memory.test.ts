@@ -200,8 +200,8 @@ describe('L0_shared_memory: errors', () => {
     expect(e.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(e.details).toBe("failed to register shared memory region 'over': invalid args"); // Triton's words
     e = await grpcError(client.call('SystemSharedMemoryRegister', { name: 'none', key: `/no_such${SUFFIX}`, offset: 0, byte_size: 8 }));
-    expect(e.code).toBe(grpc.status.INTERNAL);
-    expect(e.details).toContain(`/no_such${SUFFIX}`);
+    expect(e.code).toBe(grpc.status.INVALID_ARGUMENT); // the client's mistake, not a server fault
+    expect(e.details).toBe(`Unable to open shared memory region: '/no_such${SUFFIX}'`);
     e = await grpcError(client.call('SystemSharedMemoryStatus', { name: 'none' }));
     expect(e.code).toBe(grpc.status.NOT_FOUND);
     // Unknown name: unregister succeeds, as in Triton.

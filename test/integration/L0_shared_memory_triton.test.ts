@@ -94,7 +94,7 @@ describe('L0_shared_memory (Triton): unregister during inference', () => {
     expect(dup.json.error).toBe("shared memory region 'input0_data' already in manager");
     const r = await inflight;
     expect(r.status).toBe(200);
-    expect(r.json.outputs[0].parameters).toEqual({ shared_memory_region: 'output0_data', shared_memory_byte_size: T });
+    expect(r.json.outputs[0]).toEqual({ name: 'OUTPUT0', datatype: 'FP32', shape: [16] });
     expect(await statusNames()).toEqual([]);
     const gone = await httpJson(port, 'GET', `${SYS}/region/input0_data/status`);
     expect([gone.status, gone.json.error]).toEqual([404, "Unable to find system shared memory region: 'input0_data'"]);
@@ -138,6 +138,31 @@ describe('L0_shared_memory (Triton): texts', () => {
       expect([r.status, r.json.error]).toEqual([400, `cannot register shared memory region 'bad' - invalid shm key '${key}'`]);
     }
     expect(await statusNames()).toEqual([]);
+  });
+
+  it('register: the reserved prefix after any leading slashes, checked before the name or the key syntax', async () => {
+    const reserved = 'triton_python_backend_shm_region_';
+    const text = (name: string, key: string) =>
+      `cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${reserved}'`;
+    // shm_open reads '///x' as '/x': each is the reserved object, and the syntax check would have refused the first.
+    for (const key of [`///${reserved}_k`, `/${reserved}k`, `//${reserved}`]) {
+      const r = await register('my_test_shm_name', key, 10000);
+      expect([r.status, r.json.error]).toEqual([400, text('my_test_shm_name', key)]);
+      const g = await grpcError(client.call('SystemSharedMemoryRegister', { name: 'g', key, offset: 0, byte_size: 8 }));
+      expect([g.code, g.details]).toEqual([grpc.status.INVALID_ARGUMENT, text('g', key)]);
+    }
+    // A name already in the manager: the key's prefix is refused first, as Triton checks it before taking its lock.
+    region('taken', T);
+    expect((await register('taken', `${PREFIX}taken`, T)).status).toBe(200);
+    const again = await register('taken', `/${reserved}x`, T);
+    expect([again.status, again.json.error]).toEqual([400, text('taken', `/${reserved}x`)]);
+    // A key naming no object is the client's mistake: 400 / INVALID_ARGUMENT with Triton's text, not a 500.
+    const none = `${PREFIX}absent`;
+    const r = await register('absent', none, T);
+    expect([r.status, r.json.error]).toEqual([400, `Unable to open shared memory region: '${none}'`]);
+    const g = await grpcError(client.call('SystemSharedMemoryRegister', { name: 'absent', key: none, offset: 0, byte_size: T }));
+    expect([g.code, g.details]).toEqual([grpc.status.INVALID_ARGUMENT, `Unable to open shared memory region: '${none}'`]);
+    expect(await statusNames()).toEqual(['taken']);
   });
 
   it('infer: invalid offset, offset + byte size, integer overflow over HTTP (exact uint64)', async () => {

@@ -109,7 +109,7 @@ describe('encodeInferResponse', () => {
     ],
   };
 
-  it('returns JSON data, binary tails and shm parameters per output', () => {
+  it('returns JSON data, binary tails, and for shm outputs name, datatype and shape only (as Triton)', () => {
     const { body, headerLength } = encodeInferResponse(resp, [{ name: 'J' }, { name: 'B', binary: true }, { name: 'S' }], false);
     expect(headerLength).toBeDefined();
     const head = JSON.parse(body.subarray(0, headerLength).toString());
@@ -120,7 +120,7 @@ describe('encodeInferResponse', () => {
       outputs: [
         { name: 'J', datatype: 'INT32', shape: [2], data: [7, -8] },
         { name: 'B', datatype: 'INT32', shape: [1], parameters: { binary_data_size: 4 } },
-        { name: 'S', datatype: 'FP32', shape: [2], parameters: { shared_memory_region: 'out', shared_memory_byte_size: 8, shared_memory_offset: 4 } },
+        { name: 'S', datatype: 'FP32', shape: [2] },
       ],
     });
     expect(ints(body.subarray(headerLength))).toEqual([9]);

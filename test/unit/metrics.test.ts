@@ -44,7 +44,8 @@ describe('metrics registry', () => {
     expect(value(text, 'nv_inference_count', 'simple', '1')).toBe(6);
     expect(value(text, 'nv_inference_exec_count', 'other', '2')).toBe(10);
     expect(value(text, 'nv_inference_request_success', 'simple', '1')).toBe(3);
-    expect(value(text, 'nv_inference_request_failure', 'simple', '1')).toBe(1);
+    // Without per-reason counts from the server every failure is OTHER, in Triton's label order.
+    expect(text).toContain('nv_inference_request_failure{model="simple",reason="OTHER",version="1"} 1');
     expect(value(text, 'nv_inference_request_duration_us', 'simple', '1')).toBe(15_000);
     expect(value(text, 'nv_inference_queue_duration_us', 'other', '2')).toBe(3);
     expect(value(text, 'nv_inference_compute_infer_duration_us', 'simple', '1')).toBe(7_000);
@@ -55,6 +56,21 @@ describe('metrics registry', () => {
     text = await reg.metrics();
     expect(value(text, 'nv_inference_count', 'simple', '1')).toBe(8);
     expect(value(text, 'nv_inference_count', 'other', '2')).toBeUndefined();
+  });
+
+  it('nv_inference_request_failure: every reason of every version, 0 until it happens (Triton\'s four reasons)', async () => {
+    const api = {
+      modelStatistics: () => [stats('m', '1', 1)],
+      failureReasons: () => [{ name: 'm', version: '1', reasons: { REJECTED: 2, CANCELED: 0, BACKEND: 5, OTHER: 1 } }],
+    } as unknown as ServerApi;
+    const text = await createMetricsRegistry(api).metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('nv_inference_request_failure{'));
+    expect(lines).toEqual([
+      'nv_inference_request_failure{model="m",reason="REJECTED",version="1"} 2',
+      'nv_inference_request_failure{model="m",reason="CANCELED",version="1"} 0',
+      'nv_inference_request_failure{model="m",reason="BACKEND",version="1"} 5',
+      'nv_inference_request_failure{model="m",reason="OTHER",version="1"} 1',
+    ]);
   });
 
   it('reports CPU utilization in [0,1] and memory gauges', async () => {

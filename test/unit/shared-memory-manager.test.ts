@@ -90,10 +90,10 @@ describe('register / status / unregister', () => {
     expect(e.message).toBe("shared memory region 'r' already in manager");
   });
 
-  it('reports an object it cannot open as INTERNAL naming the key, errno in the detail', () => {
+  it('reports a key naming no object as INVALID_ARG naming the key, errno in the detail', () => {
     const key = newKey();
     const e = statusOf(() => mgr.register('r', key, 0, 16));
-    expect(e.code).toBe('INTERNAL');
+    expect(e.code).toBe('INVALID_ARG');
     expect(e.message).toBe(`Unable to open shared memory region: '${key}'`);
     expect(e.detail).toMatchObject({ errno: 'ENOENT', syscall: 'shm_open' });
     expect(mgr.status()).toEqual([]);

@@ -21,10 +21,15 @@ function shmPrefix(model: string): string {
   return `/tpy.${process.pid}.${++instanceCounter}.${model.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64)}`;
 }
 
+/** Triton python_backend's INVALID_CHARS for stub names: ;|&$`<>()[]{}\\"'*?~#! */
+const STUB_NAME_INVALID = /[;|&$`<>()[\]{}\\"'*?~#!]/;
+
 export const pythonBackend: Backend = {
   name: 'python',
   defaultModelFilename: 'model.py',
   async load(ctx: BackendContext): Promise<BackendModel> {
+    // Triton's python backend refuses a stub named with a shell metacharacter (its INVALID_CHARS), in its words.
+    if (STUB_NAME_INVALID.test(ctx.modelName)) throw invalidArg('Invalid stub name: contains invalid characters');
     if (!swept) {
       swept = true;
       const n = sweepStaleShm();

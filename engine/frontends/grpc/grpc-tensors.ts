@@ -4,7 +4,7 @@
 // message (no copy).
 import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutput } from '../../api/infer-request.ts';
 import { isDatatype, serializeBytes, type Datatype, numberToFp16 } from '../../api/datatypes.ts';
-import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
+import { checkReservedParams, parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
 import type {
   InferInputTensor, InferOutputTensor, InferParameter, InferParameterChoice, InferRequestedOutputTensor, InferTensorContents, ModelInferRequest,
@@ -114,6 +114,9 @@ export function toInferRequest(m: ModelInferRequest): InferRequest {
     return out;
   });
   const parameters = paramsOf(m.parameters);
+  checkReservedParams(parameters, 'grpc');
+  // A stream setting read by ModelStreamInfer from the message, not a request parameter the model sees (Triton's state parameter).
+  delete parameters.triton_enable_empty_final_response;
   const sid = m.parameters?.sequence_id;
   if (sid) {
     // Triton's type check: a correlation ID is an integer or a string parameter.

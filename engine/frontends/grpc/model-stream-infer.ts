@@ -9,11 +9,18 @@
 // open request of the stream is cancelled down to the model, the reason is
 // logged, later responses are dropped, one error message says why, and the
 // stream ends once its requests have ended (stream-queue-bound.ts).
+//
+// Triton's `triton_grpc_error: true` header (opt-in, set when the stream
+// starts): the first error of any request ends the whole stream with that
+// error's gRPC status (a model's error: INTERNAL with its message) instead
+// of an error message inside the stream; the stream's other requests are
+// cancelled and anything sent on it afterwards is ignored.
 import type * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../../api/server-api.ts';
 import type { ModelInferRequest } from '../../../protocol/kserve-messages.ts';
 import type { StreamInferRpc } from '../../../protocol/kserve-rpcs.ts';
 import { capMessage, toStatusError } from '../../api/status.ts';
+import { grpcFailure } from './model-infer-call.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { StreamQueueBound } from '../stream-queue-bound.ts';
 import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
@@ -32,6 +39,7 @@ function messageBytes(m: ModelStreamInferResponse): number {
 /** The ModelStreamInfer handler over `api`; `maxQueuedBytes` bounds what waits for each stream's client. */
 export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, traceparentOf: (md: grpc.Metadata) => string | undefined) {
   return (call: Call): void => {
+    const statusOnError = String(call.metadata.get('triton_grpc_error')[0] ?? '').toLowerCase() === 'true';
     let pending = 0;
     let ended = false; // the client half-closed
     let finished = false; // our side ended
@@ -57,6 +65,14 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
       }
       call.write(m, () => bound.taken(bytes));
     };
+    // triton_grpc_error: the first error ends the stream with its status (grpc-js sends it once queued writes are out).
+    const endWithStatus = (err: unknown): void => {
+      if (finished) return;
+      finished = true;
+      cancelAll();
+      const { code, details } = grpcFailure(err);
+      call.emit('error', { code, details });
+    };
     const maybeEnd = () => {
       if (finished || pending > 0 || !(ended || bound.overflowed)) return;
       finished = true;
@@ -69,6 +85,7 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
     });
     call.on('close', () => bound.close());
     call.on('data', (m: ModelInferRequest) => {
+      if (finished) return; // the stream ended with an error status: later requests are not run
       pending++;
       const cancel = new RequestCancel();
       open.add(cancel);
@@ -82,7 +99,10 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
           req.arrivalNs = process.hrtime.bigint();
           // A decoupled model's responses are written as they come (decoupled.ts).
           req.onResponse = (r) => {
-            if (r instanceof Error) return write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } });
+            if (r instanceof Error) {
+              if (statusOnError) return endWithStatus(r);
+              return write({ error_message: r.message, infer_response: { model_name: m.model_name, id: m.id } });
+            }
             finalSent ||= r.final === true;
             // As Triton: each streamed response says whether it is its request's last.
             const params = { ...r.parameters, triton_final_response: r.final === true };
@@ -98,7 +118,7 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
             if (res.streamEnd) res.parameters = { ...res.parameters, triton_final_response: true };
             write({ error_message: '', infer_response: toInferResponse(res) });
           },
-          (err) => write(failure(err)),
+          (err) => (statusOnError ? endWithStatus(err) : write(failure(err))),
         )
         .finally(() => {
           open.delete(cancel);

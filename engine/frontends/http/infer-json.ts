@@ -3,10 +3,11 @@
 // parameters. Pure functions; handlers in routes-infer.ts do the I/O.
 import { byteSizeOf, isDatatype } from '../../api/datatypes.ts';
 import type { InferInput, InferRequest, InferResponse, ParamValue, RequestedOutput } from '../../api/infer-request.ts';
-import { parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
+import { checkReservedParams, parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
 import { assembleBody, BinaryInputReader, splitBody } from './binary-extension.ts';
 import { mayHaveLostIntegers, parseExactJson } from './exact-json.ts';
+import { rapidJsonError } from './json-parse-error.ts';
 import { jsonToTensorBytes, tensorBytesToJson } from './tensor-json.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -16,10 +17,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * `exact`: integer literals past 2^53 come back as bigint (exact-json.ts).
  */
 export function parseJson(text: Buffer | string, what = 'request body', exact = false): unknown {
+  const t = typeof text === 'string' ? text : text.toString('utf8');
   try {
-    const t = typeof text === 'string' ? text : text.toString('utf8');
     return exact ? parseExactJson(t) : JSON.parse(t);
   } catch (e) {
+    // Triton's words and rapidjson's offset (clients match on them); ours when rapidjson would have read it.
+    const why = rapidJsonError(typeof text === 'string' ? Buffer.from(text) : text);
+    if (why) throw invalidArg(`failed to parse the request JSON buffer: ${why.message} at ${why.offset}`);
     throw invalidArg(`failed to parse the ${what} as JSON: ${(e as Error).message}`);
   }
 }
@@ -116,6 +120,7 @@ export function parseInferRequest(
   modelName: string,
   modelVersion: string | undefined,
 ): ParsedInfer {
+  if (headerLength !== undefined && headerLength.trim() === '0') return rawRequest(body, modelName, modelVersion);
   const { json, binary } = splitBody(body, headerLength);
   let doc = parseJson(json, 'inference request header');
   if (lostIntegers(doc)) doc = parseJson(json, 'inference request header', true);
@@ -129,6 +134,7 @@ export function parseInferRequest(
     throw invalidArg(`request parameter 'binary_data_output' must be a boolean`);
   }
   delete parameters.binary_data_output;
+  checkReservedParams(parameters, 'http');
   const { priority, timeoutUs } = parseSchedulingParams(parameters);
   delete parameters.priority;
   delete parameters.timeout;
@@ -143,6 +149,23 @@ export function parseInferRequest(
   if (priority !== undefined) request.priority = priority;
   if (timeoutUs !== undefined) request.timeoutUs = timeoutUs;
   return { request, binaryOutputDefault: binaryOutput === true };
+}
+
+/**
+ * Triton's raw binary request (Inference-Header-Content-Length: 0): the body
+ * is the model's one input, named, typed and shaped by the engine from the
+ * model's config; every output comes back binary.
+ */
+function rawRequest(body: Buffer, modelName: string, modelVersion: string | undefined): ParsedInfer {
+  const request: InferRequest = {
+    modelName,
+    inputs: [{ name: 'raw_input', datatype: 'UINT8', shape: [body.length], data: body }],
+    outputs: [],
+    parameters: {},
+    rawInput: true,
+  };
+  if (modelVersion !== undefined && modelVersion !== '') request.modelVersion = modelVersion;
+  return { request, binaryOutputDefault: true };
 }
 
 /**
@@ -180,8 +203,14 @@ function paramsLost(p: unknown): boolean {
 const str = (s: string) => JSON.stringify(s);
 
 /**
- * Encode the engine's response: JSON `data` for JSON outputs, binary outputs
- * appended after the header, shm outputs described by their parameters only.
+ * Encode the engine's response as Triton's HTTP server writes it
+ * (http_server.cc, FinalizeResponse): every output has name, datatype and
+ * shape; a JSON output adds `data`, a binary one `parameters` with only
+ * `binary_data_size`, an output written into a shared-memory region nothing
+ * more. Triton's C++ client reads any output `parameters` as binary-data
+ * information, so no other parameters may appear there. A binary output of
+ * zero bytes adds nothing to the tail; with no bytes in the tail the reply is
+ * plain JSON, without Inference-Header-Content-Length, as Triton's.
  */
 export function encodeInferResponse(
   resp: InferResponse,
@@ -192,20 +221,16 @@ export function encodeInferResponse(
   const binaries: Uint8Array[] = [];
   const outs = resp.outputs.map((o) => {
     const req = byName.get(o.name);
-    const params: Record<string, ParamValue> = {};
-    let data = '';
+    let rest = '';
     if (o.shm) {
-      params.shared_memory_region = o.shm.region;
-      params.shared_memory_byte_size = o.shm.byteSize;
-      if (o.shm.offset) params.shared_memory_offset = o.shm.offset;
+      // The bytes are in the client's region already: name, datatype and shape say all.
     } else if (req?.binary ?? binaryOutputDefault) {
-      params.binary_data_size = o.data.byteLength;
-      binaries.push(o.data);
+      rest = `,"parameters":{"binary_data_size":${o.data.byteLength}}`;
+      if (o.data.byteLength > 0) binaries.push(o.data);
     } else {
-      data = `,"data":${tensorBytesToJson(o.name, o.datatype, o.data)}`;
+      rest = `,"data":${tensorBytesToJson(o.name, o.datatype, o.data)}`;
     }
-    const p = Object.keys(params).length ? `,"parameters":${JSON.stringify(params)}` : '';
-    return `{"name":${str(o.name)},"datatype":${str(o.datatype)},"shape":[${o.shape.join(',')}]${p}${data}}`;
+    return `{"name":${str(o.name)},"datatype":${str(o.datatype)},"shape":[${o.shape.join(',')}]${rest}}`;
   });
   const id = resp.id !== undefined && resp.id !== '' ? `,"id":${str(resp.id)}` : '';
   const rp = resp.parameters && Object.keys(resp.parameters).length ? `,"parameters":${stringifyParams(resp.parameters)}` : '';

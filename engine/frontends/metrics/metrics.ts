@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import os from 'node:os';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ModelStatistics, ServerApi } from '../../api/server-api.ts';
+import { FAILURE_REASONS } from '../../api/scheduler.ts';
 import { log } from '../../../common/logger.ts';
 import { listen, type RunningServer } from '../http/http-server.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from '../http/http-timeouts.ts';
@@ -17,7 +18,6 @@ const us = (ns: number) => Math.round(ns / 1000);
 /** Triton's per-model counters, each derived from the model's statistics. */
 const MODEL_COUNTERS: Array<[name: string, help: string, value: StatsField]> = [
   ['nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (s) => s.inference_stats.success.count],
-  ['nv_inference_request_failure', 'Number of failed inference requests, all batch sizes', (s) => s.inference_stats.fail.count],
   ['nv_inference_count', 'Number of inferences performed (does not include cached requests)', (s) => s.inference_count],
   ['nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (s) => s.execution_count],
   ['nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (s) => us(s.inference_stats.success.ns)],
@@ -54,6 +54,27 @@ export function createMetricsRegistry(api: ServerApi): Registry {
       },
     });
   }
+
+  // Triton's failure counter carries a `reason` label; every reason of every loaded version is
+  // listed (0 until it happens), labels in Triton's order: model, reason, version.
+  const failure: Counter<'model' | 'reason' | 'version'> = new Counter({
+    name: 'nv_inference_request_failure',
+    help: 'Number of failed inference requests, all batch sizes',
+    labelNames: ['model', 'reason', 'version'],
+    registers: [registry],
+    collect() {
+      failure.reset();
+      const byReason = api.failureReasons?.();
+      if (byReason) {
+        for (const m of byReason) {
+          for (const reason of FAILURE_REASONS) failure.inc({ model: m.name, reason, version: m.version }, m.reasons[reason]);
+        }
+        return;
+      }
+      // A server that does not tell reasons: all its failures as OTHER.
+      for (const s of api.modelStatistics()) failure.inc({ model: s.name, reason: 'OTHER', version: s.version }, s.inference_stats.fail.count);
+    },
+  });
 
   registerSharingMetrics(registry, api);
 
