@@ -116,6 +116,7 @@ function readInitialState(modelDir: string, file: string): Uint8Array | undefine
   try {
     return new Uint8Array(fs.readFileSync(path.join(modelDir, INITIAL_STATE_DIR, file)));
   } catch {
+    // Unreadable: the sequence batcher's check fails the load naming the file (sequence-config.ts).
     return undefined;
   }
 }
