@@ -1,15 +1,55 @@
-// Checks of a response's outputs against the model's config, as Triton's core
-// and backends make them: every output declared (name), of the declared
-// datatype, of a shape the config allows (the request's batch size first
-// when the model batches), holding exactly the bytes its shape needs, and
-// every wanted output present. The infer pipeline runs it on every backend's
-// responses (a model.py or a JS model can return anything); the response
-// cache runs it on every value it reads back. Pure, no I/O.
+// Checks of a response's outputs against the model's config, each as strict
+// as Triton is for that backend and no stricter. For every backend, as
+// Triton's core (InferenceResponse::AddOutput): every output is one the
+// config declares. Beyond that, `outputRules` says, per backend, what Triton
+// checks: its python backend sends what the model made (datatype and shape
+// as the numpy array has them; a requested output the model left out is just
+// absent), its onnxruntime backend what ONNX Runtime made (checked against
+// the config once, at load), an ensemble what its steps made; a backend of
+// no known kind gets every check. Always, whatever the backend: a tensor is
+// well formed (a known datatype, a shape of whole sizes, exactly the bytes
+// its shape needs), which numpy and ONNX Runtime guarantee in Triton and our
+// frontends rely on. The infer pipeline runs it on every backend's
+// responses; the response cache, with every check, on each value it reads
+// back and each it would keep. Pure, no I/O.
 import type { ModelConfig, ModelTensorConfig } from './model-config.ts';
 import type { InferRequest, Tensor } from './infer-request.ts';
 import { elementCount, elementSize, fromConfigType, isDatatype, toConfigType, type Datatype } from './datatypes.ts';
 import { invalidArg, type StatusError } from './status.ts';
 import { lookupsOf } from './config-lookups.ts';
+
+/** What a backend's responses are held to beyond declared names and well-formed tensors. */
+export interface OutputRules {
+  /** The output's datatype is the config's. */
+  datatype: boolean;
+  /** The output's shape fits the config's dims, its batch dimension the request's batch size. */
+  shape: boolean;
+  /** Every wanted (requested, else declared) output is there. */
+  wanted: boolean;
+}
+
+/** Every check: a backend of no known kind, and the response cache's reads (a value from Redis is not trusted). */
+export const EVERY_CHECK: OutputRules = { datatype: true, shape: true, wanted: true };
+/** Triton's python and onnxruntime backends and its ensembles send outputs as the model made them. */
+const AS_MADE: OutputRules = { datatype: false, shape: false, wanted: false };
+
+/**
+ * The rules for `config`'s backend: python (and js, our other backend of
+ * user code, held to the python backend's rules), onnxruntime and ensembles
+ * send outputs as made; any other backend gets every check.
+ */
+export function outputRules(config: Pick<ModelConfig, 'backend' | 'platform'>): OutputRules {
+  const backend = config.platform === 'ensemble' ? 'ensemble' : (config.backend ?? (config.platform === 'onnxruntime_onnx' ? 'onnxruntime' : undefined));
+  switch (backend) {
+    case 'python':
+    case 'js':
+    case 'onnxruntime':
+    case 'ensemble':
+      return AS_MADE;
+    default:
+      return EVERY_CHECK;
+  }
+}
 
 /** An output as a response holds it; one written into a client's region has `shm` and no bytes here. */
 export type CheckedOutput = Tensor & { shm?: unknown };
@@ -30,14 +70,15 @@ export function requestBatch(config: ModelConfig, req: Pick<InferRequest, 'input
 /**
  * The first problem of `outputs` as INVALID_ARG naming the output and the
  * model (Triton's texts), or undefined. `wanted` names the outputs that must
- * be there (the requested ones, or all the model's); `batch` is the request's
- * batch size (requestBatch) when known.
+ * be there (the requested ones, or all the model's) when the rules check
+ * that; `batch` is the request's batch size (requestBatch) when known.
  */
 export function checkOutputs(
   config: ModelConfig,
   outputs: readonly CheckedOutput[],
   wanted: readonly string[],
   batch: number | undefined,
+  rules: OutputRules = outputRules(config),
 ): StatusError | undefined {
   const model = config.name;
   const look = lookupsOf(config);
@@ -46,9 +87,10 @@ export function checkOutputs(
     const decl = look.outputs.get(o.name);
     if (!decl) return invalidArg(`unexpected inference output '${o.name}' for model '${model}'`);
     if (namedBefore(outputs, k)) return invalidArg(`output '${o.name}' appears twice in the response of model '${model}'`);
-    const problem = checkOne(config, decl, look.outputShapes.get(o.name)!, o, batch);
+    const problem = checkOne(config, decl, look.outputShapes.get(o.name)!, o, batch, rules);
     if (problem) return problem;
   }
+  if (!rules.wanted) return undefined;
   for (let k = 0; k < wanted.length; k++) {
     const name = wanted[k]!;
     if (!namedIn(outputs, name)) return invalidArg(`output '${name}' of model '${model}' is missing from the response (it was requested)`);
@@ -74,12 +116,14 @@ function checkOne(
   allowed: ReadonlyArray<readonly number[]>,
   o: CheckedOutput,
   batch: number | undefined,
+  rules: OutputRules,
 ): StatusError | undefined {
   const model = config.name;
   const want = fromConfigType(decl.data_type);
-  if (o.datatype !== want) {
-    const got = isDatatype(o.datatype) ? toConfigType(o.datatype) : `'${String(o.datatype)}'`;
-    return invalidArg(`unexpected datatype ${got} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`);
+  const dt = o.datatype as string;
+  if (!isDatatype(dt)) return invalidArg(`output '${o.name}' of model '${model}' has an unknown datatype '${String(dt)}'`);
+  if (rules.datatype && dt !== want) {
+    return invalidArg(`unexpected datatype ${toConfigType(dt)} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`);
   }
   const shape = o.shape as unknown;
   if (!wellFormed(shape)) {
@@ -88,14 +132,14 @@ function checkOne(
   const batched = config.max_batch_size > 0;
   // A reshaped output may come back in the model's own shape or the config's.
   const fitsOne = anyFits(allowed, shape);
-  if (!fitsOne || (batched && batch !== undefined && shape[0] !== batch)) {
+  if (rules.shape && (!fitsOne || (batched && batch !== undefined && shape[0] !== batch))) {
     const why = batched && batch !== undefined && fitsOne ? ` (the request's batch size is ${batch})` : '';
     return invalidArg(
       `unexpected shape for output '${o.name}', model configuration shape is ${fmt(allowed[0]!)}, inference shape is ${fmt(shape)} for model '${model}'${why}`,
     );
   }
   if (o.shm) return undefined; // the bytes are in a client's region, sized when written
-  return checkBytes(model, o.name, want, shape, o.data);
+  return checkBytes(model, o.name, dt, shape, o.data);
 }
 
 function wellFormed(shape: unknown): shape is number[] {

@@ -62,8 +62,29 @@ export function stateOutputs(config: ModelConfig): string[] {
   return ((config.sequence_batching as RawSeq | undefined)?.state ?? []).map((s) => s.output_name);
 }
 
-/** The normalized sequence settings of a config with sequence_batching; errors name the field path. */
-export function sequenceSpecOf(config: ModelConfig, file = `${config.name}/config.pbtxt`): SequenceSpec {
+/** Where Triton looks for an implicit state's initial_state data_file: this folder under the model's. */
+export const INITIAL_STATE_DIR = 'initial_state';
+
+/**
+ * The initial_state data_files a config names, relative to the model's
+ * initial_state/ folder (the caller reads them; this module does no I/O).
+ */
+export function initialStateFiles(config: ModelConfig): string[] {
+  const sb = (config.sequence_batching ?? {}) as RawSeq;
+  return (sb.state ?? []).map((s) => s.initial_state?.[0]?.data_file).filter((f): f is string => typeof f === 'string' && f.length > 0);
+}
+
+/**
+ * The normalized sequence settings of a config with sequence_batching; errors
+ * name the field path. `initialData` holds the bytes of each initial_state
+ * data_file (initialStateFiles) once read; without it (load-time validation)
+ * only the file's name is checked.
+ */
+export function sequenceSpecOf(
+  config: ModelConfig,
+  file = `${config.name}/config.pbtxt`,
+  initialData?: ReadonlyMap<string, Uint8Array>,
+): SequenceSpec {
   const sb = (config.sequence_batching ?? {}) as RawSeq;
   const fail = (p: string, what: string) => invalidArg(`${file}: sequence_batching.${p}: ${what}`);
   const controls: ControlSpec[] = [];
@@ -99,8 +120,20 @@ export function sequenceSpecOf(config: ModelConfig, file = `${config.name}/confi
     const dims = (s.dims ?? []).map(Number);
     if (dims.some((d) => d < 0)) throw fail(`state[${i}].dims`, `variable dims are not supported for implicit state, got [${dims}]`);
     const init = s.initial_state?.[0];
-    if (init?.data_file) throw fail(`state[${i}].initial_state[0].data_file`, 'only zero_data initial states are supported');
-    return { inputName: s.input_name, outputName: s.output_name, datatype, dims };
+    const spec: StateSpec = { inputName: s.input_name, outputName: s.output_name, datatype, dims };
+    if (init?.data_file) {
+      const at = `state[${i}].initial_state[0].data_file`;
+      const f = init.data_file;
+      // Inside the model's initial_state/ folder, as Triton looks for it: no absolute path, no '..'.
+      if (f.startsWith('/') || f.split(/[\\/]/).includes('..')) throw fail(at, `'${f}' must be a path inside the model's ${INITIAL_STATE_DIR}/ folder`);
+      const bytes = initialData?.get(f);
+      if (initialData && !bytes) throw fail(at, `cannot read '${INITIAL_STATE_DIR}/${f}'`);
+      if (bytes && datatype !== 'BYTES' && bytes.byteLength !== byteSizeOf(datatype, dims)) {
+        throw fail(at, `'${INITIAL_STATE_DIR}/${f}' holds ${bytes.byteLength} bytes; state '${s.input_name}' (${s.data_type} [${dims}]) needs ${byteSizeOf(datatype, dims)}`);
+      }
+      if (bytes) spec.initial = bytes;
+    }
+    return spec;
   });
   const oldest = sb.oldest;
   const us = (v: number | undefined) => BigInt(Math.round(Number(v ?? 0))) * 1000n;
@@ -192,7 +225,7 @@ export function controlTensors(spec: SequenceSpec, flags: { id: CorrelationId; s
   });
 }
 
-/** A state's initial tensor (zeros), batch dim first when the model batches. */
+/** A state's initial tensor (its data_file's bytes, else zeros), batch dim first when the model batches. */
 export function initialState(s: StateSpec, batched: boolean): Tensor {
   const shape = batched ? [1, ...s.dims] : [...s.dims];
   const size = byteSizeOf(s.datatype, shape);

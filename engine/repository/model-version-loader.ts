@@ -2,6 +2,7 @@
 // model_lifecycle): normalize its config, have the backend build its
 // instances, pick its scheduler and run warmup. The repository manager calls
 // it under the model's load lock; on failure nothing of the version is left.
+import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../api/model-config.ts';
 import { backendFor, type BackendContext } from '../api/backend.ts';
@@ -14,6 +15,7 @@ import type { Scheduler } from '../api/scheduler.ts';
 import { runSyntheticWarmup, runWarmup } from './model-warmup.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import { loadModelConfig, type ConfigSource } from '../config/model-config-loader.ts';
+import { INITIAL_STATE_DIR, initialStateFiles } from '../config/sequence-config.ts';
 import { log, tracer } from '../../common/logger.ts';
 import { fingerprintVersion } from './version-fingerprint.ts';
 
@@ -65,7 +67,12 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     const instances = limited?.instances ?? bm.instances;
     if (config.sequence_batching) {
       // Its own pool: adaptive instance counts (mv.pool) leave sequence models alone.
-      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, pool: new InstancePool(instances), stats });
+      const initialStates = new Map<string, Uint8Array>();
+      for (const f of initialStateFiles(config)) {
+        const bytes = readInitialState(src.modelDir, f);
+        if (bytes) initialStates.set(f, bytes);
+      }
+      scheduler = new SequenceBatchScheduler({ modelName: src.modelName, config, pool: new InstancePool(instances), stats, initialStates });
     } else {
       pool = new InstancePool(instances);
       // One scheduler class: batching on with dynamic_batching and max_batch_size > 0, else Triton's default scheduler.
@@ -100,6 +107,16 @@ async function fingerprintOrNone(modelDir: string, versionDir: string, config: M
     return await fingerprintVersion(modelDir, versionDir, config);
   } catch (err) {
     log.warn(`model '${config.name}': cannot fingerprint its files for the response cache (${(err as Error).message}); its entries last for this load only`);
+    return undefined;
+  }
+}
+
+/** An implicit state's initial_state data_file, read whole from the model's initial_state/ folder (undefined: unreadable, named by the scheduler's check). */
+function readInitialState(modelDir: string, file: string): Uint8Array | undefined {
+  try {
+    return new Uint8Array(fs.readFileSync(path.join(modelDir, INITIAL_STATE_DIR, file)));
+  } catch {
+    // Unreadable: the sequence batcher's check fails the load naming the file (sequence-config.ts).
     return undefined;
   }
 }

@@ -32,6 +32,19 @@ export interface DynamicBatchSchedulerOptions {
   clock?: Clock;
   /** Form batches (default: when the config has dynamic_batching and max_batch_size > 0). */
   batching?: boolean;
+  /**
+   * Test hook, Triton's TRITONSERVER_DELAY_SCHEDULER: hold every request
+   * until this many are queued, then schedule as usual from then on (default:
+   * that environment variable, else no hold). Lets a test make the batches it
+   * means to, whatever the machine's speed.
+   */
+  delayUntilQueued?: number;
+}
+
+/** TRITONSERVER_DELAY_SCHEDULER as a count (0: unset or not a positive integer). */
+export function delaySchedulerFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env.TRITONSERVER_DELAY_SCHEDULER ?? '');
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
 interface Pending {
@@ -69,8 +82,11 @@ export class DynamicBatchScheduler implements Scheduler {
   private nextSeq = 0;
   private nextToDeliver = 0;
   private readonly settled = new Map<number, () => void>();
+  /** Requests still to queue before the first is scheduled (the delay hook); 0 once released. */
+  private holdUntil: number;
 
   constructor(opts: DynamicBatchSchedulerOptions) {
+    this.holdUntil = opts.delayUntilQueued ?? delaySchedulerFromEnv();
     this.batching = opts.batching ?? (!!opts.config.dynamic_batching && opts.config.max_batch_size > 0);
     // Without batching the dynamic_batching block (queue policies, priorities) does not apply, as before.
     const db = (this.batching ? opts.config.dynamic_batching : undefined) ?? {};
@@ -165,6 +181,11 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   private scheduleOnce(): void {
+    if (this.holdUntil > 0) {
+      if (this.queue.size() < this.holdUntil) return;
+      trace(`model '${this.modelName}': ${this.queue.size()} requests queued, the delayed scheduler starts`);
+      this.holdUntil = 0;
+    }
     const now = this.core.clock.nowNs();
     for (const e of this.queue.expire(now)) {
       this.detach(e.item);

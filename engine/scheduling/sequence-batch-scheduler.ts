@@ -34,6 +34,8 @@ export interface SequenceBatchSchedulerOptions {
   pool: InstancePool;
   stats: StatsSink;
   clock?: Clock;
+  /** The bytes of each implicit state's initial_state data_file, by the name the config gives (the loader reads them). */
+  initialStates?: ReadonlyMap<string, Uint8Array>;
 }
 
 interface Pending {
@@ -70,7 +72,7 @@ export class SequenceBatchScheduler implements Scheduler {
   constructor(opts: SequenceBatchSchedulerOptions) {
     this.modelName = opts.modelName;
     this.config = opts.config;
-    this.spec = sequenceSpecOf(opts.config);
+    this.spec = sequenceSpecOf(opts.config, undefined, opts.initialStates);
     this.pool = opts.pool;
     this.instances = opts.pool.instances;
     this.stats = opts.stats;

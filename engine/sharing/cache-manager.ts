@@ -13,7 +13,7 @@ import { cacheKey, decodeTensors, encodeTensors } from './response-cache-codec.t
 import type { ResponseCacheStore } from './response-cache.ts';
 import { log, tracer } from '../../common/logger.ts';
 import { isDecoupled } from '../api/decoupled.ts';
-import { checkOutputs, requestBatch } from '../api/output-check.ts';
+import { EVERY_CHECK, checkOutputs, requestBatch } from '../api/output-check.ts';
 import { cacheIdentity, type IdentifiedVersion, type VersionLookup } from './cache-identity.ts';
 
 const trace = tracer('cache');
@@ -66,7 +66,10 @@ export class CacheManager {
     }
     const res = await run();
     const t2 = process.hrtime.bigint();
-    if (!res.outputs.some((o) => o.shm)) void this.store.set(key, encodeTensors(res.outputs));
+    // Only what a read would accept is kept (a model's answer need not fit its config: see output-check.ts).
+    if (!res.outputs.some((o) => o.shm) && !checkOutputs(model.config, res.outputs, outputs0, requestBatch(model.config, req), EVERY_CHECK)) {
+      void this.store.set(key, encodeTensors(res.outputs));
+    }
     model.stats.cacheMiss(Number(t1 - t0) + Number(process.hrtime.bigint() - t2));
     return res;
   }
@@ -74,7 +77,7 @@ export class CacheManager {
   /** The entry's tensors when they decode and fit the model's config; otherwise the entry is discarded. */
   private fitting(config: ModelConfig, req: InferRequest, key: string, bytes: Uint8Array, wanted: readonly string[]) {
     const tensors = decodeTensors(bytes);
-    const problem = tensors ? checkOutputs(config, tensors, wanted, requestBatch(config, req)) : undefined;
+    const problem = tensors ? checkOutputs(config, tensors, wanted, requestBatch(config, req), EVERY_CHECK) : undefined;
     if (tensors && !problem) return tensors;
     log.warn(`response cache: discarding an entry for model '${config.name}' that ${problem ? `does not fit its config: ${problem.message}` : 'does not decode'}`);
     void this.store.discard(key);

@@ -23,8 +23,9 @@ const MODELS = {
   import_error: `${HEAD}import no_such_module_for_this_test\nclass TritonPythonModel:\n    pass\n`,
   open_fails: `${HEAD}class TritonPythonModel:\n    def initialize(self, args):\n        self.d = args['model_repository']\n    def execute(self, requests):\n        open(os.path.join(self.d, '1', 'weights.bin'))\n`,
   wrong_count: `${HEAD}class TritonPythonModel:\n    def execute(self, requests):\n        return []\n`,
-  // Triton's qa execute_return_error: None first, then a list of None.
-  execute_return_error: `${HEAD}class TritonPythonModel:\n    def initialize(self, args):\n        self.n = 0\n    def execute(self, requests):\n        self.n += 1\n        return None if self.n == 1 else [None for _ in requests]\n`,
+  // After Triton's qa execute_return_error, for the python backend that lets a plain model answer
+  // through its response sender (None and a None in the list are no longer errors there): a tuple first, then a list of str.
+  execute_return_error: `${HEAD}class TritonPythonModel:\n    def initialize(self, args):\n        self.n = 0\n    def execute(self, requests):\n        self.n += 1\n        return tuple() if self.n == 1 else ['no' for _ in requests]\n`,
 };
 
 let engine: RunningEngine;
@@ -79,10 +80,10 @@ describe('L0_python_error_paths', () => {
       "Failed to process the request(s) for model instance 'wrong_count_0_0', message: Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n",
     );
     expect(await inferError('execute_return_error')).toBe(
-      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected a list in the execute return, found type '<class 'NoneType'>'.",
+      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected a list in the execute return, found type '<class 'tuple'>'.",
     );
     expect(await inferError('execute_return_error')).toBe(
-      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'NoneType'>'.",
+      "Failed to process the request(s) for model instance 'execute_return_error_0_0', message: Expected an 'InferenceResponse' object in the execute function return list, found type '<class 'str'>'.",
     );
     expectNoHostPaths(e);
   });

@@ -1,10 +1,11 @@
-// A model.py's outputs checked against its config on real stub processes, as
-// Triton's core and backends check them: a wrong shape, a wrong batch size,
-// BYTES or FP64 for an FP32 output, a requested output left out each fail
-// that request (INVALID_ARG, Triton's texts, naming the output and the
-// model) over gRPC and HTTP; an output that was not asked for may be left
-// out; a decoupled model's misfit response reaches its stream as the error;
-// the stub keeps serving.
+// A model.py's outputs as Triton's python backend sends them, on real stub
+// processes: as the model made them. The backend checks no datatype or shape
+// against the config (a wrong shape, a wrong batch size, BYTES or FP64 for an
+// FP32 output reach the client as made), a requested output the model left
+// out is simply absent, an output nobody asked for is dropped (the backend
+// prunes to the requested ones), and a decoupled model's responses stream as
+// made; python_test.py's test_init_args shape (an output of shape [1] for a
+// [2,2] request of a max_batch_size 64 model with dims [-1]) answers as made.
 import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { grpcError, httpJson, i32Bytes, toF32, toI32, type ProtoClient } from './helpers.ts';
@@ -49,6 +50,26 @@ class TritonPythonModel:
 `,
 };
 
+// After Triton's init_args qa model: the answer's shape has nothing to do with the request's.
+const INIT_ARGS = {
+  config: `name: "init_args_like"
+backend: "python"
+max_batch_size: 64
+input [ { name: "IN", data_type: TYPE_FP32, dims: [ -1 ] } ]
+output [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] } ]
+`,
+  model: `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.keys = len(args)
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([self.keys], dtype=np.float32))]) for _ in requests]
+`,
+};
+
 const BAD_STREAM = {
   config: `name: "bad_stream"
 backend: "python"
@@ -76,7 +97,7 @@ let eng: RunningEngine;
 let client: ProtoClient;
 
 pythonEngine(
-  () => pythonRepo('l0-py-outputs', [], { bad_out: BAD_OUT, bad_stream: BAD_STREAM }),
+  () => pythonRepo('l0-py-outputs', [], { bad_out: BAD_OUT, bad_stream: BAD_STREAM, init_args_like: INIT_ARGS }),
   (s) => ({ eng, client } = s),
 );
 
@@ -96,35 +117,47 @@ describe('L0_python_outputs', () => {
     expect(Array.from(toI32(r.raw_output_contents[1]))).toEqual([7]);
   });
 
+  // What each mode makes of Y and Z (name, datatype, shape) for a batch-1 request: exactly what comes back.
   it.each([
-    [1, "unexpected shape for output 'Y', model configuration shape is [-1,2], inference shape is [1,3] for model 'bad_out'"],
-    [2, "unexpected datatype TYPE_STRING for inference output 'Y', expecting TYPE_FP32 for model 'bad_out'"],
-    [3, "output 'Z' of model 'bad_out' is missing from the response (it was requested)"],
-    [4, "unexpected datatype TYPE_FP64 for inference output 'Y', expecting TYPE_FP32 for model 'bad_out'"],
-    [5, "unexpected shape for output 'Y', model configuration shape is [-1,2], inference shape is [2,2] for model 'bad_out' (the request's batch size is 1)"],
-  ])('mode %i fails the request naming the output, over gRPC and HTTP', async (mode, message) => {
-    expect(await grpcError(grpcInfer(mode))).toEqual({ code: grpc.status.INVALID_ARGUMENT, details: message });
+    [1, [['Y', 'FP32', [1, 3]], ['Z', 'INT32', [1, 1]]]],
+    [2, [['Y', 'BYTES', [1, 2]], ['Z', 'INT32', [1, 1]]]],
+    [3, [['Y', 'FP32', [1, 2]]]],
+    [4, [['Y', 'FP64', [1, 2]], ['Z', 'INT32', [1, 1]]]],
+    [5, [['Y', 'FP32', [2, 2]], ['Z', 'INT32', [1, 1]]]],
+  ])('mode %i answers the outputs as the model made them, over gRPC and HTTP', async (mode, want) => {
+    const r = await grpcInfer(mode);
+    expect(r.outputs.map((o: { name: string; datatype: string; shape: string[] }) => [o.name, o.datatype, o.shape.map(Number)])).toEqual(want);
     const http = await httpJson(eng.httpPort, 'POST', '/v2/models/bad_out/infer', { inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1, 1], data: [mode] }] });
-    expect(http).toEqual({ status: 400, json: { error: message } });
+    expect(http.status).toBe(200);
+    expect((http.json.outputs as Array<{ name: string; datatype: string; shape: number[] }>).map((o) => [o.name, o.datatype, o.shape])).toEqual(want);
   });
 
-  it('an output that was not requested may be left out; the stub kept serving through the failures', async () => {
-    const r = await grpcInfer(3, ['Y']);
-    expect(r.outputs.map((o: { name: string }) => o.name)).toEqual(['Y']);
-    expect(Array.from(toF32(r.raw_output_contents[0]))).toEqual([1.5, 2.5]);
-    expect(eng.server.modelStatistics('bad_out')[0]!.execution_count).toBeGreaterThanOrEqual(12);
+  it('only the requested outputs come back; the stub kept serving', async () => {
+    const r = await grpcInfer(4, ['Z']);
+    expect(r.outputs.map((o: { name: string }) => o.name)).toEqual(['Z']);
+    expect(Array.from(toI32(r.raw_output_contents[0]))).toEqual([7]);
+    expect(eng.server.modelStatistics('bad_out')[0]!.execution_count).toBeGreaterThanOrEqual(11);
   });
 
-  it("a decoupled model's misfit response reaches the stream as its error, the others as they are", async () => {
+  it("test_init_args' shape: an output of shape [1] for a [2,2] request", async () => {
+    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/init_args_like/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] }] });
+    expect(http.status).toBe(200);
+    expect(http.json.outputs).toEqual([{ name: 'OUT', datatype: 'FP32', shape: [1], data: [7] }]);
+  });
+
+  it("a decoupled model's responses stream as made, an FP32 one for an INT32 output included", async () => {
     const got: Array<number | string> = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[] } }>;
-      call.on('data', (m) => got.push(m.error_message || toI32(m.infer_response.raw_output_contents[0]!)[0]!));
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[]; outputs: Array<{ datatype: string }> } }>;
+      call.on('data', (m) => {
+        const raw = m.infer_response.raw_output_contents[0]!;
+        got.push(m.error_message || (raw.length === 4 && m.infer_response.outputs[0]?.datatype === 'FP32' ? toF32(raw)[0]! : toI32(raw)[0]!));
+      });
       call.on('error', reject);
       call.on('end', resolve);
       call.write({ model_name: 'bad_stream', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([1])] });
       call.end();
     });
-    expect(got).toEqual([0, "unexpected datatype TYPE_FP32 for inference output 'OUT', expecting TYPE_INT32 for model 'bad_stream'", 2]);
+    expect(got).toEqual([0, 1, 2]);
   });
 });

@@ -1,7 +1,7 @@
 // The check of a response's outputs against the model config (Triton's texts),
 // one case per rule; test/unit/fuzz.test.ts throws random ones at it.
 import { describe, expect, it } from 'vitest';
-import { checkOutputs, countBytesElements, requestBatch } from '../../engine/api/output-check.ts';
+import { checkOutputs, countBytesElements, outputRules, requestBatch } from '../../engine/api/output-check.ts';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 import { serializeBytes } from '../../engine/api/datatypes.ts';
 
@@ -58,5 +58,42 @@ describe('checkOutputs', () => {
     expect(countBytesElements(new Uint8Array(0))).toBe(0);
     expect(countBytesElements(new Uint8Array([5, 0, 0, 0, 1]))).toBe(-1);
     expect(countBytesElements(new Uint8Array([0, 0]))).toBe(-1);
+  });
+});
+
+describe('outputRules: per backend, as strict as Triton and no stricter', () => {
+  const misfits = [
+    { ...f32([3, 1]), datatype: 'INT32' as const, data: new Uint8Array(12) }, // another datatype and shape
+  ];
+
+  it.each([
+    ['python', { backend: 'python' }],
+    ['js', { backend: 'js' }],
+    ['onnxruntime by backend', { backend: 'onnxruntime' }],
+    ['onnxruntime by platform', { platform: 'onnxruntime_onnx' }],
+    ['ensemble', { platform: 'ensemble' }],
+  ])('%s: outputs as made (datatype, shape, batch size), a wanted output may be absent', (_, over) => {
+    const c = cfg({ ...over, max_batch_size: 4 } as Partial<ModelConfig>);
+    expect(outputRules(c)).toEqual({ datatype: false, shape: false, wanted: false });
+    expect(checkOutputs(c, misfits, ['y', 's'], 1)).toBeUndefined();
+  });
+
+  it.each([
+    ['python', 'python'],
+    ['js', 'js'],
+    ['onnxruntime', 'onnxruntime'],
+  ])('%s: an undeclared name, a malformed shape or bytes that do not fill the shape are still refused', (_, backend) => {
+    const c = cfg({ backend } as Partial<ModelConfig>);
+    expect(msg(checkOutputs(c, [{ ...f32([1]), name: 'q' }], [], undefined))).toBe("unexpected inference output 'q' for model 'm'");
+    expect(msg(checkOutputs(c, [{ ...f32([1]), shape: [-1] }], [], undefined))).toBe("output 'y' of model 'm' has a malformed shape [-1]");
+    expect(msg(checkOutputs(c, [{ ...f32([2, 2], 3), datatype: 'INT32' }], [], undefined))).toBe(
+      "output byte size mismatch for output 'y' for model 'm'. Expected 16, got 12",
+    );
+    expect(msg(checkOutputs(c, [{ ...f32([1]), datatype: 'FP8' as never }], [], undefined))).toBe("output 'y' of model 'm' has an unknown datatype 'FP8'");
+  });
+
+  it('a backend of no known kind gets every check', () => {
+    expect(outputRules(cfg({ backend: 'custom' } as Partial<ModelConfig>))).toEqual({ datatype: true, shape: true, wanted: true });
+    expect(outputRules(cfg())).toEqual({ datatype: true, shape: true, wanted: true });
   });
 });

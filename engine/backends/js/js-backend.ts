@@ -9,11 +9,12 @@ import path from 'node:path';
 import type { Backend, BackendContext, BackendModel } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
-import { StatusError, invalidArg, internal, isStatusCode, type StatusCode } from '../../api/status.ts';
+import { StatusError, invalidArg, internal, isStatusCode, unavailable, type StatusCode } from '../../api/status.ts';
 import { fromConfigType, isDatatype, type Datatype } from '../../api/datatypes.ts';
 import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loader.ts';
 import { RequestCancel, type CancelSignal } from '../../api/cancel-signal.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
+import { DecoupledSender, type JsResponseSender, type JsResult } from './js-decoupled-sender.ts';
 
 interface JsTensor {
   datatype: string;
@@ -33,18 +34,24 @@ interface JsRequest {
    * return value is then ignored). Sending after that throws.
    */
   send?: (result: JsResult) => void;
+  /**
+   * Decoupled models only: the request's response sender (Triton's response
+   * factory). Taking it keeps the request open after execute() resolves,
+   * until a send with `final: true`; the instance serves other requests meanwhile.
+   */
+  responseSender?: () => JsResponseSender;
 }
 interface JsModule {
   initialize?(ctx: unknown): Promise<void> | void;
   execute(requests: JsRequest[]): Promise<JsResult[] | void>;
   finalize?(): Promise<void> | void;
 }
-type JsResult =
-  | { outputs: Record<string, { datatype?: string; shape: number[]; data: ArrayBufferView }> }
-  | { error: { code?: string; message: string } };
 
 
 class JsInstance implements ExecutionInstance {
+  /** Decoupled requests whose model holds their response sender past execute(): ended with an error at unload. */
+  readonly open = new Set<DecoupledSender>();
+
   constructor(
     readonly name: string,
     private readonly mod: JsModule,
@@ -62,6 +69,7 @@ class JsInstance implements ExecutionInstance {
       parameters: r.parameters as Record<string, unknown>,
       signal: r.signal ?? NEVER,
       send: decoupled ? (res) => streams[i]!.send(res) : undefined,
+      responseSender: decoupled ? () => streams[i]!.responseSender() : undefined,
     }));
     const t1 = process.hrtime.bigint();
     let results: JsResult[] | void;
@@ -69,13 +77,21 @@ class JsInstance implements ExecutionInstance {
       results = await this.mod.execute(jsReqs);
     } catch (err) {
       const e = internal(`js model '${this.ctx.modelName}' failed: ${(err as Error).message}`, err);
-      for (const s of streams) s.close();
+      for (const s of streams) s.fail(e);
       return { responses: requests.map(() => e), timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 } };
     }
     const t2 = process.hrtime.bigint();
-    const responses = decoupled ? streams.map((s) => s.close()) : requests.map((r, i) => this.toResponse(r, results?.[i]));
-    const t3 = process.hrtime.bigint();
-    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) } };
+    const timing = () => ({ computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(process.hrtime.bigint() - t2) });
+    if (!decoupled) return { responses: requests.map((r, i) => this.toResponse(r, results?.[i])), timing: timing() };
+    const stillOpen = streams.filter((s) => s.executeReturned());
+    const outcomes = Promise.all(streams.map((s) => s.ended));
+    if (!stillOpen.length) return { responses: await outcomes, timing: timing() };
+    // Free for the next batch now (Triton's repeat backend releases its requests so); the batch settles as they end.
+    for (const s of stillOpen) {
+      this.open.add(s);
+      void s.ended.then(() => this.open.delete(s));
+    }
+    return { responses: [], timing: timing(), streams: outcomes };
   }
 
   private toResponse(r: InferRequest, res: JsResult | undefined): InferResponse | StatusError {
@@ -88,8 +104,9 @@ class JsInstance implements ExecutionInstance {
     const want = r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
     const outputs = [];
     for (const name of want) {
+      // As Triton's python backend: only the wanted outputs go back, and one the model left out is just absent.
       const o = res.outputs[name];
-      if (!o) return internal(`js model '${model}' did not produce output '${name}'`);
+      if (!o) continue;
       const decl = this.ctx.config.output.find((x) => x.name === name);
       const datatype: Datatype = o.datatype && isDatatype(o.datatype) ? o.datatype : fromConfigType(decl?.data_type ?? 'TYPE_UINT8');
       const d = o.data;
@@ -101,35 +118,6 @@ class JsInstance implements ExecutionInstance {
 
 /** A signal that never fires, for requests without one. */
 const NEVER: CancelSignal = new RequestCancel();
-
-/**
- * One decoupled request's responses: each send goes to the request's stream
- * (onResponse) at once; without a stream (a call from another model) the last
- * one is the answer. close() ends the request: its streamEnd, or that answer.
- */
-class DecoupledSender {
-  private closed = false;
-  private last: InferResponse | StatusError | undefined;
-
-  constructor(
-    private readonly req: InferRequest,
-    private readonly version: string,
-    private readonly convert: (r: JsResult) => InferResponse | StatusError,
-  ) {}
-
-  send(result: JsResult): void {
-    if (this.closed) throw new Error('response sender is closed: execute() has returned');
-    const r = this.convert(result);
-    if (this.req.onResponse) this.req.onResponse(r);
-    else this.last = r;
-  }
-
-  close(): InferResponse | StatusError {
-    this.closed = true;
-    if (this.req.onResponse) return { modelName: this.req.modelName, modelVersion: this.version, id: this.req.id, outputs: [], streamEnd: true };
-    return this.last ?? internal(`decoupled model '${this.req.modelName}' sent no response`);
-  }
-}
 
 function modelFile(ctx: BackendContext): string {
   const names = ctx.config.default_model_filename ? [ctx.config.default_model_filename] : ['model.js', 'model.ts', 'model.mjs'];
@@ -200,6 +188,8 @@ export const jsBackend: Backend = {
     return {
       instances,
       finalize: async () => {
+        const gone = unavailable(`model '${ctx.modelName}' was unloaded while a request was still open`);
+        for (const inst of instances) for (const s of inst.open) s.fail(gone);
         for (const m of mods) await m.finalize?.();
       },
     };

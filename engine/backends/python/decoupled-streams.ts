@@ -1,9 +1,13 @@
-// The open streams of one decoupled python instance. As in Triton, the
-// instance is free for the next batch once execute() returns; each request's
-// stream stays open here until the model sends its final flag (from any of
-// its threads or tasks), its stub dies, or the instance closes. A client's
-// cancellation (the request's signal) is passed to the stub as a `cancel`
-// frame, so the model's request.is_cancelled() turns true. Main thread only.
+// The open requests of one python instance, answered through their response
+// senders. As in Triton, the instance is free for the next batch once
+// execute() returns; each request stays open here until the model sends its
+// final flag (from any of its threads or tasks), its stub dies, or the
+// instance closes. A decoupled request streams every response; a plain
+// (non-decoupled) one is answered by its first response, as Triton's
+// frontends take only that one (python_be.cc lets a plain model send one
+// response, or return it from execute). A client's cancellation (the
+// request's signal) is passed to the stub as a `cancel` frame, so the model's
+// request.is_cancelled() turns true. Main thread only.
 import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
 import { cancelled, type StatusError } from '../../api/status.ts';
 
@@ -15,8 +19,10 @@ const FINAL = 1;
 /** One batch whose streams are open. */
 interface Streams {
   requests: InferRequest[];
+  /** Decoupled: every response streams; plain: the first response is the request's answer. */
+  decoupled: boolean;
   finals: boolean[];
-  /** The last response of a request that has no onResponse (a BLS or unary caller): its outcome. */
+  /** Decoupled: the last response of a request that has no onResponse (a BLS or unary caller); plain: the first response. */
   last: Array<Outcome | undefined>;
   /** Why a request's stream was cut short (its outcome then). */
   failed: Array<StatusError | undefined>;
@@ -31,14 +37,18 @@ export class DecoupledStreams {
   constructor(
     /** Send the stub a cancel frame for request `index` of batch `seq`. */
     private readonly sendCancel: (seq: number, index: number) => void,
-    /** The outcome of a request whose stream ended: its stream end, or its last response. */
+    /** The outcome of a decoupled request whose stream ended: its stream end, or its last response. */
     private readonly endOf: (req: InferRequest, last: Outcome | undefined) => Outcome,
+    /** The outcome of a plain request that ended without a response (the stub never lets one). */
+    private readonly noResponse: (req: InferRequest) => Outcome,
   ) {}
 
-  /** Open the streams of batch `seq`; resolves with each request's final outcome once all ended. */
-  add(seq: number, requests: InferRequest[]): Promise<Outcome[]> {
+  /** Open the requests of batch `seq`; resolves with each request's final outcome once all ended. */
+  add(seq: number, requests: InferRequest[], decoupled = true): Promise<Outcome[]> {
     return new Promise((resolve) => {
-      const s: Streams = { requests, finals: requests.map(() => false), last: requests.map(() => undefined), failed: requests.map(() => undefined), unlisten: [], resolve };
+      const s: Streams = {
+        requests, decoupled, finals: requests.map(() => false), last: requests.map(() => undefined), failed: requests.map(() => undefined), unlisten: [], resolve,
+      };
       s.unlisten.push(watchCancel(requests, (index) => s.finals[index] || this.sendCancel(seq, index)));
       this.open.set(seq, s);
     });
@@ -60,7 +70,8 @@ export class DecoupledStreams {
     const s = this.open.get(seq);
     const req = s?.requests[index];
     if (!s || !req || s.finals[index]) return;
-    if (out) {
+    if (out && !s.decoupled) s.last[index] ??= out;
+    else if (out) {
       if (flags & FINAL && !('code' in out)) out.final = true;
       if (req.onResponse) req.onResponse(out);
       else s.last[index] = out;
@@ -69,14 +80,17 @@ export class DecoupledStreams {
     this.maybeEnd(seq, s);
   }
 
-  /** End every still-open stream of batch `seq` with `err` (execute raised): that request's outcome is the error. */
+  /**
+   * End every still-open request of batch `seq` with `err` (execute raised): its outcome is the
+   * error, but for a plain request that already sent its response (Triton's frontends drop what follows it).
+   */
   fail(seq: number, err: StatusError): void {
     const s = this.open.get(seq);
     if (!s) return;
     s.requests.forEach((_, i) => {
       if (s.finals[i]) return;
       s.finals[i] = true;
-      s.failed[i] = err;
+      if (s.decoupled || !s.last[i]) s.failed[i] = err;
     });
     this.maybeEnd(seq, s);
   }
@@ -96,7 +110,12 @@ export class DecoupledStreams {
     this.open.delete(seq);
     for (const u of s.unlisten) u();
     // A stream its client cancelled ends CANCELLED (counted as a failure), whatever the model sent last.
-    s.resolve(s.requests.map((req, i) => s.failed[i] ?? (req.signal?.aborted ? cancelled(`request for model '${req.modelName}' was cancelled`) : this.endOf(req, s.last[i]))));
+    s.resolve(s.requests.map((req, i) => s.failed[i] ?? (req.signal?.aborted ? cancelled(`request for model '${req.modelName}' was cancelled`) : this.ended(s, req, i))));
+  }
+
+  private ended(s: Streams, req: InferRequest, i: number): Outcome {
+    if (s.decoupled) return this.endOf(req, s.last[i]);
+    return s.last[i] ?? this.noResponse(req);
   }
 }
 

@@ -10,10 +10,10 @@
 // READY, CLOSED) is a Lifecycle (common/lifecycle.ts) private to it.
 import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
-import type { InferRequest, InferResponse } from '../../api/infer-request.ts';
+import type { InferRequest } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
 import type { RequestCancel } from '../../api/cancel-signal.ts';
-import { StatusError, cancelled, internal, toStatusError, unavailable } from '../../api/status.ts';
+import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { mergeAutoComplete } from './auto-complete.ts';
@@ -24,10 +24,11 @@ import type { ResponseBody, StubFrame, StubFrameOf } from './stub-frames.ts';
 import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
 import { ReadinessProbe } from './readiness-probe.ts';
-import { DecoupledStreams, watchCancel } from './decoupled-streams.ts';
+import { DecoupledStreams } from './decoupled-streams.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
 const trace = tracer('python');
+const FINAL = 1;
 
 export interface PythonInstanceOptions {
   interpreter: string;
@@ -48,8 +49,8 @@ export interface PythonInstanceOptions {
 interface Running {
   seq: number;
   requests: InferRequest[];
-  /** execute() returned: its responses (none for a decoupled model), or why it failed. */
-  resolve(outcomes: Outcome[] | StatusError | undefined): void;
+  /** execute() returned (its responses went to the open requests), or why it failed. */
+  resolve(outcome: StatusError | undefined): void;
 }
 
 export class PythonInstance implements ExecutionInstance {
@@ -69,10 +70,11 @@ export class PythonInstance implements ExecutionInstance {
   private killedFor: StatusError | undefined;
   /** The start in progress, shared by every caller. */
   private startingUp: Promise<void> | undefined;
-  /** A decoupled model's open streams (the instance is free while they run). */
+  /** The requests still open (the instance is free while a model answers them through their response senders). */
   private readonly streams = new DecoupledStreams(
     (seq, index) => this.stub?.send({ t: 'cancel', seq, index }),
     (req, last) => (req.onResponse ? streamEnd(this.ctx, req) : (last ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`))),
+    () => internal(`python model '${this.ctx.modelName}' returned no response for a request`),
   );
 
   constructor(
@@ -209,10 +211,9 @@ export class PythonInstance implements ExecutionInstance {
     const seq = ++this.seq;
     const frame = execFrame(seq, this.ctx, requests, wire);
     const decoupled = this.decoupled;
-    const streams = decoupled ? this.streams.add(seq, requests) : undefined;
-    // A decoupled batch's streams watch their own cancellations; a plain batch is watched while it executes.
-    const unwatch = decoupled ? undefined : watchCancel(requests, (index) => this.running?.seq === seq && stub.send({ t: 'cancel', seq, index }));
-    const done = new Promise<Outcome[] | StatusError | undefined>((resolve) => {
+    // Every request is open until answered: returned from execute, or sent through its response sender.
+    const streams = this.streams.add(seq, requests, decoupled);
+    const done = new Promise<StatusError | undefined>((resolve) => {
       this.running = { seq, requests, resolve };
     });
     const t1 = process.hrtime.bigint();
@@ -221,17 +222,12 @@ export class PythonInstance implements ExecutionInstance {
     const watchdog = limit ? setTimeout(() => this.overrun(stub, seq, limit), limit) : undefined;
     const returned = await done;
     clearTimeout(watchdog);
-    unwatch?.();
     const t2 = process.hrtime.bigint();
     const timing = { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 };
-    if (streams) {
-      // Free for the next batch now, as in Triton; the streams end later.
-      if (returned instanceof StatusError) this.streams.fail(seq, returned);
-      return { responses: [], timing, streams };
-    }
-    const outcomes = returned instanceof StatusError ? requests.map(() => returned) : (returned ?? []);
-    // A request its client cancelled while it ran fails CANCELLED (counted so), whatever the model answered.
-    return { responses: outcomes.map((o, i) => (requests[i]?.signal?.aborted ? cancelled(`request for model '${this.ctx.modelName}' was cancelled`) : o)), timing };
+    if (returned) this.streams.fail(seq, returned);
+    // Free for the next batch now, as in Triton, when requests are still open; the batch settles as they end.
+    if (this.streams.has(seq)) return { responses: [], timing, streams };
+    return { responses: await streams, timing };
   }
 
   private onFrame(stub: StubProcess, m: StubFrame): void {
@@ -283,12 +279,16 @@ export class PythonInstance implements ExecutionInstance {
       const text = m.raw ? m.error : `Failed to process the request(s) for model instance '${this.name}', message: ${m.error}`;
       return r.resolve(new StatusError('INTERNAL', text));
     }
-    if (this.decoupled) return r.resolve(undefined);
+    // A plain model's returned responses end their requests; a null one is answered by its sender.
     const frames = m.responses ?? [];
-    r.resolve(r.requests.map((req, i) => this.toOutcome(req, frames[i])));
+    r.requests.forEach((req, i) => {
+      const f = frames[i];
+      if (f) this.streams.response(m.seq, i, FINAL, this.toOutcome(req, f));
+    });
+    r.resolve(undefined);
   }
 
-  /** A decoupled model's response (from any of its threads or tasks). */
+  /** A response sent through a request's response sender (from any of the model's threads or tasks). */
   private onStreamed(m: StubFrameOf<'resp'>): void {
     if (!this.streams.has(m.seq)) return;
     const req = this.streams.request(m.seq, m.index);

@@ -60,9 +60,12 @@ export type StubFrame =
   | { t: 'config'; config: Record<string, unknown> | null }
   /** initialize() returned. */
   | { t: 'ready'; has_is_ready: boolean }
-  /** execute() returned: one body per request (none for a decoupled model), or why it raised (`raw`: Triton's text, sent as is). */
-  | { t: 'exec_done'; seq: number; responses?: ResponseBody[]; error?: string; raw?: boolean }
-  /** A decoupled model's response (or just flags) for request `index` of batch `seq`. */
+  /**
+   * execute() returned: per request its returned body, or null where the model answers through
+   * its response sender (none for a decoupled model); or why it raised (`raw`: Triton's text, sent as is).
+   */
+  | { t: 'exec_done'; seq: number; responses?: Array<ResponseBody | null>; error?: string; raw?: boolean }
+  /** A response (or just flags) sent through request `index`'s response sender, batch `seq`. */
   | ({ t: 'resp'; seq: number; index: number; flags: number; has_response: boolean } & ResponseBody)
   /** A BLS call from inside execute() (`decoupled`: exec(decoupled=True), every response wanted). */
   | {

@@ -205,7 +205,7 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
                 correlation_id=r.get("correlation_id", 0), parameters=json.dumps(r.get("parameters", {})),
                 model_name=m.get("model"),
             )
-            req._sender = pb_utils.InferenceResponseSender(seq, i)
+            req._sender = pb_utils.InferenceResponseSender(seq, i, decoupled)
             req._cancel_key = (seq, i)
             requests.append(req)
         result = model.execute(requests)
@@ -223,17 +223,26 @@ def run_execute(m, model, model_dir, decoupled, reader, channel, loop):
                 raise ReturnError(f"Python model '{channel.instance_name}' is using the decoupled mode and the execute function must return None.")
             write_frame({"t": F.EXEC_DONE, "seq": seq})
             return
-        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": [channel.response_frame(r) for r in checked_responses(result, requests)]})
+        # A plain model answers each request by returning its response or through
+        # its response sender (a None in the list, or None for the whole batch):
+        # those requests stay open until the sender's final flag.
+        returned = checked_responses(result, requests)
+        frames = [None if r is None else channel.response_frame(r) for r in returned]
+        channel.forget_batch(seq, [i for i, r in enumerate(returned) if r is not None])
+        write_frame({"t": F.EXEC_DONE, "seq": seq, "responses": frames})
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         done = {"t": F.EXEC_DONE, "seq": seq, "error": str(e) if isinstance(e, ReturnError) else where(e, model_dir)}
         if decoupled and isinstance(e, ReturnError):
             done["raw"] = True  # Triton sends this one to the stream as it is
-        write_frame(done)
-    finally:
+        # As Triton: the engine ends every request still open with the error, so
+        # their senders close (a later send raises).
+        for req in requests:
+            req._sender._close()
         if not decoupled:
-            channel.forget_batch(seq, len(m["requests"]))
+            channel.forget_batch(seq, range(len(m["requests"])))
+        write_frame(done)
 
 
 class ReturnError(Exception):
@@ -241,7 +250,11 @@ class ReturnError(Exception):
 
 
 def checked_responses(result, requests):
-    """Triton's checks of a plain model's execute return: a list, one InferenceResponse per request."""
+    """Triton's checks of a plain model's execute return: None (every request
+    answers through its sender) or a list with one InferenceResponse or None per
+    request. A returned response counts as its sender's one final response."""
+    if result is None:
+        return [None] * len(requests)
     if not isinstance(result, list):
         raise ReturnError(f"Expected a list in the execute return, found type '{type(result)}'.")
     if len(result) != len(requests):
@@ -249,8 +262,11 @@ def checked_responses(result, requests):
             "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
             f"InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) size is:{len(result)}\n")
     for r in result:
-        if not isinstance(r, pb_utils.InferenceResponse):
+        if r is not None and not isinstance(r, pb_utils.InferenceResponse):
             raise ReturnError(f"Expected an 'InferenceResponse' object in the execute function return list, found type '{type(r)}'.")
+    for req, r in zip(requests, result):
+        if r is not None:
+            req._sender._count(r, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return result
 
 

@@ -73,8 +73,8 @@ class Channel:
     def is_cancelled(self, seq, index):
         return (seq, index) in self.cancelled
 
-    def forget_batch(self, seq, count):
-        for i in range(count):
+    def forget_batch(self, seq, indices):
+        for i in indices:
             self.cancelled.discard((seq, i))
 
     # ---- BLS ----

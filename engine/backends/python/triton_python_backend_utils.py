@@ -213,21 +213,46 @@ class InferenceResponse:
 
 
 class InferenceResponseSender:
-    """Sends a decoupled request's responses, from any thread."""
+    """Sends a request's responses, from any thread. A decoupled model sends any
+    number, the last with the final flag; a plain one sends exactly one (Triton's
+    rules and texts: flags 0 or FINAL, a response with flags 0, at most one
+    response and no final flag before it for a plain model, nothing once closed)."""
 
-    def __init__(self, seq, index):
+    def __init__(self, seq, index, decoupled=True):
         self._seq = seq
         self._index = index
+        self._decoupled = decoupled
         self._closed = False
+        self._sent = 0
         self._lock = threading.Lock()
 
-    def send(self, response=None, flags=0):
+    def _count(self, response, flags):
+        """Check a send (or a response returned from execute, with the final flag) and count it."""
+        if flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL and flags != 0:
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise TritonModelException("Inference Response object must be provided when the response flags is set to zero.")
         with self._lock:
+            if not self._decoupled:
+                if response is not None and self._sent > 0:
+                    raise TritonModelException("Unable to send response. Non-decoupled model cannot send more than one response.")
+                if response is None and flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL and self._sent == 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete final before sending a response.")
             if self._closed:
                 raise TritonModelException("Unable to send response. Response sender has been closed.")
-            if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            if flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL:
                 self._closed = True
+            self._sent += 1
+
+    def send(self, response=None, flags=0):
+        self._count(response, flags)
         _channel.send_response(self._seq, self._index, response, flags)
+
+    def _close(self):
+        """The engine ended the request (execute raised): later sends raise."""
+        with self._lock:
+            self._closed = True
 
     def is_cancelled(self):
         return _channel.is_cancelled(self._seq, self._index)

@@ -1,0 +1,290 @@
+// Triton's L0_decoupled on our engine: its repeat_int32 and square_int32
+// models as JS models with the same configs and behaviour
+// (test/fixtures/decoupled-repeat-models.ts), alone and in its ensembles
+// (simple_repeat, sequence_repeat, fan_repeat, repeat_square, nested_square),
+// over a real gRPC stream, with and without Triton's empty final response.
+// Each case of decoupled_test.py's DecoupledTest and NonDecoupledTest with
+// its expectation: every response, in order, with OUT and IDX; none for an
+// empty IN; the interleaving of two requests on one instance that each case
+// of test_response_order names; unary infer refused; a shape mismatch named.
+// Times are Triton's scaled down (each case says by how much) so the suite
+// runs in a minute; the orders they produce are the same.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as grpc from '@grpc/grpc-js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RunningEngine } from '../../engine/server/server.ts';
+import { writeDecoupledRepository } from '../fixtures/decoupled-repeat-models.ts';
+import { grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, toI32, type ProtoClient } from './helpers.ts';
+
+const REPEAT_LIKE = ['repeat_int32', 'simple_repeat', 'sequence_repeat'];
+const SQUARES = ['repeat_square', 'nested_square'];
+
+let repo: string;
+let eng: RunningEngine;
+let client: ProtoClient;
+
+beforeAll(async () => {
+  repo = mkdtempSync(path.join(os.tmpdir(), 'l0-decoupled-'));
+  writeDecoupledRepository(repo);
+  eng = await startTestEngine({ modelRepository: repo });
+  client = protoLoaderClient(eng.grpcPort);
+}, 60_000);
+afterAll(async () => {
+  client?.close();
+  await eng?.stop();
+  removeDir(repo);
+});
+
+const u32 = (v: number[]) => Buffer.from(Uint32Array.from(v).buffer);
+const i32 = (v: number[]) => Buffer.from(Int32Array.from(v).buffer);
+
+interface Run {
+  requestCount: number;
+  requestDelay?: number;
+  repeatCount?: number;
+  delay?: number;
+  delayFactor?: number;
+  wait?: number;
+  emptyFinal?: boolean;
+  outputs?: string[];
+}
+/** One response as the client saw it, in arrival order. */
+type Got = { id: string; out?: number; idx?: number; final: boolean; error?: string };
+type StreamMsg = {
+  error_message: string;
+  infer_response: { id: string; outputs: Array<{ name: string }>; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+};
+
+/** decoupled_test.py's _decoupled_infer on one stream, times in ms as given: every message the stream carried. */
+function run(model: string, r: Run): Promise<Got[]> {
+  const repeat = r.repeatCount ?? 1;
+  const values = Array.from({ length: repeat }, (_, i) => 100 + i);
+  const got: Got[] = [];
+  return new Promise((resolve, reject) => {
+    const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+    call.on('data', (m) => {
+      const res = m.infer_response;
+      const at = (name: string) => {
+        const k = res.outputs.findIndex((o: { name: string }) => o.name === name);
+        return k < 0 ? undefined : toI32(res.raw_output_contents[k]!)[0];
+      };
+      got.push({ id: res.id, out: at('OUT'), idx: at('IDX'), final: res.parameters?.triton_final_response?.bool_param === true, ...(m.error_message ? { error: m.error_message } : {}) });
+    });
+    call.on('error', reject);
+    call.on('end', () => resolve(got));
+    void (async () => {
+      let delay = r.delay ?? 100;
+      for (let i = 0; i < r.requestCount; i++) {
+        await new Promise((s) => setTimeout(s, r.requestDelay ?? 0));
+        call.write({
+          model_name: model,
+          id: String(i),
+          inputs: [
+            { name: 'IN', datatype: 'INT32', shape: [repeat] },
+            { name: 'DELAY', datatype: 'UINT32', shape: [repeat] },
+            { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+          ],
+          raw_input_contents: [i32(values), u32(values.map(() => delay)), u32([r.wait ?? 50])],
+          outputs: (r.outputs ?? ['OUT', 'IDX']).map((name) => ({ name })),
+          parameters: r.emptyFinal ? { triton_enable_empty_final_response: { bool_param: true } } : {},
+        });
+        delay = Math.trunc(delay * (r.delayFactor ?? 1));
+      }
+      call.end();
+    })();
+  });
+}
+
+/** Each request's responses that carry outputs, with their arrival rank across the stream. */
+function byRequest(got: Got[]): Map<string, Array<Got & { rank: number }>> {
+  const m = new Map<string, Array<Got & { rank: number }>>();
+  let rank = 0;
+  for (const g of got) {
+    expect(g.error).toBeUndefined();
+    if (g.out === undefined) continue;
+    const list = m.get(g.id) ?? [];
+    list.push({ ...g, rank: rank++ });
+    m.set(g.id, list);
+  }
+  return m;
+}
+
+/** decoupled_test.py's checks for a repeat-like model: OUT 100.. and IDX 0.. in order, per request; `order`: arrival ranks. */
+function expectRepeated(got: Got[], r: Run, order?: number[][]): void {
+  const m = byRequest(got);
+  const repeat = r.repeatCount ?? 1;
+  for (let i = 0; i < r.requestCount; i++) {
+    const list = m.get(String(i)) ?? [];
+    expect(list.map((g) => g.out)).toEqual(Array.from({ length: repeat }, (_, j) => 100 + j));
+    if (r.outputs === undefined) expect(list.map((g) => g.idx)).toEqual(Array.from({ length: repeat }, (_, j) => j));
+    if (order) expect(list.map((g) => g.rank)).toEqual(order[i]);
+  }
+  if (r.emptyFinal) expect(got.filter((g) => g.final)).toHaveLength(r.requestCount);
+}
+
+/** _nested_validate: value v repeated v times, for v = 100...; _fan_validate: 200, 202, ... */
+function expectSquares(got: Got[], r: Run): void {
+  const m = byRequest(got);
+  const repeat = r.repeatCount ?? 1;
+  const want = Array.from({ length: repeat }, (_, j) => 100 + j).flatMap((v) => Array.from({ length: v }, () => v));
+  for (let i = 0; i < r.requestCount; i++) expect((m.get(String(i)) ?? []).map((g) => g.out)).toEqual(want);
+}
+function expectFan(got: Got[], r: Run): void {
+  const m = byRequest(got);
+  for (let i = 0; i < r.requestCount; i++) {
+    expect((m.get(String(i)) ?? []).map((g) => g.out)).toEqual(Array.from({ length: r.repeatCount ?? 1 }, (_, j) => 2 * (100 + j)));
+  }
+}
+
+/**
+ * Run `r` on every trial of DecoupledTest, each with its validation; the
+ * repeat-like ones also with the empty final response (Triton's second
+ * helper; for time, not the fan and square ones, whose responses it does not change).
+ */
+async function everyTrial(r: Run): Promise<void> {
+  for (const emptyFinal of [false, true]) {
+    for (const m of REPEAT_LIKE) expectRepeated(await run(m, { ...r, emptyFinal }), { ...r, emptyFinal });
+  }
+  expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
+  for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
+}
+
+// Triton's times are these × 20 (delay 1000 ms, waits 500 / 2000 / 10000 ms).
+describe('L0_decoupled: DecoupledTest', () => {
+  it('test_one_to_none: no response for an empty IN', async () => {
+    for (const requestCount of [1, 5]) {
+      for (const m of [...REPEAT_LIKE, 'fan_repeat', ...SQUARES]) {
+        const got = await run(m, { requestCount, repeatCount: 0, outputs: REPEAT_LIKE.includes(m) ? undefined : ['OUT'] });
+        expect(got.filter((g) => g.out !== undefined || g.error)).toEqual([]);
+      }
+    }
+  });
+
+  it('test_one_to_one: one response each, released before or after it is sent', async () => {
+    for (const requestCount of [1, 5]) for (const wait of [25, 100]) await everyTrial({ requestCount, delay: 50, wait });
+  }, 60_000);
+
+  it('test_one_to_many: five responses each, released before, during or after them', async () => {
+    for (const requestCount of [1, 5]) for (const wait of [25, 100, 500]) await everyTrial({ requestCount, repeatCount: 5, delay: 50, wait });
+  }, 120_000);
+
+  // The arrival order of the 8 responses of two requests on one instance is each case's expectation.
+  // Triton's times × 0.2 (the first three), × 0.05 (the last two): each keeps ≥ 40 ms between the responses it orders.
+  it.each([
+    ['interleaved', { requestDelay: 100, delay: 200, wait: 100 }, [[0, 2, 4, 6], [1, 3, 5, 7]]],
+    ['the second request first', { requestDelay: 100, delay: 400, delayFactor: 0.1, wait: 100 }, [[4, 5, 6, 7], [0, 1, 2, 3]]],
+    ['the second inside the first', { requestDelay: 500, delay: 400, delayFactor: 0.1, wait: 100 }, [[0, 5, 6, 7], [1, 2, 3, 4]]],
+    ['the first before the second (sent early)', { requestDelay: 5, delay: 25, delayFactor: 10, wait: 25 }, [[0, 1, 2, 3], [4, 5, 6, 7]]],
+    ['the first before the second (sent late)', { requestDelay: 37, delay: 25, delayFactor: 10, wait: 25 }, [[0, 1, 2, 3], [4, 5, 6, 7]]],
+  ])('test_response_order: %s', async (_, times, order) => {
+    const r = { requestCount: 2, repeatCount: 4, ...times };
+    for (const m of REPEAT_LIKE) expectRepeated(await run(m, r), r, order);
+    expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
+    for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
+  }, 60_000);
+
+  it('test_no_streaming: unary gRPC and HTTP refuse a decoupled model', async () => {
+    const inputs = [
+      { name: 'IN', datatype: 'INT32', shape: [1] },
+      { name: 'DELAY', datatype: 'UINT32', shape: [1] },
+      { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+    ];
+    const e = await grpcError(client.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }));
+    expect(e.details).toContain("doesn't support models with decoupled transaction policy");
+    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
+      inputs: inputs.map((t, k) => ({ ...t, data: [[100], [100], [200]][k] })),
+    });
+    expect(String(http.json.error)).toContain("doesn't support models with decoupled transaction policy");
+  });
+
+  it('test_wrong_shape: IN and DELAY of different shapes are named', async () => {
+    const got: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+      call.on('data', (m) => got.push(m.error_message));
+      call.on('error', reject);
+      call.on('end', resolve);
+      call.write({
+        model_name: 'repeat_int32',
+        inputs: [
+          { name: 'IN', datatype: 'INT32', shape: [1] },
+          { name: 'DELAY', datatype: 'UINT32', shape: [2] },
+          { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+        ],
+        raw_input_contents: [i32([100]), u32([100, 100]), u32([200])],
+      });
+      call.end();
+    });
+    expect(got).toEqual(['expected IN and DELAY shape to match, got [1] and [2]']);
+  });
+});
+
+describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', () => {
+  let repo2: string;
+  let eng2: RunningEngine;
+  let client2: ProtoClient;
+  beforeAll(async () => {
+    repo2 = mkdtempSync(path.join(os.tmpdir(), 'l0-nondecoupled-'));
+    writeDecoupledRepository(repo2, false);
+    eng2 = await startTestEngine({ modelRepository: repo2 });
+    client2 = protoLoaderClient(eng2.grpcPort);
+  }, 60_000);
+  afterAll(async () => {
+    client2?.close();
+    await eng2?.stop();
+    removeDir(repo2);
+  });
+
+  // data_matrix: (IN, DELAY, WAIT) with Triton's ms ÷ 10.
+  const matrix = [[1, 0, 0], [1, 400, 200], [1, 200, 400]];
+  const req = ([v, d, w]: number[]) => ({
+    model_name: 'repeat_int32',
+    inputs: [
+      { name: 'IN', datatype: 'INT32', shape: [1] },
+      { name: 'DELAY', datatype: 'UINT32', shape: [1] },
+      { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+    ],
+    raw_input_contents: [i32([v!]), u32([d!]), u32([w!])],
+  });
+
+  it('test_grpc and test_grpc_async: one response, OUT 1 and IDX 0', async () => {
+    for (const row of matrix) {
+      const r = await client2.call('ModelInfer', req(row));
+      expect([toI32(r.raw_output_contents![0]!)[0], toI32(r.raw_output_contents![1]!)[0]]).toEqual([1, 0]);
+    }
+    const all = await Promise.all(matrix.map((row) => client2.call('ModelInfer', req(row))));
+    expect(all.map((r) => toI32(r.raw_output_contents![0]!)[0])).toEqual([1, 1, 1]);
+  });
+
+  it('test_http: one response, OUT 1 and IDX 0', async () => {
+    for (const [v, d, w] of matrix) {
+      const r = await httpJson(eng2.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
+        inputs: [
+          { name: 'IN', datatype: 'INT32', shape: [1], data: [v] },
+          { name: 'DELAY', datatype: 'UINT32', shape: [1], data: [d] },
+          { name: 'WAIT', datatype: 'UINT32', shape: [1], data: [w] },
+        ],
+      });
+      expect((r.json.outputs as Array<{ name: string; data: number[] }>).map((o) => [o.name, o.data[0]])).toEqual([['OUT', 1], ['IDX', 0]]);
+    }
+  });
+
+  it('test_grpc_async_cancel: a request cancelled while it runs answers CANCELLED; the model stays ready', async () => {
+    for (const row of [[1, 400, 200], [1, 200, 400]]) {
+      let call: grpc.ClientUnaryCall | undefined;
+      const outcome = new Promise<number | undefined>((resolve) => {
+        call = client2.raw.ModelInfer(req(row), (err: grpc.ServiceError | null) => resolve(err?.code)) as grpc.ClientUnaryCall;
+      });
+      await new Promise((s) => setTimeout(s, 50));
+      call!.cancel();
+      expect(await outcome).toBe(grpc.status.CANCELLED);
+      const ready = await client2.call('ModelReady', { name: 'repeat_int32' });
+      expect(ready.ready).toBe(true);
+    }
+    // The instance is free again: the next request answers.
+    const r = await client2.call('ModelInfer', req([1, 0, 0]));
+    expect(toI32(r.raw_output_contents![0]!)[0]).toBe(1);
+  });
+});
