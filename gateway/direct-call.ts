@@ -165,8 +165,10 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
   const fn = pre.fn;
   named(fn.name);
   checkApiKey(fn.definition, req.header);
-  const id = req.header('x-request-id') ?? crypto.randomUUID();
+  const given = req.header('x-request-id');
+  const id = given ?? crypto.randomUUID();
   reply.headers['x-request-id'] = id;
+  if (deps.plans) await deps.plans.admit(req.header, given);
   const slices = new CallSlices(deps.arena);
   const span = deps.tracing?.startCall(fn.name, id, req.header('traceparent'));
   let status = 500;
@@ -186,9 +188,11 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
     }
     const { inputs, outputs: wanted } = fast ?? jsonInputs(fn, parsed.value);
     const specs = selectOutputs(fn, wanted);
-    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    const meta = { pin: req.header('x-deploy-side'), clientId: given !== undefined };
+    const { outputs, transfer, side } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent, meta);
     status = 200;
     reply.transfer = transfer;
+    if (side) reply.headers['x-deploy-side'] = side;
     return replyJsonText(fn, outputs);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
@@ -258,6 +262,7 @@ function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: str
 /** app.ts's onError for the direct route: the catalog reply, INTERNAL for anything else. */
 function errorBody(e: unknown, url: string, reply: Reply): string {
   if (e instanceof GatewayError) {
+    if (e.headers) Object.assign(reply.headers, e.headers);
     if (e.status >= 500) log.warn(`POST ${url}: ${e.code}: ${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
     reply.status = e.status;
     return JSON.stringify(e.toJSON());

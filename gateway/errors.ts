@@ -55,6 +55,15 @@ export const ERROR_CATALOG = {
   BUNDLE_VERSION_CONFLICT: { status: 409, message: "version '{version}' is already deployed with different content" },
   ROLLBACK_UNAVAILABLE: { status: 409, message: 'there is no previous function bundle to roll back to' },
   DEPLOY_UNAVAILABLE: { status: 503, message: 'the function bundle store is unavailable; nothing changed' },
+  ROLLOUT_INVALID: { status: 400, message: 'rollout refused with {count} error(s); nothing changed' },
+  ROLLOUT_CONFLICT: { status: 409, message: "function '{name}' already has a rollout running; abort it or wait for its decision" },
+  ROLLOUT_NOT_FOUND: { status: 404, message: "rollout '{id}' not found" },
+  ROLLOUT_FINISHED: { status: 409, message: "rollout '{id}' is already over ({state})" },
+  RATE_LIMITED: { status: 429, message: 'the rate limit of plan \'{plan}\' ({rps} calls/s, burst {burst}) is used up; retry after {retryAfter} s' },
+  QUOTA_EXCEEDED: { status: 429, message: "the {period} quota of plan '{plan}' ({limit} calls) is used up; it renews in {retryAfter} s" },
+  PLAN_INVALID: { status: 400, message: 'usage plan refused: {reason}; nothing changed' },
+  PLAN_KEY_MISSING: { status: 401, message: 'send your API key (X-API-Key or Authorization: Bearer) to read its plan and usage' },
+  PLANS_UNAVAILABLE: { status: 503, message: 'the usage plan store is unavailable; retry later' },
   CONSOLE_TOKEN_MISSING: { status: 401, message: "the console needs a token: send 'X-Console-Token: <GATEWAY_CONSOLE_TOKEN>'" },
   CONSOLE_TOKEN_INVALID: { status: 403, message: 'the console token is not valid' },
   CONSOLE_LOCAL_ONLY: { status: 403, message: 'the console answers this machine only (loopback, no proxy) while GATEWAY_CONSOLE_TOKEN is not set; set it to open the console to other hosts' },
@@ -67,6 +76,10 @@ export type ErrorCode = keyof typeof ERROR_CATALOG;
 export class GatewayError extends HTTPException {
   readonly code: ErrorCode;
   readonly params: Record<string, string | number>;
+  /** Reply headers the error carries (429s: Retry-After, RateLimit-*). */
+  headers?: Record<string, string>;
+  /** Every problem, for refusals that list them (`errors` in the body). */
+  details?: string[];
 
   constructor(code: ErrorCode, params: Record<string, string | number> = {}, cause?: unknown) {
     const entry: CatalogEntry = ERROR_CATALOG[code];
@@ -77,8 +90,8 @@ export class GatewayError extends HTTPException {
   }
 
   /** The JSON body of the reply. */
-  toJSON(): { error: { code: ErrorCode; message: string } } {
-    return { error: { code: this.code, message: this.message } };
+  toJSON(): { error: { code: ErrorCode; message: string; errors?: string[] } } {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { errors: this.details } : {}) } };
   }
 }
 

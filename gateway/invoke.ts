@@ -23,6 +23,8 @@ import { replyJsonText } from './reply-text.ts';
 import type { StagingArena, StagingSlice } from './staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from '../common/logger.ts';
+import type { CallMeta, CallRouter } from './delivery/call-route.ts';
+import type { PlanGate } from './plans/plan-gate.ts';
 
 const trace = tracer('invoke');
 
@@ -35,6 +37,10 @@ export interface InvokeDeps {
   shmThreshold: number;
   /** OpenTelemetry spans per call (GATEWAY_OTLP_URL); absent = no tracing. */
   tracing?: GatewayTracing;
+  /** Canary split, gates and shadow traffic (gateway/delivery/); absent = every call on the function as resolved. */
+  delivery?: CallRouter;
+  /** Usage plans per API key (gateway/plans/); absent = no rate limits or quotas. */
+  plans?: PlanGate;
 }
 
 /** An input with where its bytes live: a staging slice or (absent) inline. */
@@ -214,6 +220,14 @@ export async function runFunction(
   id: string,
   slices: CallSlices,
   traceparent?: string,
+  meta?: CallMeta,
+): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm'; side?: string }> {
+  if (deps.delivery) return deps.delivery.run(fn, id, meta, inputs, specs, (f) => runOnEngine(deps, f, inputs, specs, id, slices, traceparent));
+  return runOnEngine(deps, fn, inputs, specs, id, slices, traceparent);
+}
+
+async function runOnEngine(
+  deps: InvokeDeps, fn: ResolvedFunction, inputs: Placed[], specs: TensorSpec[], id: string, slices: CallSlices, traceparent?: string,
 ): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm' }> {
   const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
   let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
@@ -251,17 +265,21 @@ export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: str
   const fn = await deps.registry.resolve(name);
   c.set('fn', fn.name);
   checkApiKey(fn.definition, (h) => c.req.header(h));
-  const id = c.req.header('x-request-id') ?? crypto.randomUUID();
+  const given = c.req.header('x-request-id');
+  const id = given ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
+  if (deps.plans) await deps.plans.admit((h) => c.req.header(h), given);
   const slices = new CallSlices(deps.arena);
   const span = deps.tracing?.startCall(fn.name, id, c.req.header('traceparent'));
   let status = 500;
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs, binary } = selectOutputs(fn, wanted, c);
-    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    const meta = { pin: c.req.header('x-deploy-side'), clientId: given !== undefined };
+    const { outputs, transfer, side } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent, meta);
     status = 200;
     c.set('transfer', transfer);
+    if (side) c.header('X-Deploy-Side', side);
     if (binary) {
       const o = outputs.find((x) => x.spec.tensor === binary.tensor);
       if (!o) throw gatewayError('ENGINE_ERROR', { name: fn.name });

@@ -36,6 +36,7 @@ import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
 import { GatewayPresence } from './gateway-presence.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
+import { startDelivery, type Delivery } from './delivery/delivery-wiring.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
 
 export interface GatewayOptions {
@@ -85,6 +86,10 @@ export interface GatewayOptions {
   directRoute?: boolean;
   /** Serve plain, complete direct calls on the lean HTTP/1.1 front (direct-front.ts; default true); false: node:http reads every request. */
   http1Front?: boolean;
+  /** Rollout tick: counts pushed, store followed, gates judged (ms, default 200; delivery/). */
+  rolloutTickMs?: number;
+  /** How often usage plans are re-read from the store (ms, default 1000; plans/). */
+  planPollMs?: number;
 }
 
 export interface RunningGateway {
@@ -100,6 +105,8 @@ export interface RunningGateway {
   runner: JobRunner;
   deployer: FunctionDeployer;
   presence?: GatewayPresence;
+  /** Rollouts and usage plans (delivery/, plans/). */
+  delivery: Delivery;
   stop(): Promise<void>;
 }
 
@@ -169,7 +176,8 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   }
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
   const tracing = otlpUrl ? new GatewayTracing(otlpUrl) : undefined;
-  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536, tracing };
+  const delivery = await startDelivery({ redisUrl, namespace: ns, owner: ownerId, registry, engine, deployer, tickMs: o.rolloutTickMs, planPollMs: o.planPollMs });
+  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536, tracing, delivery: delivery.manager, plans: delivery.plans };
   const runner = new JobRunner({
     queue: jobs,
     consumer: ownerId,
@@ -185,6 +193,8 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     reaped: () => reaper.reapedTotal,
     jobs: { queue: jobs },
     deployer,
+    rollouts: delivery.routes,
+    planRoutes: { plans: delivery.plans },
     ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs } }),
   });
 
@@ -213,6 +223,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       await closed;
       await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner
       await jobs.close();
+      await delivery.stop();
       await bundles.close();
       await presence?.stop();
       await reaper.stop();
@@ -223,7 +234,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, http1Front: front, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
+  return { port, http1Front: front, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
 }
 
 /** Keep trying to attach to the bundle store after a failed start (Redis down at boot). */
