@@ -195,7 +195,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     deployer,
     rollouts: delivery.routes,
     planRoutes: { plans: delivery.plans },
-    ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs } }),
+    ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs, delivery: { rollouts: delivery.store, plans: delivery.plans } } }),
   });
 
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };

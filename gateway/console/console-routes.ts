@@ -15,6 +15,7 @@ import { loadAssets } from './console-assets.ts';
 import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';
 import { PAGES, renderPage } from './console-pages.ts';
 import { ConsoleSampler, readSnapshot } from './console-sampler.ts';
+import { mountDeliveryConsole, type DeliveryConsoleDeps } from '../delivery/console-delivery.ts';
 
 export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   /** Token the read-only API needs (default: GATEWAY_CONSOLE_TOKEN at request time); unset: loopback clients only. */
@@ -23,6 +24,8 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   adminToken?: () => string | undefined;
   /** Chart sampling interval (ms, default 2000). */
   sampleMs?: number;
+  /** Rollouts and usage plans for the Deploys page (gateway/delivery/). */
+  delivery?: DeliveryConsoleDeps;
 }
 
 
@@ -72,5 +75,6 @@ export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): v
     await next();
   });
   mountConsoleApi(app, { ...d, sampler });
+  if (d.delivery) mountDeliveryConsole(app, d.delivery);
   return { stop: () => sampler.stop() };
 }

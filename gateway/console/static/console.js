@@ -217,7 +217,7 @@
   /** Run fn again once a console token has been entered (a one-shot load that met CONSOLE_TOKEN_*). */
   const afterToken = (fn) => state.waiting.push(fn);
 
-  window.tgw = { api, el, errorText, showError, every, afterToken, fmtBytes, fmtTensor, pages };
+  window.tgw = { api, el, errorText, showError, every, afterToken, fmtBytes, fmtTensor, labelCells, pages };
 
   document.addEventListener('DOMContentLoaded', () => {
     document.getElementById('console-token').addEventListener('submit', (ev) => {
