@@ -4,36 +4,57 @@
 //   <ns>:plan:bucket:<key id>           hash tokens, ts (expires once full again)
 //   <ns>:plan:quota:<key id>:<period>   calls counted in the period (expires at its end)
 //   <ns>:plan:seen:<key id>:<req id>    a counted request id, for a day (retries count once)
-// One Lua script admits a call atomically with Redis's own clock (gateways'
-// clocks may differ). MemoryPlanStore runs admitDecision() in process.
+// One Lua script admits calls atomically with Redis's own clock (gateways'
+// clocks may differ), several queued calls per run. MemoryPlanStore runs admitDecision() in process.
 import { Redis } from 'ioredis';
 import { admitDecision, quotaPeriod, type Admission, type Plan, type PlanState } from './usage-plan.ts';
 
-// KEYS = bucket, quota, seen; ARGV = rps, burst, limit, hasId, periodEndMs, nowMs (fallback).
-// Mirrors admitDecision(). Returns {ok, why, retryAfterMs, used, remaining}.
+// Admits a batch of calls in order, each as admitDecision() would one after
+// the other. Entry i stands for n_i calls of one key (n > 1 only for calls
+// without a request id): KEYS[3i+1..3i+3] = bucket, quota, seen;
+// ARGV[6i+1..6i+6] = rps, burst, limit, hasId, periodEndMs, n. Per entry it
+// returns {admitted, tokens, retryRateMs, retryQuotaMs, used, remaining}:
+// the first `admitted` calls pass; a refused call spends nothing, so the rest
+// all had a token (QUOTA_EXCEEDED) unless the whole tokens ran out
+// (admitted = tokens: RATE_LIMITED, checked first as admitDecision does).
 const ADMIT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local rps = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(b[1]) or burst
-local ts = tonumber(b[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - ts) * rps / 1000)
-local used = tonumber(redis.call('GET', KEYS[2]) or '0')
-if tokens < 1 then return {0, 'rate', math.ceil((1 - tokens) * 1000 / rps), used, 0} end
-local dup = ARGV[4] == '1' and redis.call('EXISTS', KEYS[3]) == 1
-if limit > 0 and not dup and used >= limit then return {0, 'quota', tonumber(ARGV[5]) - now, used, 0} end
-tokens = tokens - 1
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.6f', tokens), 'ts', now)
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rps * 1000) + 1000)
-if not dup then
-  used = redis.call('INCR', KEYS[2])
-  if used == 1 then redis.call('PEXPIREAT', KEYS[2], tonumber(ARGV[5]) + 3600000) end
-  if ARGV[4] == '1' then redis.call('SET', KEYS[3], '1', 'PX', 86400000) end
+local out = {}
+for i = 0, #KEYS / 3 - 1 do
+  local bucket, quota, seen = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local rps, burst, limit = tonumber(ARGV[6 * i + 1]), tonumber(ARGV[6 * i + 2]), tonumber(ARGV[6 * i + 3])
+  local hasId, periodEnd, n = ARGV[6 * i + 4], tonumber(ARGV[6 * i + 5]), tonumber(ARGV[6 * i + 6])
+  local b = redis.call('HMGET', bucket, 'tokens', 'ts')
+  local tokens = tonumber(b[1]) or burst
+  local ts = tonumber(b[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - ts) * rps / 1000)
+  local used = tonumber(redis.call('GET', quota) or '0')
+  local dup = hasId == '1' and redis.call('EXISTS', seen) == 1
+  local withToken = math.max(0, math.floor(tokens))
+  local k = math.min(n, withToken)
+  if limit > 0 and not dup then k = math.max(0, math.min(k, limit - used)) end
+  if k > 0 then
+    tokens = tokens - k
+    redis.call('HSET', bucket, 'tokens', string.format('%.6f', tokens), 'ts', now)
+    redis.call('PEXPIRE', bucket, math.ceil(burst / rps * 1000) + 1000)
+    if not dup then
+      used = redis.call('INCRBY', quota, k)
+      if used == k then redis.call('PEXPIREAT', quota, periodEnd + 3600000) end
+      if hasId == '1' then redis.call('SET', seen, '1', 'PX', 86400000) end
+    end
+  end
+  out[#out + 1] = k
+  out[#out + 1] = withToken
+  out[#out + 1] = math.ceil(math.max(0, 1 - tokens) * 1000 / rps)
+  out[#out + 1] = periodEnd - now
+  out[#out + 1] = used
+  out[#out + 1] = math.floor(tokens)
 end
-return {1, 'ok', 0, used, math.floor(tokens)}`;
+return out`;
+
+/** Calls admitted by one script run at most. */
+const BATCH_MAX = 64;
 
 export interface Usage {
   period: string;
@@ -90,19 +111,40 @@ export class MemoryPlanStore implements PlanStore {
 }
 
 interface Scripts {
-  tgwPlanAdmit(bucket: string, quota: string, seen: string, ...argv: Array<string | number>): Promise<[number, string, number, number, number]>;
+  tgwPlanAdmit(...keysThenArgv: Array<string | number>): Promise<Array<number | string>>;
+}
+
+interface Pending {
+  keys: string[];
+  argv: Array<string | number>;
+  /** Calls of one key without a request id share an entry. */
+  group?: string;
+  resolve(a: Admission): void;
+  reject(e: unknown): void;
+}
+
+/** Resolve the calls of one entry from its script result (see ADMIT). */
+function settle(calls: Pending[], r: number[]): void {
+  const [admitted, tokens, retryRate, retryQuota, used, remaining] = r as [number, number, number, number, number, number];
+  calls.forEach((c, j) => {
+    if (j < admitted) c.resolve({ ok: true, used: used - (admitted - 1 - j), remaining: remaining + (admitted - 1 - j) });
+    else if (admitted < tokens) c.resolve({ ok: false, why: 'quota', retryAfterMs: retryQuota, used });
+    else c.resolve({ ok: false, why: 'rate', retryAfterMs: Math.max(1, retryRate), used });
+  });
 }
 
 export class RedisPlanStore implements PlanStore {
   readonly kind = 'redis' as const;
   private readonly r: Redis & Scripts;
   private readonly ns: string;
+  private queue: Pending[] = [];
+  private flushing = false;
 
   constructor(url: string, o: { namespace?: string } = {}) {
     this.ns = o.namespace ?? 'tgw';
-    this.r = new Redis(url, { maxRetriesPerRequest: 1, enableAutoPipelining: true }) as Redis & Scripts;
+    this.r = new Redis(url, { maxRetriesPerRequest: 1 }) as Redis & Scripts;
     this.r.on('error', () => undefined); // commands fail with their own errors
-    this.r.defineCommand('tgwPlanAdmit', { numberOfKeys: 3, lua: ADMIT });
+    this.r.defineCommand('tgwPlanAdmit', { lua: ADMIT }); // numberOfKeys comes first in each call
   }
 
   async plans(): Promise<Map<string, Plan>> {
@@ -118,14 +160,54 @@ export class RedisPlanStore implements PlanStore {
     return (await this.r.hdel(`${this.ns}:plans`, id)) > 0;
   }
 
-  async admit(id: string, plan: Plan, requestId: string | undefined): Promise<Admission> {
+  /**
+   * Admit one call. Calls queued in the same turn of the event loop go to
+   * Redis in one script run (in arrival order, each atomic as alone): a
+   * loaded gateway pays one round trip's CPU for many calls, and nothing is
+   * leased ahead, so no budget sits unused on a gateway.
+   */
+  admit(id: string, plan: Plan, requestId: string | undefined): Promise<Admission> {
     const p = periodOf(plan, Date.now());
-    const seen = `${this.ns}:plan:seen:${id}:${requestId ?? ''}`;
-    const [ok, why, retry, used, remaining] = await this.r.tgwPlanAdmit(
-      `${this.ns}:plan:bucket:${id}`, `${this.ns}:plan:quota:${id}:${p.label}`, seen,
-      plan.rps, plan.burst, plan.quota?.limit ?? 0, requestId === undefined ? '0' : '1', p.endMs,
-    );
-    return ok === 1 ? { ok: true, used, remaining } : { ok: false, why: why as 'rate' | 'quota', retryAfterMs: retry, used };
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        keys: [`${this.ns}:plan:bucket:${id}`, `${this.ns}:plan:quota:${id}:${p.label}`, `${this.ns}:plan:seen:${id}:${requestId ?? ''}`],
+        argv: [plan.rps, plan.burst, plan.quota?.limit ?? 0, requestId === undefined ? '0' : '1', p.endMs],
+        group: requestId === undefined ? `${id}:${p.label}:${plan.rps}:${plan.burst}:${plan.quota?.limit ?? 0}` : undefined,
+        resolve,
+        reject,
+      });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, BATCH_MAX);
+      // One entry per key for calls without an id (in arrival order within it), one per call with an id.
+      const entries: Pending[][] = [];
+      const byGroup = new Map<string, Pending[]>();
+      for (const c of batch) {
+        const g = c.group === undefined ? undefined : byGroup.get(c.group);
+        if (g) g.push(c);
+        else {
+          const e = [c];
+          entries.push(e);
+          if (c.group !== undefined) byGroup.set(c.group, e);
+        }
+      }
+      try {
+        const out = (await this.r.tgwPlanAdmit(
+          entries.length * 3, ...entries.flatMap((e) => e[0]!.keys), ...entries.flatMap((e) => [...e[0]!.argv, e.length]),
+        )) as number[];
+        entries.forEach((e, i) => settle(e, out.slice(6 * i, 6 * i + 6)));
+      } catch (e) {
+        for (const b of batch) b.reject(e);
+      }
+    }
+    this.flushing = false;
   }
 
   async usage(id: string, plan: Plan): Promise<Usage> {

@@ -64,4 +64,25 @@ describe('the Redis script against admitDecision', () => {
     expect(await r.usage('k1', p)).toEqual(await m.usage('k1', p));
     await r.close();
   });
+
+  it('calls arriving together (one script run) are admitted as one after the other', async () => {
+    const r = new RedisPlanStore(redis.url, { namespace: 'batch' });
+    const m = new MemoryPlanStore(() => Date.now());
+    const p: Plan = { name: 'p', rps: 0.001, burst: 10, quota: { period: 'day', limit: 7 } };
+    // Distinct ids: the script runs calls with ids after the id-less ones of their key, an order concurrent calls may take.
+    const ids = Array.from({ length: 14 }, (_, i) => (i % 5 === 2 ? `id-${i}` : undefined));
+    const together = await Promise.all(ids.map((id) => r.admit('k2', p, id)));
+    const alone = [];
+    for (const id of ids) alone.push(await m.admit('k2', p, id));
+    const oks = (xs: Array<{ ok: boolean }>) => xs.filter((a) => a.ok).length;
+    expect(oks(together)).toBe(oks(alone));
+    const why = (xs: Array<{ ok: boolean; why?: string }>) => xs.filter((a) => !a.ok).map((a) => a.why).sort();
+    expect(why(together)).toEqual(why(alone));
+    expect((await r.usage('k2', p)).used).toBe(7);
+    const rate: Plan = { name: 'r', rps: 0.001, burst: 3 };
+    const burst = await Promise.all(Array.from({ length: 5 }, () => r.admit('k3', rate, undefined)));
+    expect(burst.map((a) => a.ok)).toEqual([true, true, true, false, false]);
+    expect(burst[4]).toMatchObject({ ok: false, why: 'rate' });
+    await r.close();
+  });
 });
