@@ -65,11 +65,17 @@ async function main(): Promise<void> {
   // ---- split ----
   const bare = await cpuPerCall(CALLS, 16, () => engineRun());
   const store = new MemoryRolloutStore();
-  const canary = { ...fn, model: 'm2' };
   const manager = new RolloutManager({
     store, owner: 'bench', tickMs: 3_600_000,
     resolve: async () => fn,
-    engine: { modelMetadata: async () => { throw new Error('unused'); }, infer: async () => { throw new Error('unused'); } },
+    engine: {
+      // The metadata both targets answer with (the same inputs and outputs, as a rollout requires).
+      modelMetadata: async (name: string) => ({
+        name, versions: ['1'], platform: 'onnxruntime_onnx',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [-1] }], outputs: [{ name: 'y', datatype: 'FP32', shape: [-1] }],
+      }),
+      infer: async () => { throw new Error('no shadow in this bench'); },
+    },
     promote: async () => 'v',
   });
   const none = await cpuPerCall(CALLS, 16, (i) => manager.run(fn, `id-${i}`, { clientId: false }, [], [], engineRun));
@@ -77,7 +83,8 @@ async function main(): Promise<void> {
   const spec = RolloutRequestSchema.parse({ function: 'f', next: { target: { model: 'm2' } }, steps: [{ share: 50, holdMs: 3_600_000 }, { share: 100 }], gates: { minCalls: 1e9 } });
   const rec: RolloutRecord = { id: 'ro-bench', function: 'f', baseVersion: '1', spec, state: 'running', step: 0, createdAt: 0, updatedAt: 0, steps: [] };
   await store.create(rec);
-  (manager as unknown as { live: Map<string, unknown> }).live.set('f', { rec, counter: new (await import('../../gateway/delivery/traffic-split.ts')).SplitCounter(50), shadowCounter: new (await import('../../gateway/delivery/traffic-split.ts')).SplitCounter(0), canary });
+  await manager.follow();
+  if (!manager.following('f')) throw new Error('the bench rollout is not followed');
   const split = await cpuPerCall(CALLS, 16, (i) => manager.run(fn, `id-${i}`, { clientId: false }, [], [], engineRun));
   rows.push(['split: 50 % canary (counter)', bare, split]);
   const sticky = await cpuPerCall(CALLS, 16, (i) => manager.run(fn, `req-${i}`, { clientId: true }, [], [], engineRun));
