@@ -6,19 +6,19 @@
 // everything else is borrowed from AppDeps.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import type { LeaseStore } from './lease-store.ts';
-import { gatewayError, GatewayError } from './errors.ts';
-import { describeFunction } from './function-registry.ts';
-import { invoke, type InvokeDeps } from './invoke.ts';
-import { streamCalls, streamingFunctions } from './stream-routes.ts';
+import type { LeaseStore } from './staging/lease-store.ts';
+import { gatewayError, GatewayError } from './core/errors.ts';
+import { describeFunction } from './calls/function-registry.ts';
+import { invoke, type InvokeDeps } from './calls/invoke.ts';
+import { streamCalls, streamingFunctions } from './http/stream-routes.ts';
 import { asyncCalls, mountJobRoutes, type AsyncDeps } from './jobs/async-routes.ts';
 import { mountAdminRoutes } from './deploy/admin-routes.ts';
 import type { FunctionDeployer } from './deploy/function-deployer.ts';
-import { openApiDocument } from './openapi.ts';
+import { openApiDocument } from './http/openapi.ts';
 import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
 import { gatewayLog as log } from '../common/logger.ts';
-import type { GatewayEnv } from './gateway-env.ts';
-import type { CallGate } from './direct-call.ts';
+import type { GatewayEnv } from './core/gateway-env.ts';
+import type { CallGate } from './http/direct-call.ts';
 
 export interface AppDeps extends InvokeDeps {
   store: LeaseStore;

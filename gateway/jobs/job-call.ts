@@ -3,15 +3,15 @@
 // content type, decoded with the same codec as POST /fn/<name> and run
 // through invoke.ts's runFunction, so the result is exactly the synchronous
 // reply body `{"outputs": ...}` and a failure is the same catalog error.
-import { gatewayError } from '../errors.ts';
-import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
-import { buildRequest, CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
-import { FunctionStream, isStreamingFunction } from '../function-stream.ts';
-import { collectStream } from '../stream-routes.ts';
-import { replyJson } from '../reply-rows.ts';
+import { gatewayError } from '../core/errors.ts';
+import type { ResolvedFunction, TensorSpec } from '../calls/function-registry.ts';
+import { buildRequest, CallSlices, runFunction, type InvokeDeps } from '../calls/invoke.ts';
+import { FunctionStream, isStreamingFunction } from '../calls/function-stream.ts';
+import { collectStream } from '../http/stream-routes.ts';
+import { replyJson } from '../calls/reply-rows.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, rawBodySpec, type InputTensor,
-} from '../payload-codec.ts';
+} from '../calls/payload-codec.ts';
 
 /** One captured call. */
 export interface StoredCall {

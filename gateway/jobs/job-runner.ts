@@ -6,7 +6,7 @@
 //
 // Ownership: owns its loops, the set of jobs in hand and their heartbeat.
 // Event loop only; at most `concurrency` jobs are in hand at once.
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../core/errors.ts';
 import type { JobQueue, Taken } from './job-queue.ts';
 import { isFinal, type JobRecord } from './job-state.ts';
 import { gatewayLog as log, tracer } from '../../common/logger.ts';

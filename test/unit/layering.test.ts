@@ -62,10 +62,10 @@ describe('layering (dependency-cruiser)', () => {
       from: 'engine/backends/js/js-backend.ts',
       files: { 'engine/backends/js/js-backend.ts': "import { x } from '../../frontends/http/http-util.ts';\nexport const y = x;\n", 'engine/frontends/http/http-util.ts': leaf },
     },
-    { rule: 'client-protocol-not-processes', from: 'client/grpc-client.ts', files: { 'client/grpc-client.ts': "import { x } from '../gateway/errors.ts';\nexport const y = x;\n", 'gateway/errors.ts': leaf } },
+    { rule: 'client-protocol-not-processes', from: 'client/grpc-client.ts', files: { 'client/grpc-client.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
     { rule: 'client-protocol-not-processes', from: 'protocol/index.ts', files: { 'protocol/index.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
     { rule: 'common-not-processes', from: 'common/logger.ts', files: { 'common/logger.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
-    { rule: 'engine-not-gateway', from: 'engine/main.ts', files: { 'engine/main.ts': "import { x } from '../gateway/errors.ts';\nexport const y = x;\n", 'gateway/errors.ts': leaf } },
+    { rule: 'engine-not-gateway', from: 'engine/main.ts', files: { 'engine/main.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
     {
       rule: 'no-circular',
       from: 'engine/config/a.ts',

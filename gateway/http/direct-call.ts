@@ -17,16 +17,16 @@
 // which answers as it always did. Replies match the Hono route's: status,
 // headers and body (test/integration/L0_gateway_direct.test.ts compares them).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { checkApiKey } from './api-key.ts';
-import { gatewayError, GatewayError } from './errors.ts';
-import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
-import { runFunction, CallSlices, type InvokeDeps } from './invoke.ts';
-import { parseScanned, type ScannedBody } from './json-body.ts';
-import { fastJsonInputs } from './json-inputs-fast.ts';
-import { isStreamingFunction } from './function-stream.ts';
-import { isJsonType, jsonInputs, mediaType } from './payload-codec.ts';
-import { replyJsonText } from './reply-text.ts';
-import { gatewayLog as log } from '../common/logger.ts';
+import { checkApiKey } from '../calls/api-key.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
+import type { ResolvedFunction, TensorSpec } from '../calls/function-registry.ts';
+import { runFunction, CallSlices, type InvokeDeps } from '../calls/invoke.ts';
+import { parseScanned, type ScannedBody } from '../calls/json-body.ts';
+import { fastJsonInputs } from '../calls/json-inputs-fast.ts';
+import { isStreamingFunction } from '../calls/function-stream.ts';
+import { isJsonType, jsonInputs, mediaType } from '../calls/payload-codec.ts';
+import { replyJsonText } from '../calls/reply-text.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 /** The app's in-flight accounting the direct route shares (app.ts). */
 export interface CallGate {

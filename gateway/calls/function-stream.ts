@@ -10,13 +10,13 @@
 // memory whatever the model sends. cancel() (the client went away) cancels
 // the gRPC call, which cancels the request in the engine down to the model.
 import type { ClientDuplexStream } from '@grpc/grpc-js';
-import type { ModelInferRequest, ModelStreamInferResponse } from '../client/grpc-client.ts';
-import { GrpcStatus, isGrpcStatus } from '../client/grpc-client.ts';
-import { gatewayError, GatewayError } from './errors.ts';
+import type { ModelInferRequest, ModelStreamInferResponse } from '../../client/grpc-client.ts';
+import { GrpcStatus, isGrpcStatus } from '../../client/grpc-client.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { collectOutputs, type InvokeDeps } from './invoke.ts';
 import { replyJson } from './reply-rows.ts';
-import { WakeQueue } from '../common/wake-queue.ts';
+import { WakeQueue } from '../../common/wake-queue.ts';
 
 /** Responses a slow reader may leave waiting in the gateway, per stream, before the engine stream is paused. */
 export const STREAM_HIGH_WATER_BYTES = 256 * 1024;

@@ -10,13 +10,13 @@
 // goes on if the model does. SSE ends with an `end` event counting the
 // responses. A client that goes away cancels the engine request.
 import type { Context, MiddlewareHandler } from 'hono';
-import type { GatewayEnv } from './gateway-env.ts';
-import { checkApiKey } from './api-key.ts';
-import { gatewayError, type GatewayError } from './errors.ts';
-import type { ResolvedFunction } from './function-registry.ts';
-import { FunctionStream, isStreamingFunction, type StreamItem } from './function-stream.ts';
-import { buildRequest, CallSlices, readInputs, selectOutputs, type InvokeDeps } from './invoke.ts';
-import { sseEvent } from '../common/sse.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { checkApiKey } from '../calls/api-key.ts';
+import { gatewayError, type GatewayError } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { FunctionStream, isStreamingFunction, type StreamItem } from '../calls/function-stream.ts';
+import { buildRequest, CallSlices, readInputs, selectOutputs, type InvokeDeps } from '../calls/invoke.ts';
+import { sseEvent } from '../../common/sse.ts';
 
 type Mode = 'sse' | 'ndjson' | 'json';
 

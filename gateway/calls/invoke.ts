@@ -6,23 +6,23 @@
 // reply JSON or one output's raw bytes. Slices go back to the arena when the
 // reply has been built.
 import type { Context } from 'hono';
-import type { GatewayEnv } from './gateway-env.ts';
-import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../../client/grpc-client.ts';
 import { checkApiKey } from './api-key.ts';
 import { contentLength, readBody, readBodyInto, tooLarge } from './body-reader.ts';
-import type { EngineApi } from './engine-client.ts';
-import { gatewayError, GatewayError } from './errors.ts';
+import type { EngineApi } from '../upstream/engine-client.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { GatewayTracing } from './otel.ts';
+import type { GatewayMetrics } from '../core/metrics.ts';
+import type { GatewayTracing } from '../core/otel.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
 } from './payload-codec.ts';
 import { replyJsonText } from './reply-text.ts';
-import type { StagingArena, StagingSlice } from './staging-arena.ts';
+import type { StagingArena, StagingSlice } from '../staging/staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
-import { tracer } from '../common/logger.ts';
+import { tracer } from '../../common/logger.ts';
 
 const trace = tracer('invoke');
 

@@ -4,7 +4,7 @@
 // GATEWAY_WEBHOOK_SECRET) so keys are never stored with jobs.
 import type { DeliveryOutcome } from '../jobs/job-runner.ts';
 import type { JobRecord } from '../jobs/job-state.ts';
-import { deliverWebhook } from './delivery.ts';
+import { deliverWebhook } from '../webhooks/delivery.ts';
 
 export function jobDeliverer(env: NodeJS.ProcessEnv = process.env) {
   return async (job: JobRecord, body: unknown, onAttempt: (attempts: number, error: string) => Promise<void>): Promise<DeliveryOutcome> => {
