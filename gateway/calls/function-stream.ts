@@ -178,3 +178,23 @@ export class FunctionStream {
     this.finish();
   }
 }
+
+/** Every response of `stream` as one array; the first error, or passing maxBytes of JSON, fails the call (and cancels the rest). */
+export async function collectStream(stream: FunctionStream, fn: ResolvedFunction): Promise<unknown[]> {
+  const limit = fn.definition.limits.maxBodyBytes;
+  const out: unknown[] = [];
+  let size = 2;
+  for (let it = await stream.next(); it; it = await stream.next()) {
+    if ('error' in it) {
+      stream.cancel();
+      throw it.error;
+    }
+    size += JSON.stringify(it.body).length + 1;
+    if (size > limit) {
+      stream.cancel();
+      throw gatewayError('STREAM_TOO_LARGE', { name: fn.name, limit });
+    }
+    out.push(it.body);
+  }
+  return out;
+}

@@ -19,6 +19,7 @@ import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
 } from './payload-codec.ts';
+import { binaryOutput, selectOutputs } from './output-select.ts';
 import { replyJsonText } from './reply-text.ts';
 import type { StagingArena, StagingSlice } from '../staging/staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
@@ -105,20 +106,10 @@ function stageInputs(inputs: Placed[], slices: CallSlices): boolean {
   return true;
 }
 
-export function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
-  let specs = fn.outputs;
-  const q = c.req.query('output');
-  const names = q ? [q] : wanted;
-  if (names) {
-    specs = names.map((n) => {
-      const s = fn.outputs.find((o) => o.name === n);
-      if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
-      return s;
-    });
-  }
-  const binary = (c.req.header('accept') ?? '').includes('application/octet-stream');
-  if (binary && specs.length !== 1) throw gatewayError('OUTPUT_NOT_ACCEPTABLE', { name: fn.name, count: specs.length });
-  return { specs, binary: binary ? specs[0] : undefined };
+/** A Hono call's outputs (`?output=`, the body's list) and its binary output, by output-select.ts. */
+export function callOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
+  const specs = selectOutputs(fn, c.req.query('output'), wanted);
+  return { specs, binary: binaryOutput(fn, specs, c.req.header('accept')) };
 }
 
 export function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
@@ -258,7 +249,7 @@ export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: str
   let status = 500;
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
-    const { specs, binary } = selectOutputs(fn, wanted, c);
+    const { specs, binary } = callOutputs(fn, wanted, c);
     const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
     status = 200;
     c.set('transfer', transfer);
