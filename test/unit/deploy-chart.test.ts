@@ -15,7 +15,7 @@ import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from '.
 import { ensureHelm, type HelmMajor } from '../../deploy/tools/helm-tools.ts';
 import { validateK8sObject } from '../../deploy/tools/k8s-validate.ts';
 import { validateObject } from '../../deploy/tools/chart-checks.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 

@@ -10,7 +10,7 @@
 // (json-inputs-fast.ts) before anything else parses a body. A body outside
 // the scanner's strict subset is parsed by JSON.parse alone (`numbers`
 // undefined), so its value or its error is exactly JSON.parse's.
-import { scanJsonNumbers } from '../native/index.ts';
+import { scanJsonNumbers } from '../../native/index.ts';
 
 /** Arrays of at least this many numbers are read by the scanner (shorter ones, like shapes, stay JS arrays). */
 export const MIN_SCANNED = 16;

@@ -12,12 +12,12 @@ import {
   createSharedMemoryRegion,
   destroySharedMemoryRegion,
   type ShmRegionHandle,
-} from '../client/shared-memory.ts';
-import type { EngineApi } from './engine-client.ts';
+} from '../../client/shared-memory.ts';
+import type { EngineApi } from '../upstream/engine-client.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { leaseTransition, regionName, type RegionLeaseState } from './region-lease.ts';
 import { SliceAllocator } from './slice-allocator.ts';
-import { gatewayLog as log, tracer } from '../common/logger.ts';
+import { gatewayLog as log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('staging');
 

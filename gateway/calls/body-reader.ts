@@ -6,7 +6,7 @@
 // the web stream is used.
 import type { Context } from 'hono';
 import type { IncomingMessage } from 'node:http';
-import { gatewayError } from './errors.ts';
+import { gatewayError } from '../core/errors.ts';
 
 type Chunks = AsyncIterable<Uint8Array>;
 

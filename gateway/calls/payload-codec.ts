@@ -2,7 +2,7 @@
 // become input tensors checked against the function's specs (from engine
 // metadata); engine outputs become the JSON reply. Pure functions; failures
 // are catalog errors naming the input at fault.
-import { gatewayError } from './errors.ts';
+import { gatewayError } from '../core/errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { CallBodySchema, describeIssues } from './function-schema.ts';
 import { decodeValues, elementCount, elementSize, encodeValues, serializeBytes } from './tensor-data.ts';

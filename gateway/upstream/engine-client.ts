@@ -20,12 +20,12 @@ import {
   type ModelMetadataResponse,
   type ModelStreamInferResponse,
   type RegionStatus,
-} from '../client/grpc-client.ts';
+} from '../../client/grpc-client.ts';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
-import { gatewayError, GatewayError } from './errors.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import { fetchModelLoads, type ModelLoads } from './engine-loads.ts';
 import { engineKeyMetadata, engineKeyPairs } from './engine-key.ts';
-import { gatewayLog as log, tracer } from '../common/logger.ts';
+import { gatewayLog as log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('engine');
 

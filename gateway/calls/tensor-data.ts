@@ -1,7 +1,7 @@
 // KServe v2 tensor data as the gateway uses it: the shared codec of
 // protocol/tensor-codec.ts (never the engine's, so the gateway works against a
 // real Triton too), returning Buffers, with BOOL also taking 0/1 from JSON.
-import * as codec from '../protocol/tensor-codec.ts';
+import * as codec from '../../protocol/tensor-codec.ts';
 
 export {
   DATATYPE_SIZES,
@@ -11,7 +11,7 @@ export {
   elementSize,
   isDatatype,
   typedView,
-} from '../protocol/tensor-codec.ts';
+} from '../../protocol/tensor-codec.ts';
 
 const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 

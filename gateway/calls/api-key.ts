@@ -3,7 +3,7 @@
 // read at call time so a rotated key applies without a restart. Keys are
 // compared by SHA-256 digest with timingSafeEqual (no early exit on a prefix).
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
-import { gatewayError } from './errors.ts';
+import { gatewayError } from '../core/errors.ts';
 import type { FunctionDefinition } from './function-schema.ts';
 
 // crypto.hash (one-shot, Node >= 20.12) skips creating a Hash object per call.

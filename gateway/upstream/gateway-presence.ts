@@ -25,7 +25,7 @@
 //
 // Ownership: owns one ioredis connection and its timer. Event loop only.
 import { Redis } from 'ioredis';
-import { gatewayLog as log, tracer } from '../common/logger.ts';
+import { gatewayLog as log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('leases');
 

@@ -6,7 +6,7 @@
 // object differs from their order here (integer-like keys sort first,
 // __proto__ is not an own key, a repeated name keeps one entry), go through
 // JSON.stringify as before. unit/reply-text compares the two on every shape.
-import { numbersJson } from '../native/index.ts';
+import { numbersJson } from '../../native/index.ts';
 import type { ResolvedFunction } from './function-registry.ts';
 import type { OutputTensor } from './payload-codec.ts';
 import { hasRowFields, replyJson } from './reply-rows.ts';

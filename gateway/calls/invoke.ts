@@ -6,23 +6,24 @@
 // reply JSON or one output's raw bytes. Slices go back to the arena when the
 // reply has been built.
 import type { Context } from 'hono';
-import type { GatewayEnv } from './gateway-env.ts';
-import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../client/grpc-client.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import type { InferInputTensor, InferRequestedOutputTensor, ModelInferRequest, ModelInferResponse } from '../../client/grpc-client.ts';
 import { checkApiKey } from './api-key.ts';
 import { contentLength, readBody, readBodyInto, tooLarge } from './body-reader.ts';
-import type { EngineApi } from './engine-client.ts';
-import { gatewayError, GatewayError } from './errors.ts';
+import type { EngineApi } from '../upstream/engine-client.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-registry.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { GatewayTracing } from './otel.ts';
+import type { GatewayMetrics } from '../core/metrics.ts';
+import type { GatewayTracing } from '../core/otel.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
   type InputTensor, type OutputTensor,
 } from './payload-codec.ts';
+import { binaryOutput, selectOutputs } from './output-select.ts';
 import { replyJsonText } from './reply-text.ts';
-import type { StagingArena, StagingSlice } from './staging-arena.ts';
+import type { StagingArena, StagingSlice } from '../staging/staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
-import { tracer } from '../common/logger.ts';
+import { tracer } from '../../common/logger.ts';
 
 const trace = tracer('invoke');
 
@@ -105,20 +106,10 @@ function stageInputs(inputs: Placed[], slices: CallSlices): boolean {
   return true;
 }
 
-export function selectOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
-  let specs = fn.outputs;
-  const q = c.req.query('output');
-  const names = q ? [q] : wanted;
-  if (names) {
-    specs = names.map((n) => {
-      const s = fn.outputs.find((o) => o.name === n);
-      if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
-      return s;
-    });
-  }
-  const binary = (c.req.header('accept') ?? '').includes('application/octet-stream');
-  if (binary && specs.length !== 1) throw gatewayError('OUTPUT_NOT_ACCEPTABLE', { name: fn.name, count: specs.length });
-  return { specs, binary: binary ? specs[0] : undefined };
+/** A Hono call's outputs (`?output=`, the body's list) and its binary output, by output-select.ts. */
+export function callOutputs(fn: ResolvedFunction, wanted: string[] | undefined, c: Context): { specs: TensorSpec[]; binary?: TensorSpec } {
+  const specs = selectOutputs(fn, c.req.query('output'), wanted);
+  return { specs, binary: binaryOutput(fn, specs, c.req.header('accept')) };
 }
 
 export function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
@@ -258,7 +249,7 @@ export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: str
   let status = 500;
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
-    const { specs, binary } = selectOutputs(fn, wanted, c);
+    const { specs, binary } = callOutputs(fn, wanted, c);
     const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
     status = 200;
     c.set('transfer', transfer);

@@ -10,13 +10,13 @@
 // memory whatever the model sends. cancel() (the client went away) cancels
 // the gRPC call, which cancels the request in the engine down to the model.
 import type { ClientDuplexStream } from '@grpc/grpc-js';
-import type { ModelInferRequest, ModelStreamInferResponse } from '../client/grpc-client.ts';
-import { GrpcStatus, isGrpcStatus } from '../client/grpc-client.ts';
-import { gatewayError, GatewayError } from './errors.ts';
+import type { ModelInferRequest, ModelStreamInferResponse } from '../../client/grpc-client.ts';
+import { GrpcStatus, isGrpcStatus } from '../../client/grpc-client.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
 import { collectOutputs, type InvokeDeps } from './invoke.ts';
 import { replyJson } from './reply-rows.ts';
-import { WakeQueue } from '../common/wake-queue.ts';
+import { WakeQueue } from '../../common/wake-queue.ts';
 
 /** Responses a slow reader may leave waiting in the gateway, per stream, before the engine stream is paused. */
 export const STREAM_HIGH_WATER_BYTES = 256 * 1024;
@@ -177,4 +177,24 @@ export class FunctionStream {
     this.items.clear();
     this.finish();
   }
+}
+
+/** Every response of `stream` as one array; the first error, or passing maxBytes of JSON, fails the call (and cancels the rest). */
+export async function collectStream(stream: FunctionStream, fn: ResolvedFunction): Promise<unknown[]> {
+  const limit = fn.definition.limits.maxBodyBytes;
+  const out: unknown[] = [];
+  let size = 2;
+  for (let it = await stream.next(); it; it = await stream.next()) {
+    if ('error' in it) {
+      stream.cancel();
+      throw it.error;
+    }
+    size += JSON.stringify(it.body).length + 1;
+    if (size > limit) {
+      stream.cancel();
+      throw gatewayError('STREAM_TOO_LARGE', { name: fn.name, limit });
+    }
+    out.push(it.body);
+  }
+  return out;
 }

@@ -17,16 +17,17 @@
 // which answers as it always did. Replies match the Hono route's: status,
 // headers and body (test/integration/L0_gateway_direct.test.ts compares them).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { checkApiKey } from './api-key.ts';
-import { gatewayError, GatewayError } from './errors.ts';
-import type { ResolvedFunction, TensorSpec } from './function-registry.ts';
-import { runFunction, CallSlices, type InvokeDeps } from './invoke.ts';
-import { parseScanned, type ScannedBody } from './json-body.ts';
-import { fastJsonInputs } from './json-inputs-fast.ts';
-import { isStreamingFunction } from './function-stream.ts';
-import { isJsonType, jsonInputs, mediaType } from './payload-codec.ts';
-import { replyJsonText } from './reply-text.ts';
-import { gatewayLog as log } from '../common/logger.ts';
+import { checkApiKey } from '../calls/api-key.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { runFunction, CallSlices, type InvokeDeps } from '../calls/invoke.ts';
+import { parseScanned, type ScannedBody } from '../calls/json-body.ts';
+import { fastJsonInputs } from '../calls/json-inputs-fast.ts';
+import { isStreamingFunction } from '../calls/function-stream.ts';
+import { isJsonType, jsonInputs, mediaType } from '../calls/payload-codec.ts';
+import { selectOutputs } from '../calls/output-select.ts';
+import { replyJsonText } from '../calls/reply-text.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 /** The app's in-flight accounting the direct route shares (app.ts). */
 export interface CallGate {
@@ -185,7 +186,7 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
       fast = fastJsonInputs(fn, parsed.value);
     }
     const { inputs, outputs: wanted } = fast ?? jsonInputs(fn, parsed.value);
-    const specs = selectOutputs(fn, wanted);
+    const specs = selectOutputs(fn, undefined, wanted); // no query on this route (declined above)
     const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
     status = 200;
     reply.transfer = transfer;
@@ -203,15 +204,6 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
-}
-
-function selectOutputs(fn: ResolvedFunction, names: string[] | undefined): TensorSpec[] {
-  if (!names) return fn.outputs;
-  return names.map((n) => {
-    const s = fn.outputs.find((o) => o.name === n);
-    if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
-    return s;
-  });
 }
 
 /** As body-reader.ts's tooLarge: 413 now, the connection closed after the reply, the rest of the body read and dropped. */

@@ -7,14 +7,14 @@
 // a swap never changes a call in flight. Single-threaded (event loop).
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ModelIndex, ModelMetadataResponse } from '../client/grpc-client.ts';
-import { gatewayError } from './errors.ts';
+import type { ModelIndex, ModelMetadataResponse } from '../../client/grpc-client.ts';
+import { gatewayError } from '../core/errors.ts';
 import {
   FunctionDefinitionSchema,
   describeIssues,
   type FunctionDefinition,
 } from './function-schema.ts';
-import { gatewayLog as log } from '../common/logger.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 /** What the registry needs from the engine (EngineClient implements it). */
 export interface MetadataSource {

@@ -2,9 +2,9 @@
 // with the job's delivery settings, reading the HMAC key from the environment
 // at delivery time (the function's async.secretEnv, else
 // GATEWAY_WEBHOOK_SECRET) so keys are never stored with jobs.
-import type { DeliveryOutcome } from '../jobs/job-runner.ts';
-import type { JobRecord } from '../jobs/job-state.ts';
-import { deliverWebhook } from './delivery.ts';
+import type { DeliveryOutcome } from '../webhooks/delivery.ts';
+import type { JobRecord } from './job-state.ts';
+import { deliverWebhook } from '../webhooks/delivery.ts';
 
 export function jobDeliverer(env: NodeJS.ProcessEnv = process.env) {
   return async (job: JobRecord, body: unknown, onAttempt: (attempts: number, error: string) => Promise<void>): Promise<DeliveryOutcome> => {

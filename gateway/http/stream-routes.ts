@@ -10,13 +10,13 @@
 // goes on if the model does. SSE ends with an `end` event counting the
 // responses. A client that goes away cancels the engine request.
 import type { Context, MiddlewareHandler } from 'hono';
-import type { GatewayEnv } from './gateway-env.ts';
-import { checkApiKey } from './api-key.ts';
-import { gatewayError, type GatewayError } from './errors.ts';
-import type { ResolvedFunction } from './function-registry.ts';
-import { FunctionStream, isStreamingFunction, type StreamItem } from './function-stream.ts';
-import { buildRequest, CallSlices, readInputs, selectOutputs, type InvokeDeps } from './invoke.ts';
-import { sseEvent } from '../common/sse.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { checkApiKey } from '../calls/api-key.ts';
+import { gatewayError, type GatewayError } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { collectStream, FunctionStream, isStreamingFunction, type StreamItem } from '../calls/function-stream.ts';
+import { buildRequest, CallSlices, readInputs, callOutputs, type InvokeDeps } from '../calls/invoke.ts';
+import { sseEvent } from '../../common/sse.ts';
 
 type Mode = 'sse' | 'ndjson' | 'json';
 
@@ -33,26 +33,6 @@ export function streamMode(accept: string | undefined): Mode {
 export function encodeItem(mode: Mode, item: StreamItem): string {
   if ('error' in item) return mode === 'sse' ? sseEvent(item.error.toJSON(), 'error') : `${JSON.stringify(item.error.toJSON())}\n`;
   return mode === 'sse' ? sseEvent(item.body) : `${JSON.stringify(item.body)}\n`;
-}
-
-/** Every response of `stream` as one array; the first error, or passing maxBytes of JSON, fails the call (and cancels the rest). */
-export async function collectStream(stream: FunctionStream, fn: ResolvedFunction): Promise<unknown[]> {
-  const limit = fn.definition.limits.maxBodyBytes;
-  const out: unknown[] = [];
-  let size = 2;
-  for (let it = await stream.next(); it; it = await stream.next()) {
-    if ('error' in it) {
-      stream.cancel();
-      throw it.error;
-    }
-    size += JSON.stringify(it.body).length + 1;
-    if (size > limit) {
-      stream.cancel();
-      throw gatewayError('STREAM_TOO_LARGE', { name: fn.name, limit });
-    }
-    out.push(it.body);
-  }
-  return out;
 }
 
 /** The names of the streaming functions among `functions` (for OpenAPI). */
@@ -81,7 +61,7 @@ async function streamInvoke(c: Context<GatewayEnv>, deps: InvokeDeps, fn: Resolv
   try {
     // A large raw body may land in a staging slice; it goes to the engine inline (the stream sends bytes).
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
-    const { specs } = selectOutputs(fn, wanted, c);
+    const { specs } = callOutputs(fn, wanted, c);
     const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);
     stream = new FunctionStream(deps, fn, req, specs, c.req.header('traceparent'));
   } catch (e) {

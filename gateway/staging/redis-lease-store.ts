@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import type { Lease, LeaseStore, LeaseStoreState } from './lease-store.ts';
-import { gatewayLog as log } from '../common/logger.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 const NOW = `local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 

@@ -12,10 +12,10 @@
 //            (this is crash cleanup for the in-memory lease store).
 //
 // Ownership: owns its timer only. Event loop only; tick and sweep never overlap.
-import type { EngineApi } from './engine-client.ts';
+import type { EngineApi } from '../upstream/engine-client.ts';
 import type { Lease, LeaseStore } from './lease-store.ts';
 import { ownerPid, regionOwner } from './region-lease.ts';
-import { gatewayLog as log, tracer } from '../common/logger.ts';
+import { gatewayLog as log, tracer } from '../../common/logger.ts';
 
 const trace = tracer('leases');
 

@@ -8,7 +8,7 @@
 // A region is usable for staging only while `held` and not past the local
 // validity deadline (the store may be unreachable; then leases lapse).
 
-import { checkTransition, type TransitionTable } from '../common/lifecycle.ts';
+import { checkTransition, type TransitionTable } from '../../common/lifecycle.ts';
 
 export type RegionLeaseState = 'unleased' | 'held' | 'lost' | 'released';
 

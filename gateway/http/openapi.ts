@@ -2,10 +2,10 @@
 // function-schema.ts (z.toJSONSchema), one path per function with its own
 // input names, datatypes and shapes from the engine's metadata.
 import { z } from 'zod';
-import { ERROR_CATALOG } from './errors.ts';
-import type { ResolvedFunction } from './function-registry.ts';
-import { rowsReplySchemaFor } from './reply-rows.ts';
-import { CallReplySchema, ErrorReplySchema, FunctionBundleSchema, InputValueSchema, TensorDescriptionSchema } from './function-schema.ts';
+import { ERROR_CATALOG } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { rowsReplySchemaFor } from '../calls/reply-rows.ts';
+import { CallReplySchema, ErrorReplySchema, FunctionBundleSchema, InputValueSchema, TensorDescriptionSchema } from '../calls/function-schema.ts';
 
 function json(schema: z.ZodType): Record<string, unknown> {
   return z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
@@ -37,7 +37,7 @@ const errorResponses = () => {
 
 const replySchema = (fn: ResolvedFunction) => (fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' });
 
-/** The 200 reply of a streaming function (its target is decoupled; gateway/stream-routes.ts). */
+/** The 200 reply of a streaming function (its target is decoupled; gateway/http/stream-routes.ts). */
 function streamReply(fn: ResolvedFunction): Record<string, unknown> {
   const one = replySchema(fn);
   return {

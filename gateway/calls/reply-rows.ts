@@ -2,7 +2,7 @@
 // share their first dim become one JSON object per row, e.g. OCR's lines,
 // boxes and confidences as [{text, box, confidence}]. Pure functions.
 import { z } from 'zod';
-import { gatewayError } from './errors.ts';
+import { gatewayError } from '../core/errors.ts';
 import type { ResolvedFunction } from './function-registry.ts';
 import type { RowsReply } from './function-schema.ts';
 import { outputsJson, type OutputTensor } from './payload-codec.ts';

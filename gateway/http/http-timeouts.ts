@@ -4,8 +4,8 @@
 // the 408 carries the error catalog's JSON body like every other reply.
 import type { Server, ServerOptions } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { gatewayError } from './errors.ts';
-import { gatewayLog as log } from '../common/logger.ts';
+import { gatewayError } from '../core/errors.ts';
+import { gatewayLog as log } from '../../common/logger.ts';
 
 export interface HttpTimeouts {
   /** All request headers must arrive within this (ms). */

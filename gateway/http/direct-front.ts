@@ -5,7 +5,7 @@
 // Everything the front does not take (other routes, a body over MAX_BODY, a
 // streaming function, any head outside its subset) reaches node:http and
 // from there directCallListener or the Hono app, which answer as before.
-import type { Http1Handler } from '../common/http1-front.ts';
+import type { Http1Handler } from '../../common/http1-front.ts';
 import { directTarget, resolveDirect, serveCall, tooLarge, type CallRequest, type DirectCallDeps } from './direct-call.ts';
 
 /**
