@@ -10,6 +10,7 @@ import type { ServerApi } from '../../api/server-api.ts';
 import { H2ServerConnection } from '../../../protocol/h2-connection.ts';
 import { encodeHeaderBlock } from '../../../protocol/h2-frames.ts';
 import type { H2Stream } from '../../../protocol/h2-stream.ts';
+import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
 import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
@@ -48,6 +49,8 @@ export interface H2FrontOptions {
   unixSocket?: string;
   /** grpc-js's private listener, `http://127.0.0.1:<port>`. */
   grpcJs: string;
+  /** Bounds on what one client may make a connection spend (--grpc-h2-limit); defaults where not given. */
+  limits?: Partial<H2Limits>;
   /** The direct ModelInfer path; undefined: every stream goes to grpc-js (with `inference` restricted). */
   direct?: { api: ServerApi; opts: DirectInferOptions };
 }
@@ -90,7 +93,7 @@ export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; c
   const conns = new Set<H2ServerConnection>();
   const onSocket = (socket: net.Socket) => {
     let relay: GrpcJsRelay | undefined;
-    const conn = new H2ServerConnection(socket, SETTINGS, (stream) => {
+    const conn = new H2ServerConnection(socket, { ...SETTINGS, limits: o.limits }, (stream) => {
       if (o.direct && isDirectInfer(stream.headers)) serveDirect(stream, o.direct);
       else (relay ??= new GrpcJsRelay(o.grpcJs)).serve(stream);
     });

@@ -15,6 +15,7 @@ import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
 import { grpcFrontMode, startH2Front } from './grpc-h2-front.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
+import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
@@ -183,7 +184,7 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  */
 export async function startGrpcServer(
   api: ServerApi,
-  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number },
+  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number; h2Limits?: H2Limits },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted));
@@ -215,7 +216,7 @@ export async function startGrpcServer(
     // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
     reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder });
-    const f = await startH2Front({ tcp: { host, port: opts.port }, unixSocket: sock, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    const f = await startH2Front({ tcp: { host, port: opts.port }, unixSocket: sock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
     port = f.port;
     front = f;
   } else {
@@ -226,7 +227,7 @@ export async function startGrpcServer(
     if (sock && !ownSock) await bind(`unix:${sock}`);
     // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
     reachIntoGrpcJs(server, { widenHttp2: true, route: direct ? directInferRoute(api, directOpts) : undefined, pooledDecoder });
-    if (ownSock) front = await startH2Front({ unixSocket: ownSock, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    if (ownSock) front = await startH2Front({ unixSocket: ownSock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
   }
   return {
     port,
