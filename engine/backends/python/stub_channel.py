@@ -41,6 +41,8 @@ class Channel:
         self.model = None  # set once initialize returned: is_ready() needs it
         self.model_dir = ""
         self.instance_name = ""
+        # Set while initialize, finalize or auto_complete_config runs: BLS is refused then, as in Triton.
+        self.bls_blocked = False
 
     # ---- responses ----
 
@@ -80,6 +82,8 @@ class Channel:
     # ---- BLS ----
 
     def _start_bls(self, req, deliver, decoupled):
+        if self.bls_blocked:
+            raise pb_utils.TritonModelException("BLS is only supported during the 'execute' function.")
         with self.lock:
             self.next_bid += 1
             bid = self.next_bid
