@@ -12,6 +12,7 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
+import { serveModelControl } from './model-control-bridge.ts';
 import type { RequestCancel } from '../../api/cancel-signal.ts';
 import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
@@ -267,6 +268,8 @@ export class PythonInstance implements ExecutionInstance {
         return this.onBls(stub, m);
       case 'bls_cancel':
         return this.blsCalls.get(m.bid)?.abort();
+      case 'model_control':
+        return serveModelControl(m, this.ctx, (f) => stub.send(f));
       case 'is_ready_reply':
         return this.probe.reply(m);
       case 'fini_done':

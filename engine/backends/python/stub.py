@@ -104,6 +104,8 @@ def reader_loop(work, channel):
             os._exit(0)
         if m["t"] == F.BLS_REPLY:
             channel.reply(m)
+        elif m["t"] == F.MODEL_CONTROL_REPLY:
+            channel.model_control_reply(m)
         elif m["t"] == F.CANCEL:
             channel.cancel(m["seq"], m["index"])
         elif m["t"] == F.IS_READY:

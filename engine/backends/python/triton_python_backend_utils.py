@@ -4,6 +4,7 @@
 # tensors are numpy arrays; the stub (stub.py) moves them to and from the
 # engine. Anything of Triton's API not here raises TritonModelException with
 # an UNSUPPORTED message when called.
+import base64
 import enum
 import json
 import sys
@@ -455,13 +456,24 @@ class MetricFamily:
         _unsupported("custom metrics (pb_utils.MetricFamily)")
 
 
-def load_model(*args, **kwargs):
-    _unsupported("pb_utils.load_model")
+def load_model(model_name, config="", files=None):
+    """Load (or reload) model_name on the engine, as the repository API's load: config a JSON
+    ModelConfig, files {"file:<version>/<name>": bytes} (they need a config, as in Triton)."""
+    name = _name(model_name, "load_model model_name")
+    frame = {"op": "load", "model": name, "config": _typed(_str(config), (str,), "load_model config")}
+    if files:
+        frame["files"] = {_name(k, "load_model files key"): base64.b64encode(bytes(v)).decode("ascii") for k, v in files.items()}
+    _channel.model_control(frame)
 
 
-def unload_model(*args, **kwargs):
-    _unsupported("pb_utils.unload_model")
+def unload_model(model_name, unload_dependents=False):
+    """Unload model_name (and, with unload_dependents, the models that depend on it)."""
+    _channel.model_control({"op": "unload", "model": _name(model_name, "unload_model model_name"),
+                            "unload_dependents": bool(unload_dependents)})
 
 
-def is_model_ready(*args, **kwargs):
-    _unsupported("pb_utils.is_model_ready")
+def is_model_ready(model_name, model_version=""):
+    """Whether model_name (version model_version, "" for any) is loaded and ready."""
+    m = _channel.model_control({"op": "is_ready", "model": _name(model_name, "is_model_ready model_name"),
+                                "version": _name(model_version, "is_model_ready model_version")})
+    return bool(m.get("ready"))
