@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
+import type { ModelControl } from '../api/backend.ts';
 import type { ModelIndexEntry, LoadParameters } from '../api/server-api.ts';
 import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
 import { ModelEntryStatus, type ModelVersion } from './model-lifecycle.ts';
@@ -40,6 +41,8 @@ export interface RepositoryOptions {
   shm: SharedMemoryManager;
   /** Route a request through the target model's own scheduler (ensemble steps). */
   infer: (request: InferRequest) => Promise<InferResponse>;
+  /** Model control for models that load others (python's pb_utils.load_model). */
+  modelControl?: ModelControl;
   /** Per-backend settings handed to backends (--backend-config). */
   backendConfig?: Record<string, Record<string, string>>;
   /** --rate-limit=execution_count. */
@@ -242,7 +245,7 @@ export class ModelRepositoryManager {
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
       const deps = {
-        shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
+        shm: this.opts.shm, infer: this.opts.infer, modelControl: this.opts.modelControl, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
         backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions, warmForBudget: this.opts.budget !== undefined,
         chargedBytes: this.opts.budget ? () => Math.round(this.opts.budget!.bytesOf(name)) : undefined,
       };

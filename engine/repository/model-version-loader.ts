@@ -22,7 +22,7 @@ import { fingerprintVersion } from './version-fingerprint.ts';
 const trace = tracer('repository');
 
 /** What a version needs from the engine around it. */
-export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'lookupConfig' | 'backendConfig'> & {
+export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'modelControl' | 'lookupConfig' | 'backendConfig'> & {
   /** --rate-limit=execution_count: instances execute only while their resources are free. */
   rateLimiter?: RateLimiter;
   /** Fingerprint the version's files and config before the backend reads them (the response cache keys on it). */
@@ -48,6 +48,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     versionDir,
     config,
     infer: deps.infer,
+    modelControl: deps.modelControl,
     lookupConfig: deps.lookupConfig,
     backendConfig: deps.backendConfig,
   });

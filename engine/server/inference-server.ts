@@ -87,6 +87,7 @@ export class InferenceServer implements ServerApi {
       pollSecs: opts.repositoryPollSecs ?? 15,
       shm: this.shm,
       infer: (r) => this.inferValidated(r),
+      modelControl: this,
       backendConfig: opts.backendConfig,
       rateLimiter: this.rateLimiter,
       budget: this.budget,
