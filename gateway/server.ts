@@ -10,6 +10,7 @@ import { getRequestListener } from '@hono/node-server';
 import { directCallListener } from './http/direct-call.ts';
 import { directCallFront } from './http/direct-front.ts';
 import { Http1Front } from '../common/http1-front.ts';
+import { CallAdmission, type AdmissionLimits } from './http/call-admission.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
 import { createApp } from './app.ts';
@@ -85,12 +86,16 @@ export interface GatewayOptions {
   directRoute?: boolean;
   /** Serve plain, complete direct calls on the lean HTTP/1.1 front (direct-front.ts; default true); false: node:http reads every request. */
   http1Front?: boolean;
+  /** Calls in flight per connection and per gateway (call-admission.ts); each defaults to DEFAULT_ADMISSION. */
+  admission?: Partial<AdmissionLimits>;
 }
 
 export interface RunningGateway {
   port: number;
   /** The lean HTTP/1.1 front, when on (its counters tell which requests it served). */
   http1Front?: Http1Front;
+  /** In-flight counts and refusals of both fronts. */
+  admission: CallAdmission;
   ownerId: string;
   arena?: StagingArena;
   store: LeaseStore;
@@ -121,7 +126,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
 
   const { arena, reaper } = await startStaging(o, engine, store, { ownerId, prefix, leaseTtlMs });
 
+  const admission = new CallAdmission(o.admission);
   const metrics = new GatewayMetrics({
+    admission,
     arena: arena ? () => arena.status() : undefined,
     engineUp: () => engine.up,
     localCalls: () => engine.localCalls,
@@ -160,9 +167,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const honoListener = getRequestListener(gw.app.fetch, { hostname: o.host ?? '0.0.0.0' });
   const directDeps = { ...invokeDeps, gate: gw.gate, jobs: true };
-  const listener = o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener);
+  const listener = admission.listener(o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener));
   const server = createServer(timeoutServerOptions(timeouts), listener);
-  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, directCallFront(directDeps), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
+  const frontHandler = admission.front(directCallFront(directDeps));
+  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
@@ -192,7 +200,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, http1Front: front, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
+  return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
 }
 
 /** Leases in Redis when configured (shared by replicas; inline calls until it is reachable), else in this process. */

@@ -22,6 +22,7 @@ import { SerialLock } from '../../common/serial-lock.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import { budgetedLoad } from '../sharing/budgeted-load.ts';
+import { DEFAULT_INSTANCE_LIMITS, instanceCount, type InstanceLimits } from './instance-limits.ts';
 import { MemoryMonitor } from '../sharing/memory-monitor.ts';
 import { budgetFields } from '../sharing/budget-index.ts';
 import { trimAllocator } from '../sharing/process-memory.ts';
@@ -49,6 +50,8 @@ export interface RepositoryOptions {
   rateLimiter?: RateLimiter;
   /** --model-memory-budget: loads are charged against it (and evict idle models in on-demand mode). */
   budget?: MemoryBudget;
+  /** --max-instances-per-model, --max-instances-total (instance-limits.ts). */
+  instanceLimits?: Partial<InstanceLimits>;
   /** How often the memory monitor reads RSS (ms; default 500). */
   memoryMonitorMs?: number;
   /** On-demand mode: how long a request waits for its model to load. */
@@ -248,6 +251,7 @@ export class ModelRepositoryManager {
         shm: this.opts.shm, infer: this.opts.infer, modelControl: this.opts.modelControl, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
         backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions, warmForBudget: this.opts.budget !== undefined,
         chargedBytes: this.opts.budget ? () => Math.round(this.opts.budget!.bytesOf(name)) : undefined,
+        instances: () => ({ limits: { ...DEFAULT_INSTANCE_LIMITS, ...this.opts.instanceLimits }, others: this.instancesBesides(name), budgetBytes: this.opts.budget?.budgetBytes }),
       };
       const loadAll = async () => {
         for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
@@ -311,6 +315,13 @@ export class ModelRepositoryManager {
     }
     e.tmpDir = root;
     return dir;
+  }
+
+  /** Instances the loaded versions of every model but `name` hold. */
+  private instancesBesides(name: string): number {
+    let n = 0;
+    for (const e of this.models.values()) if (e.name !== name) for (const v of e.versions.values()) n += instanceCount(v.config);
+    return n;
   }
 
   /** Unload an idle model for the budget, atomically with the check (a request that got it first keeps it). */

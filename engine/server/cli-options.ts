@@ -7,6 +7,7 @@ import { traceSettingsFromFlags } from '../tracing/trace-manager.ts';
 import { parseCacheConfig } from '../sharing/response-cache.ts';
 import { parseResourceFlag } from '../sharing/rate-limiter-decision.ts';
 import { parseBudget } from '../sharing/eviction-decision.ts';
+import { DEFAULT_INSTANCE_LIMITS } from '../repository/instance-limits.ts';
 import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
@@ -46,6 +47,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 ,ttl_ms=N entry lifetime (default 3600000; 0 = none)
   --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
   --pin-model=NAME              never evict NAME for the budget (repeatable)
+  --max-instances-per-model=64  most execution instances one model may ask for at load (ours)
+  --max-instances-total=512     most instances of all loaded models together (ours)
   --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
   --exit-timeout-secs=30        how long an unload or the shutdown waits for in-flight requests; then
                                 python stubs still executing are killed and their requests fail
@@ -113,6 +116,7 @@ export const ENGINE_FLAGS = {
   'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
   'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
   'backend-directory': s, 'stream-max-queued-bytes': s, 'grpc-h2-limit': { type: 'string', multiple: true },
+  'max-instances-per-model': s, 'max-instances-total': s,
 } as const;
 
 /** Parse argv (without node and script) into engine options and the log verbosity. */
@@ -154,6 +158,10 @@ export function parseEngineArgs(
     rateLimit: rateLimitMode(values['rate-limit']),
     modelMemoryBudget: values['model-memory-budget'] === undefined ? undefined : parseBudget(values['model-memory-budget'], os.totalmem()),
     pinnedModels: values['pin-model'] ?? [],
+    instanceLimits: {
+      perModel: positive(values['max-instances-per-model'], DEFAULT_INSTANCE_LIMITS.perModel, 'max-instances-per-model'),
+      total: positive(values['max-instances-total'], DEFAULT_INSTANCE_LIMITS.total, 'max-instances-total'),
+    },
     adaptiveInstances: bool(values['adaptive-instances'], false, 'adaptive-instances'),
     onDemandTimeoutMs: int(values['on-demand-load-timeout-secs'], 30, 'on-demand-load-timeout-secs') * 1000,
     exitTimeoutSecs: nonNegative(values['exit-timeout-secs'], 30, 'exit-timeout-secs'),

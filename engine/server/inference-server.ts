@@ -91,6 +91,7 @@ export class InferenceServer implements ServerApi {
       backendConfig: opts.backendConfig,
       rateLimiter: this.rateLimiter,
       budget: this.budget,
+      instanceLimits: opts.instanceLimits,
       onDemandTimeoutMs: opts.onDemandTimeoutMs,
       memoryMonitorMs: opts.memoryMonitorMs,
       exitTimeoutMs: (opts.exitTimeoutSecs ?? 30) * 1000,

@@ -35,6 +35,7 @@ export const ERROR_CATALOG = {
   ENGINE_ERROR: { status: 502, message: "the engine failed the call to '{name}'" },
   STREAM_RESPONSE_ERROR: { status: 502, message: "the model behind streaming function '{name}' answered with an error: {reason}" },
   STREAM_TOO_LARGE: { status: 502, message: "the responses of streaming function '{name}' exceed {limit} bytes collected as one JSON array; read them as a stream (Accept: text/event-stream or application/x-ndjson)" },
+  GATEWAY_BUSY: { status: 503, message: 'this gateway has {limit} calls in flight or waiting per {scope} already; retry after {retryAfterS} s' },
   GATEWAY_SHUTTING_DOWN: { status: 503, message: 'this gateway is shutting down; retry on another replica' },
   ROUTE_NOT_FOUND: { status: 404, message: "no route for {method} {path}" },
   ASYNC_DISABLED: { status: 400, message: "function '{name}' does not accept asynchronous calls" },

@@ -12,6 +12,8 @@ export interface MetricsSources {
   reaped?: () => number;
   /** ModelInfer calls sent over the engine's local channel. */
   localCalls?: () => number;
+  /** In-flight /fn calls and refusals (call-admission.ts). */
+  admission?: { inFlight: number; refused: { connection: number; total: number } };
 }
 
 export class GatewayMetrics {
@@ -112,6 +114,20 @@ export class GatewayMetrics {
         this.set(src.localCalls?.() ?? 0);
       },
     });
+    const admission = src.admission;
+    if (admission) {
+      new Gauge({ name: 'gateway_calls_in_flight', help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)', registers, collect() { this.set(admission.inFlight); } });
+      new Gauge({
+        name: 'gateway_calls_refused_busy',
+        help: 'Requests refused with 503 GATEWAY_BUSY, by the bound that refused them (per connection queue, or per gateway)',
+        labelNames: ['scope'],
+        registers,
+        collect() {
+          this.set({ scope: 'connection' }, admission.refused.connection);
+          this.set({ scope: 'gateway' }, admission.refused.total);
+        },
+      });
+    }
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'gateway_' });
   }
 
