@@ -2,9 +2,23 @@
 // dependency-cruiser (`npm run lint:deps`, run by `npm test`). Each rule is
 // named; a wrong import fails with the rule's name and the offending edge.
 // Type-only imports count: a type reached across a wall is still coupling.
+
+// The gateway's wings in their import order (MOVES.md, gateway/README.md): a
+// wing imports only the wings after it; nothing imports the root (main.ts,
+// server.ts, app.ts), which composes them.
+const GATEWAY_WINGS = ['console', 'http', 'jobs', 'webhooks', 'delivery', 'plans', 'deploy', 'calls', 'staging', 'upstream', 'core'];
+const gatewayWingRules = GATEWAY_WINGS.map((wing, i) => ({
+  name: 'gateway-wing-order',
+  severity: 'error',
+  comment: `gateway/${wing}/ imports only the wings after it (${GATEWAY_WINGS.slice(i + 1).join(', ') || 'none'}), never an earlier wing or the root`,
+  from: { path: `^gateway/${wing}/` },
+  to: { path: [`^gateway/[^/]+$`, ...GATEWAY_WINGS.slice(0, i + 1).filter((w) => w !== wing).map((w) => `^gateway/${w}/`)] },
+}));
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...gatewayWingRules,
     {
       // Two processes: the gateway talks to the engine over gRPC only (client/ and protocol/).
       name: 'gateway-not-engine',

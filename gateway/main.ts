@@ -13,7 +13,8 @@ const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
-  [--direct-route=true|false] [--http1-front=true|false]`;
+  [--direct-route=true|false] [--http1-front=true|false]
+  [--max-calls-per-connection=8] [--max-queued-per-connection=4096] [--max-calls-in-flight=1024]`;
 
 /** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
 export function parseArgs(argv: string[]): GatewayOptions {
@@ -53,6 +54,9 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'idle-timeout-ms': o.timeouts = { ...o.timeouts, idleMs: num(k!, v) }; break;
       case 'direct-route': o.directRoute = v !== 'false'; break;
       case 'http1-front': o.http1Front = v !== 'false'; break;
+      case 'max-calls-per-connection': o.admission = { ...o.admission, perConnection: Math.max(1, num(k!, v)) }; break;
+      case 'max-queued-per-connection': o.admission = { ...o.admission, perConnectionQueue: num(k!, v) }; break;
+      case 'max-calls-in-flight': o.admission = { ...o.admission, total: Math.max(1, num(k!, v)) }; break;
       case 'help': throw new Error(USAGE);
       default: throw new Error(`unknown flag --${k}\n${USAGE}`);
     }

@@ -7,37 +7,38 @@ import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
-import { directCallListener } from './direct-call.ts';
-import { directCallFront } from './direct-front.ts';
+import { directCallListener } from './http/direct-call.ts';
+import { directCallFront } from './http/direct-front.ts';
 import { Http1Front } from '../common/http1-front.ts';
+import { CallAdmission, type AdmissionLimits } from './http/call-admission.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
 import { createApp } from './app.ts';
-import { GatewayTracing } from './otel.ts';
-import { EngineClient } from './engine-client.ts';
-import { FunctionRegistry, loadFunctionDirectory } from './function-registry.ts';
-import type { LeaseStore } from './lease-store.ts';
-import { MemoryLeaseStore } from './memory-lease-store.ts';
-import { GatewayMetrics } from './metrics.ts';
-import { Reaper } from './reaper.ts';
-import { RedisLeaseStore } from './redis-lease-store.ts';
-import { newOwnerId, processAlive } from './region-lease.ts';
-import { StagingArena } from './staging-arena.ts';
-import type { FunctionDefinition } from './function-schema.ts';
+import { GatewayTracing } from './core/otel.ts';
+import { EngineClient } from './upstream/engine-client.ts';
+import { FunctionRegistry, loadFunctionDirectory } from './calls/function-registry.ts';
+import type { LeaseStore } from './staging/lease-store.ts';
+import { MemoryLeaseStore } from './staging/memory-lease-store.ts';
+import { GatewayMetrics } from './core/metrics.ts';
+import { Reaper } from './staging/reaper.ts';
+import { RedisLeaseStore } from './staging/redis-lease-store.ts';
+import { newOwnerId, processAlive } from './staging/region-lease.ts';
+import { StagingArena } from './staging/staging-arena.ts';
+import type { FunctionDefinition } from './calls/function-schema.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { jobInvoker } from './jobs/job-call.ts';
 import type { JobQueue } from './jobs/job-queue.ts';
 import { MemoryJobQueue } from './jobs/memory-job-queue.ts';
 import { RedisJobQueue } from './jobs/redis-job-queue.ts';
-import { jobDeliverer } from './webhooks/job-deliverer.ts';
+import { jobDeliverer } from './jobs/job-deliverer.ts';
 import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
 import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
-import { GatewayPresence } from './gateway-presence.ts';
+import { GatewayPresence } from './upstream/gateway-presence.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
 import { startDelivery, type Delivery } from './delivery/delivery-wiring.ts';
-import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
+import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http/http-timeouts.ts';
 
 export interface GatewayOptions {
   port?: number;
@@ -90,12 +91,16 @@ export interface GatewayOptions {
   rolloutTickMs?: number;
   /** How often usage plans are re-read from the store (ms, default 1000; plans/). */
   planPollMs?: number;
+  /** Calls in flight per connection and per gateway (call-admission.ts); each defaults to DEFAULT_ADMISSION. */
+  admission?: Partial<AdmissionLimits>;
 }
 
 export interface RunningGateway {
   port: number;
   /** The lean HTTP/1.1 front, when on (its counters tell which requests it served). */
   http1Front?: Http1Front;
+  /** In-flight counts and refusals of both fronts. */
+  admission: CallAdmission;
   ownerId: string;
   arena?: StagingArena;
   store: LeaseStore;
@@ -117,15 +122,8 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
   const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs, httpAddress: o.engineHttp });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
-  let store: LeaseStore;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;
-  if (redisUrl) {
-    const rs = new RedisLeaseStore(redisUrl, { namespace: leaseNamespace });
-    await rs.ready(3000).catch((e) => log.warn(`${(e as Error).message}; serving inline until it is reachable`));
-    store = rs;
-  } else {
-    store = new MemoryLeaseStore();
-  }
+  const store = await openLeaseStore(redisUrl, leaseNamespace);
   const registry = new FunctionRegistry(engine, definitions);
   if (!(await engine.check())) log.warn(`engine at ${engine.address} is not ready yet; calls answer 503 until it is`);
   await registry.refreshEnsembles(true).catch(() => undefined); // engine not ready (warned above): the first call asks again
@@ -133,26 +131,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     await registry.resolve(d.name).catch((e) => log.warn(`function '${d.name}': ${(e as Error).message}`));
   }
 
-  let arena: StagingArena | undefined;
-  if (o.shm !== false) {
-    arena = new StagingArena(engine, store, {
-      ownerId,
-      prefix,
-      regionCount: o.arenaRegions ?? 2,
-      regionBytes: o.arenaRegionBytes ?? 32 * 1024 * 1024,
-      leaseTtlMs,
-    });
-    await arena.start();
-  }
-  const reaper = new Reaper(
-    store,
-    engine,
-    { unlinkIfExists: shmUnlinkIfExists, listKeys: listSharedMemoryKeys, isProcessAlive: processAlive },
-    { ownerId, prefix, leaseTtlMs },
-  );
-  await reaper.start();
+  const { arena, reaper } = await startStaging(o, engine, store, { ownerId, prefix, leaseTtlMs });
 
+  const admission = new CallAdmission(o.admission);
   const metrics = new GatewayMetrics({
+    admission,
     arena: arena ? () => arena.status() : undefined,
     engineUp: () => engine.up,
     localCalls: () => engine.localCalls,
@@ -166,14 +149,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   await presence?.start();
   const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
-  const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
-  try {
-    const active = await deployer.start(definitions);
-    log.info(`function bundle ${active.version} active (${active.functions.length} definitions, ${bundles.kind} store)`);
-  } catch (e) {
-    log.warn(`function bundle store unavailable (${(e as Error).message}); serving ${o.functions ?? 'functions'}/ until it is back`);
-    void retrySync(deployer, definitions);
-  }
+  const deployer = await startDeployer(o, bundles, registry, engine, definitions);
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
   const tracing = otlpUrl ? new GatewayTracing(otlpUrl) : undefined;
   const delivery = await startDelivery({ redisUrl, namespace: ns, owner: ownerId, registry, engine, deployer, tickMs: o.rolloutTickMs, planPollMs: o.planPollMs });
@@ -201,9 +177,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const honoListener = getRequestListener(gw.app.fetch, { hostname: o.host ?? '0.0.0.0' });
   const directDeps = { ...invokeDeps, gate: gw.gate, jobs: true };
-  const listener = o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener);
+  const listener = admission.listener(o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener));
   const server = createServer(timeoutServerOptions(timeouts), listener);
-  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, directCallFront(directDeps), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
+  const frontHandler = admission.front(directCallFront(directDeps));
+  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
@@ -234,7 +211,53 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, http1Front: front, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
+  return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
+}
+
+/** Leases in Redis when configured (shared by replicas; inline calls until it is reachable), else in this process. */
+async function openLeaseStore(redisUrl: string | undefined, namespace: string): Promise<LeaseStore> {
+  if (!redisUrl) return new MemoryLeaseStore();
+  const rs = new RedisLeaseStore(redisUrl, { namespace });
+  await rs.ready(3000).catch((e) => log.warn(`${(e as Error).message}; serving inline until it is reachable`));
+  return rs;
+}
+
+/** The staging arena (unless shm is off) and the reaper of crashed owners' regions, both started. */
+async function startStaging(
+  o: GatewayOptions, engine: EngineClient, store: LeaseStore, who: { ownerId: string; prefix: string; leaseTtlMs: number },
+): Promise<{ arena: StagingArena | undefined; reaper: Reaper }> {
+  let arena: StagingArena | undefined;
+  if (o.shm !== false) {
+    arena = new StagingArena(engine, store, {
+      ...who,
+      regionCount: o.arenaRegions ?? 2,
+      regionBytes: o.arenaRegionBytes ?? 32 * 1024 * 1024,
+    });
+    await arena.start();
+  }
+  const reaper = new Reaper(
+    store,
+    engine,
+    { unlinkIfExists: shmUnlinkIfExists, listKeys: listSharedMemoryKeys, isProcessAlive: processAlive },
+    who,
+  );
+  await reaper.start();
+  return { arena, reaper };
+}
+
+/** The deployer, attached to its bundle store; while that store is down, the functions folder serves and attaching is retried. */
+async function startDeployer(
+  o: GatewayOptions, bundles: BundleStore, registry: FunctionRegistry, engine: EngineClient, definitions: FunctionDefinition[],
+): Promise<FunctionDeployer> {
+  const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
+  try {
+    const active = await deployer.start(definitions);
+    log.info(`function bundle ${active.version} active (${active.functions.length} definitions, ${bundles.kind} store)`);
+  } catch (e) {
+    log.warn(`function bundle store unavailable (${(e as Error).message}); serving ${o.functions ?? 'functions'}/ until it is back`);
+    void retrySync(deployer, definitions);
+  }
+  return deployer;
 }
 
 /** Keep trying to attach to the bundle store after a failed start (Redis down at boot). */

@@ -76,7 +76,7 @@ export function numbersJson(view: Float32Array | Float64Array): string {
  * 64, a number past double range, any syntax error): the caller then parses
  * the body with JSON.parse, for its value or its error. Within the subset no
  * string holds U+0001, so a string starting with it is always a marker
- * (src/json-fast.cc; gateway/json-body.ts is the caller).
+ * (src/json-fast.cc; gateway/calls/json-body.ts is the caller).
  */
 export function scanJsonNumbers(bytes: Uint8Array, minTyped: number, into: Float64Array): string | number | undefined {
   return addon.scanJsonNumbers(bytes, minTyped, into);

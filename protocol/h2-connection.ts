@@ -1,3 +1,4 @@
+// over 300 lines: one connection's state machine; every frame type's handler reads and writes the same private state (streams, windows, the header block in progress, the guards), which a split would have to expose
 // The server side of one HTTP/2 connection (RFC 9113), ours rather than
 // node:http2's, for the engine's gRPC port (docs/engine/h2-front.md: why, and
 // what it costs per call against node:http2). It keeps the streams, the
@@ -6,14 +7,21 @@
 // allows), TLS (the socket is plain), h2c upgrade from HTTP/1.1.
 //
 // Errors: a peer breaking the protocol gets a GOAWAY naming the error and
-// the connection closes; a stream-level fault resets that stream only.
-// Every stream still open when the connection goes is closed as aborted.
+// the connection closes; a stream-level fault resets that stream only; each
+// answered as RFC 9113 and RFC 7541 say (docs/engine/h2-front.md#conformance-and-defences
+// lists the tests). What a peer can make it spend is bounded by H2Limits
+// (h2-limits.ts). Every stream still open when the connection goes is closed
+// as aborted.
 import type { Socket } from 'node:net';
 import {
   DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Flag, FRAME_HEADER_BYTES, FrameType, goawayFrame, H2Error, MAX_WINDOW, putFrameHeader, rstStreamFrame, Setting, settingsFrame, windowUpdateFrame,
 } from './h2-frames.ts';
 import { H2Stream, type StreamOwner } from './h2-stream.ts';
-import { FrameReader, HeaderDecoder, unpad } from './h2-frame-reader.ts';
+import { FrameReader, unpad } from './h2-frame-reader.ts';
+import { HeaderDecoder, toHeaders } from './h2-header-decoder.ts';
+import { declaredLength, requestFault, trailersFault } from './h2-request-check.ts';
+import { ClosedStreams, ResetBudget } from './h2-guards.ts';
+import { DEFAULT_H2_LIMITS, type H2Limits } from './h2-limits.ts';
 
 export interface H2ServerOptions {
   /** Largest frame we accept (advertised as SETTINGS_MAX_FRAME_SIZE). */
@@ -21,19 +29,30 @@ export interface H2ServerOptions {
   /** Our receive window per stream (SETTINGS_INITIAL_WINDOW_SIZE) and for the connection. */
   streamWindow: number;
   connectionWindow: number;
-  /** Largest header block (HEADERS and its CONTINUATIONs) accepted; default 256 KiB. */
-  maxHeaderBlockBytes?: number;
+  /** What one peer may make the connection spend (h2-limits.ts); defaults where not given. */
+  limits?: Partial<H2Limits>;
 }
+
+/** A flag bit no frame uses, marking a header block whose stream depends on itself. */
+const SELF_DEPENDENT = 0x100;
+/** Socket bytes queued past which a control-frame reply counts as queued behind a peer that does not read. */
+const CONTROL_SLACK = 64 << 10;
 
 /** Owns the socket, its streams and the HPACK decoding state; single-threaded. */
 export class H2ServerConnection implements StreamOwner {
   private readonly streams = new Map<number, H2Stream>();
   private readonly blocked = new Set<H2Stream>();
-  private readonly decoder = new HeaderDecoder();
+  private readonly limits: H2Limits;
+  private readonly decoder: HeaderDecoder;
   private readonly reader: FrameReader;
+  private readonly resets: ResetBudget;
+  private readonly closedStreams = new ClosedStreams();
+  private readonly idle: NodeJS.Timeout | undefined;
   private lastStreamId = 0;
   /** A header block being assembled from HEADERS + CONTINUATION. */
-  private block: { stream: number; flags: number; parts: Buffer[]; bytes: number } | undefined;
+  private block: { stream: number; flags: number; parts: Buffer[]; bytes: number; frames: number } | undefined;
+  /** Control-frame replies written while the socket already held CONTROL_SLACK unsent bytes. */
+  private queuedControl = 0;
   peerMaxFrame = DEFAULT_MAX_FRAME;
   private peerInitialWindow = DEFAULT_WINDOW;
   private sendWindow = DEFAULT_WINDOW;
@@ -42,22 +61,35 @@ export class H2ServerConnection implements StreamOwner {
   private goingAway = false;
   private dead = false;
   private corked = false;
+  /** Why the connection was dropped without a GOAWAY (a peer that does not read), for tests and logs. */
+  dropped = '';
+  /** Largest header block (HEADERS and its CONTINUATIONs), compressed: four times the decoded list's bound. */
+  private readonly maxBlockBytes: number;
 
   constructor(
     private readonly socket: Socket,
     private readonly opts: H2ServerOptions,
     private readonly onStream: (stream: H2Stream, conn: H2ServerConnection) => void,
   ) {
+    const l = (this.limits = { ...DEFAULT_H2_LIMITS, ...opts.limits });
+    this.decoder = new HeaderDecoder(l.maxHeaderListBytes, l.maxHeaderFields);
+    this.maxBlockBytes = 4 * l.maxHeaderListBytes;
+    this.resets = new ResetBudget(l.resetBurst, l.resetsPerSecond, performance.now());
     this.recvWindow = opts.connectionWindow;
     this.reader = new FrameReader(opts.maxFrameSize, (t, f, sid, p) => this.onFrame(t, f, sid, p), (code, why) => this.fail(code, why));
     socket.setNoDelay(true);
-    this.out(settingsFrame([[Setting.MAX_FRAME_SIZE, opts.maxFrameSize], [Setting.INITIAL_WINDOW_SIZE, opts.streamWindow], [Setting.ENABLE_PUSH, 0]]));
+    this.out(settingsFrame([
+      [Setting.MAX_FRAME_SIZE, opts.maxFrameSize], [Setting.INITIAL_WINDOW_SIZE, opts.streamWindow], [Setting.ENABLE_PUSH, 0],
+      [Setting.MAX_CONCURRENT_STREAMS, l.maxConcurrentStreams], [Setting.MAX_HEADER_LIST_SIZE, l.maxHeaderListBytes],
+    ]));
+    if (l.idleTimeoutMs > 0) this.idle = setTimeout(() => this.streams.size === 0 && this.shutdown(), l.idleTimeoutMs).unref();
     if (opts.connectionWindow > DEFAULT_WINDOW) this.out(windowUpdateFrame(0, opts.connectionWindow - DEFAULT_WINDOW));
     socket.on('data', (chunk: Buffer) => {
       if (!this.dead) this.reader.push(chunk, () => this.dead);
     });
     socket.on('error', () => undefined); // 'close' follows
     socket.on('close', () => this.gone());
+    socket.on('drain', () => (this.queuedControl = 0));
   }
 
   /** Graceful close: GOAWAY (no new streams), then the socket ends once the open streams have. */
@@ -79,10 +111,16 @@ export class H2ServerConnection implements StreamOwner {
         return this.onDataFrame(flags, sid, p);
       case FrameType.HEADERS: {
         if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on stream 0');
-        const body = unpad(flags, p, (flags & Flag.PRIORITY) !== 0 ? 5 : 0);
+        const prio = (flags & Flag.PRIORITY) !== 0;
+        const body = unpad(flags, p, prio ? 5 : 0);
         if (!body) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS padding exceeds the frame');
-        if (flags & Flag.END_HEADERS) return this.onHeaderBlock(sid, flags, body);
-        this.block = { stream: sid, flags, parts: [body], bytes: body.length };
+        const offset = flags & Flag.PADDED ? 1 : 0;
+        // RFC 9113 §5.3.1: a stream cannot depend on itself (a stream error; the block is still decoded).
+        const selfDependent = prio && (p.readUInt32BE(offset) & 0x7fff_ffff) === sid;
+        const f = selfDependent ? flags | SELF_DEPENDENT : flags;
+        if (body.length > this.maxBlockBytes) return this.fail(H2Error.ENHANCE_YOUR_CALM, `header block over ${this.maxBlockBytes} bytes`);
+        if (flags & Flag.END_HEADERS) return this.onHeaderBlock(sid, f, body);
+        this.block = { stream: sid, flags: f, parts: [body], bytes: body.length, frames: 0 };
         return;
       }
       case FrameType.CONTINUATION: {
@@ -90,20 +128,19 @@ export class H2ServerConnection implements StreamOwner {
         if (!b || b.stream !== sid) return this.fail(H2Error.PROTOCOL_ERROR, 'CONTINUATION without HEADERS');
         b.parts.push(p);
         b.bytes += p.length;
-        if (b.bytes > (this.opts.maxHeaderBlockBytes ?? 256 << 10)) return this.fail(H2Error.ENHANCE_YOUR_CALM, `header block over ${this.opts.maxHeaderBlockBytes ?? 256 << 10} bytes`);
+        if (b.bytes > this.maxBlockBytes) return this.fail(H2Error.ENHANCE_YOUR_CALM, `header block over ${this.maxBlockBytes} bytes`);
+        if (++b.frames > this.limits.maxContinuations && !(flags & Flag.END_HEADERS)) return this.fail(H2Error.ENHANCE_YOUR_CALM, `more than ${this.limits.maxContinuations} CONTINUATION frames`);
         if (!(flags & Flag.END_HEADERS)) return;
         this.block = undefined;
         return this.onHeaderBlock(sid, b.flags, Buffer.concat(b.parts));
       }
       case FrameType.PRIORITY:
-        if (p.length !== 5) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PRIORITY frame not 5 bytes');
+        if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        if (p.length !== 5) return this.streamError(sid, H2Error.FRAME_SIZE_ERROR);
+        if ((p.readUInt32BE(0) & 0x7fff_ffff) === sid) return this.streamError(sid, H2Error.PROTOCOL_ERROR); // §5.3.1
         return;
       case FrameType.RST_STREAM:
-        if (p.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM frame not 4 bytes');
-        if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
-        if (sid > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
-        this.streams.get(sid)?.close(true);
-        return;
+        return this.onReset(sid, p);
       case FrameType.SETTINGS:
         return this.onSettings(flags, sid, p);
       case FrameType.PUSH_PROMISE:
@@ -111,9 +148,10 @@ export class H2ServerConnection implements StreamOwner {
       case FrameType.PING:
         if (p.length !== 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING frame not 8 bytes');
         if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
-        if (!(flags & Flag.ACK)) this.sendFrame(FrameType.PING, Flag.ACK, 0, Buffer.from(p));
+        if (!(flags & Flag.ACK)) this.controlReply(FrameType.PING, Buffer.from(p));
         return;
       case FrameType.GOAWAY:
+        if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
         this.goingAway = true;
         if (this.streams.size === 0) this.endSoon();
         return;
@@ -124,46 +162,99 @@ export class H2ServerConnection implements StreamOwner {
     }
   }
 
+  private onReset(sid: number, p: Buffer): void {
+    if (p.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM frame not 4 bytes');
+    if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+    if (sid > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+    const s = this.streams.get(sid);
+    if (!s) return;
+    if (!this.resets.take(performance.now())) return this.fail(H2Error.ENHANCE_YOUR_CALM, 'too many stream resets');
+    s.peerReset = true;
+    s.close(true);
+  }
+
+  /** DATA or HEADERS on `sid`: the stream when it is open to the peer; otherwise answered as RFC 9113 §5.1 says, and undefined. */
+  private checkOpen(sid: number, what: string): H2Stream | undefined {
+    const s = this.streams.get(sid);
+    if (s) {
+      if (!s.remoteEnded) return s;
+      this.streamError(sid, H2Error.STREAM_CLOSED); // half-closed (remote)
+      return undefined;
+    }
+    if (sid > this.lastStreamId) return void this.fail(H2Error.PROTOCOL_ERROR, `${what} on an idle stream`);
+    const how = this.closedStreams.get(sid);
+    if (how === 'peer-ended') this.fail(H2Error.STREAM_CLOSED, `${what} on stream ${sid} after its END_STREAM`);
+    else if (how === 'peer-reset') this.streamError(sid, H2Error.STREAM_CLOSED);
+    // §5.1.1: a new stream's id must be above every earlier one (DATA of a stream closed long ago is dropped).
+    else if (how === undefined && what === 'HEADERS') this.fail(H2Error.PROTOCOL_ERROR, `HEADERS opening stream ${sid}, not above stream ${this.lastStreamId}`);
+    return undefined; // we reset it: its frames in flight are ignored
+  }
+
   private onDataFrame(flags: number, sid: number, p: Buffer): void {
     if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on stream 0');
     this.recvWindow -= p.length;
     if (this.recvWindow < 0) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'DATA beyond the connection window');
     const body = unpad(flags, p, 0);
     if (!body) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA padding exceeds the frame');
-    const s = this.streams.get(sid);
-    if (!s) {
-      if (sid > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on an idle stream');
-      return this.creditConnection(p.length); // a stream we closed: its bytes in flight are dropped
-    }
-    if (s.remoteEnded) return s.reset(H2Error.STREAM_CLOSED);
+    const s = this.checkOpen(sid, 'DATA');
+    if (!s) return this.dead ? undefined : this.creditConnection(p.length); // bytes of a closed stream are dropped
     s.recvWindow -= p.length;
     if (s.recvWindow < 0) return s.reset(H2Error.FLOW_CONTROL_ERROR);
+    s.received += body.length;
+    const ended = (flags & Flag.END_STREAM) !== 0;
+    // RFC 9113 §8.1.1: DATA that disagrees with content-length makes the request malformed.
+    if (s.declaredLength !== undefined && (s.received > s.declaredLength || (ended && s.received !== s.declaredLength))) {
+      this.creditConnection(p.length);
+      return s.reset(H2Error.PROTOCOL_ERROR);
+    }
     if (p.length > body.length) this.credit(s, p.length - body.length); // padding
     if (body.length > 0) {
       s.onData(body);
       if (!s.manualCredit) this.credit(s, body.length);
     }
-    if (flags & Flag.END_STREAM && !s.closed) s.ended();
+    if (ended && !s.closed) s.ended();
   }
 
   private onHeaderBlock(sid: number, flags: number, block: Buffer): void {
-    const headers = this.decoder.decode(block);
-    if (!headers) return this.fail(H2Error.COMPRESSION_ERROR, `header block not decodable: ${this.decoder.error}`);
-    const s = this.streams.get(sid);
-    if (s) {
-      // Trailers from the client: they must end its side.
-      if (!(flags & Flag.END_STREAM)) return s.reset(H2Error.PROTOCOL_ERROR);
+    const decoded = this.decoder.decode(block);
+    if (!decoded) return this.fail(H2Error.COMPRESSION_ERROR, `header block not decodable: ${this.decoder.error}`);
+    if (sid <= this.lastStreamId || this.streams.has(sid)) {
+      const s = this.checkOpen(sid, 'HEADERS');
+      if (!s) return;
+      // Trailers from the client: they must end its side and carry no pseudo-header (RFC 9113 §8.1).
+      if (!(flags & Flag.END_STREAM) || decoded.over || trailersFault(decoded.fields)) return s.reset(H2Error.PROTOCOL_ERROR);
+      if (s.declaredLength !== undefined && s.received !== s.declaredLength) return s.reset(H2Error.PROTOCOL_ERROR);
       return s.ended();
     }
-    if (sid <= this.lastStreamId) return; // a stream already closed (we reset it): nothing to do
     if (sid % 2 === 0) return this.fail(H2Error.PROTOCOL_ERROR, `client stream id ${sid} is even`);
     this.lastStreamId = sid;
     if (this.goingAway) return this.out(rstStreamFrame(sid, H2Error.REFUSED_STREAM));
-    const stream = new H2Stream(sid, headers, this, this.peerInitialWindow, this.opts.streamWindow);
-    if (typeof headers[':method'] !== 'string' || typeof headers[':path'] !== 'string') return void stream.reset(H2Error.PROTOCOL_ERROR);
+    if (decoded.over) return this.streamError(sid, H2Error.ENHANCE_YOUR_CALM);
+    if (flags & SELF_DEPENDENT) return this.streamError(sid, H2Error.PROTOCOL_ERROR);
+    if (this.streams.size >= this.limits.maxConcurrentStreams) return this.streamError(sid, H2Error.REFUSED_STREAM);
+    const length = declaredLength(decoded.fields);
+    if (requestFault(decoded.fields) || Number.isNaN(length) || (flags & Flag.END_STREAM && length)) return this.streamError(sid, H2Error.PROTOCOL_ERROR);
+    const stream = new H2Stream(sid, toHeaders(decoded.fields), this, this.peerInitialWindow, this.opts.streamWindow);
+    stream.declaredLength = length;
     this.streams.set(sid, stream);
     this.onStream(stream, this);
     if (flags & Flag.END_STREAM && !stream.closed) stream.ended();
+  }
+
+  /** Reset a stream that is not (or no longer) open for a fault of the peer's; such resets spend the reset budget. */
+  private streamError(sid: number, code: number): void {
+    const s = this.streams.get(sid);
+    if (s) return s.reset(code);
+    if (!this.resets.take(performance.now())) return this.fail(H2Error.ENHANCE_YOUR_CALM, 'too many stream resets');
+    this.closedStreams.add(sid, 'we-reset');
+    this.out(rstStreamFrame(sid, code));
+  }
+
+  /** A PING or SETTINGS ACK; a peer that lets too many queue behind its unread bytes is dropped. */
+  private controlReply(type: number, payload?: Buffer): void {
+    this.sendFrame(type, Flag.ACK, 0, payload);
+    if (this.socket.writableLength < CONTROL_SLACK) this.queuedControl = 0;
+    else if (++this.queuedControl > this.limits.maxQueuedControl) this.drop(`more than ${this.limits.maxQueuedControl} control replies queued for a peer that does not read`);
   }
 
   private onSettings(flags: number, sid: number, p: Buffer): void {
@@ -183,7 +274,7 @@ export class H2ServerConnection implements StreamOwner {
         this.peerMaxFrame = v;
       } else if (id === Setting.ENABLE_PUSH && v > 1) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS_ENABLE_PUSH not 0 or 1');
     }
-    this.sendFrame(FrameType.SETTINGS, Flag.ACK, 0);
+    this.controlReply(FrameType.SETTINGS);
     for (const s of [...this.streams.values()]) s.pump();
   }
 
@@ -199,8 +290,9 @@ export class H2ServerConnection implements StreamOwner {
       for (const s of waiting) s.pump();
       return;
     }
+    if (sid > this.lastStreamId) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
     const s = this.streams.get(sid);
-    if (!s) return;
+    if (!s) return; // a closed stream: allowed (RFC 9113 §5.1)
     if (inc === 0) return s.reset(H2Error.PROTOCOL_ERROR);
     s.sendWindow += inc;
     if (s.sendWindow > MAX_WINDOW) return s.reset(H2Error.FLOW_CONTROL_ERROR);
@@ -251,7 +343,10 @@ export class H2ServerConnection implements StreamOwner {
   closed(stream: H2Stream): void {
     this.streams.delete(stream.id);
     this.blocked.delete(stream);
-    if (this.goingAway && this.streams.size === 0) this.endSoon();
+    this.closedStreams.add(stream.id, stream.peerReset ? 'peer-reset' : stream.resetSent ? 'we-reset' : 'peer-ended');
+    if (this.streams.size > 0) return;
+    if (this.goingAway) this.endSoon();
+    else this.idle?.refresh();
   }
 
   private creditConnection(n: number): void {
@@ -265,6 +360,7 @@ export class H2ServerConnection implements StreamOwner {
   /** Queue bytes for the socket; everything queued in one tick goes out in one writev. */
   private out(b: Uint8Array): void {
     if (this.socket.destroyed) return;
+    if (this.socket.writableLength > this.limits.maxBufferedBytes) return this.drop(`more than ${this.limits.maxBufferedBytes} bytes queued for a peer that does not read`);
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
@@ -284,6 +380,15 @@ export class H2ServerConnection implements StreamOwner {
     this.endSoon();
   }
 
+  /** A peer that does not read: a GOAWAY could not reach it, so the socket goes at once. */
+  private drop(why: string): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.dropped = why;
+    this.closeStreams();
+    this.socket.destroy();
+  }
+
   private endSoon(): void {
     process.nextTick(() => this.socket.end());
     setTimeout(() => this.socket.destroy(), 5000).unref();
@@ -296,5 +401,6 @@ export class H2ServerConnection implements StreamOwner {
   private gone(): void {
     this.dead = true;
     this.closeStreams();
+    if (this.idle) clearTimeout(this.idle);
   }
 }

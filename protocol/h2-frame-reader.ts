@@ -1,11 +1,8 @@
 // Reading an HTTP/2 connection's bytes (RFC 9113 §3.4, §4.1, §6): the client
 // preface, then whole frames, assembled from socket chunks of any size with at
-// most one copy per frame; and the header blocks' HPACK decoding (RFC 7541),
-// by hpack.js, whose decoder keeps the connection's dynamic table. Used by
-// h2-connection.ts.
-import { createRequire } from 'node:module';
+// most one copy per frame. Used by h2-connection.ts; header blocks are
+// decoded by h2-header-decoder.ts.
 import { Flag, FRAME_HEADER_BYTES, H2Error, PREFACE } from './h2-frames.ts';
-import type { H2Headers } from './h2-stream.ts';
 
 /**
  * Splits a connection's bytes into frames. Owns the bytes received but not
@@ -66,41 +63,4 @@ export function unpad(flags: number, p: Buffer, skip: number): Buffer | undefine
   const pad = p[0]!;
   if (1 + skip + pad > p.length) return undefined;
   return p.subarray(1 + skip, p.length - pad);
-}
-
-interface HpackDecompressor {
-  write(b: Buffer): void;
-  execute(): void;
-  read(): { name: string; value: string } | null;
-  on(ev: 'error', f: (e: Error) => void): void;
-}
-const hpack = createRequire(import.meta.url)('hpack.js') as { decompressor: { create(o: { table: { maxSize: number } }): HpackDecompressor } };
-
-/** SETTINGS_HEADER_TABLE_SIZE: we advertise the default. */
-const HEADER_TABLE_SIZE = 4096;
-
-/** A connection's HPACK decoding state: every header block must pass through it, in order. */
-export class HeaderDecoder {
-  private readonly d = hpack.decompressor.create({ table: { maxSize: HEADER_TABLE_SIZE } });
-  /** Why the last decode failed. */
-  error = '';
-
-  constructor() {
-    this.d.on('error', (e) => (this.error = e.message || 'undecodable'));
-  }
-
-  /** The block's headers (repeated names in an array, as node:http2 gives them); undefined when it does not decode. */
-  decode(block: Buffer): H2Headers | undefined {
-    this.error = '';
-    if (block.length) {
-      this.d.write(block);
-      this.d.execute();
-    }
-    const out: H2Headers = {};
-    for (let h = this.d.read(); h; h = this.d.read()) {
-      const prev = out[h.name];
-      out[h.name] = prev === undefined ? h.value : Array.isArray(prev) ? [...prev, h.value] : [prev, h.value];
-    }
-    return this.error ? undefined : out;
-  }
 }

@@ -43,6 +43,14 @@ export class H2Stream {
   manualCredit = false;
 
   remoteEnded = false;
+  /** The peer reset the stream (RST_STREAM received). */
+  peerReset = false;
+  /** We reset the stream (RST_STREAM sent). */
+  resetSent = false;
+  /** The request's content-length, when it declared one (RFC 9113 §8.1.1: DATA must add up to it). */
+  declaredLength: number | undefined;
+  /** Request body bytes received (padding excluded). */
+  received = 0;
   /** Bytes the peer may still send on this stream (our window for it). */
   recvWindow: number;
   /** Request bytes consumed but not yet given back to the peer in a WINDOW_UPDATE. */
@@ -100,6 +108,7 @@ export class H2Stream {
   /** Abort the stream (RST_STREAM with `code`). */
   reset(code: number = H2Error.CANCEL): void {
     if (this.closed) return;
+    this.resetSent = true;
     this.owner.sendFrame(FrameType.RST_STREAM, 0, this.id, u32(code));
     this.close(code !== H2Error.NO_ERROR || !this.finSent);
   }

@@ -21,7 +21,7 @@ type Obj = Record<string, any>;
 
 /** Kinds the stand-in serves discovery for: group version -> [resource, kind, namespaced]. */
 const RESOURCES: Record<string, Array<[string, string, boolean]>> = {
-  v1: [['secrets', 'Secret', true], ['configmaps', 'ConfigMap', true], ['services', 'Service', true], ['serviceaccounts', 'ServiceAccount', true], ['namespaces', 'Namespace', false]],
+  v1: [['secrets', 'Secret', true], ['configmaps', 'ConfigMap', true], ['services', 'Service', true], ['serviceaccounts', 'ServiceAccount', true], ['namespaces', 'Namespace', false], ['persistentvolumeclaims', 'PersistentVolumeClaim', true]],
   'apps/v1': [['deployments', 'Deployment', true]],
   'policy/v1': [['poddisruptionbudgets', 'PodDisruptionBudget', true]],
   'autoscaling/v2': [['horizontalpodautoscalers', 'HorizontalPodAutoscaler', true]],

@@ -28,6 +28,15 @@ export interface BackendContext {
   lookupConfig: (name: string, version: number) => ModelConfig | undefined;
   /** Engine-wide backend settings by backend name (Triton's --backend-config=<backend>,<key>=<value>). */
   backendConfig?: Record<string, Record<string, string>>;
+  /** Load, unload and readiness of other models (Triton's pb_utils.load_model / unload_model / is_model_ready). */
+  modelControl?: ModelControl;
+}
+
+/** What a model may ask of the engine's model control (ServerApi's own methods): the repository API's rules apply. Throws StatusError. */
+export interface ModelControl {
+  loadModel(name: string, params?: { config?: string; files?: Record<string, Uint8Array> }): Promise<void>;
+  unloadModel(name: string, opts?: { unloadDependents?: boolean }): Promise<void>;
+  isModelReady(name: string, version?: string): boolean;
 }
 
 export interface BackendModel {

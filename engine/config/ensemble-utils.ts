@@ -73,7 +73,58 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
     tensors.set(t.name, { name: t.name, data_type: t.data_type, dims: innerDims(t), producer: ENSEMBLE_INPUT, consumers: [], isEnsembleOutput: false });
   }
 
-  // Pass 1: wiring (who produces/consumes what), model existence, map keys.
+  const { steps, models } = wireSteps(config, lookup, tensors, fail);
+  for (const o of config.output) {
+    const t = tensors.get(o.name);
+    if (!t || t.producer === ENSEMBLE_INPUT) throw fail(`output '${o.name}' is not written by any step`);
+    t.isEnsembleOutput = true;
+  }
+  for (const i of config.input) {
+    if (tensors.get(i.name)!.consumers.length === 0) throw fail(`input '${i.name}' is not used by any step`);
+  }
+
+  const order = topoOrder(steps, tensors, fail);
+  const flow = decoupledFlow(steps, models, order, config.input.map((t) => t.name), config.output.map((t) => t.name), fail);
+  for (const s of steps) s.decoupled = flow.stepDecoupled[s.index]!;
+
+  typeSteps(steps, models, order, tensors, mbs, fail);
+  for (const o of config.output) {
+    const t = tensors.get(o.name)!;
+    const where = `output '${o.name}' (written by step[${t.producer}], model '${steps[t.producer]!.modelName}')`;
+    if (t.data_type !== o.data_type) throw fail(`${where}: the step produces ${t.data_type}, the ensemble declares ${o.data_type}`);
+    const dims = innerDims(o);
+    if (!dimsCompatible(dims, t.dims)) throw fail(`${where}: the step produces shape [${t.dims}], the ensemble declares [${dims}]`);
+  }
+
+  const { neededTensors, neededSteps } = neededBy(config.output.map((o) => o.name), steps, tensors);
+  for (const s of steps) s.neededOutputs = s.outputs.filter((o) => neededTensors.has(o.tensor)).map((o) => o.modelOutput);
+  return {
+    name: ens, maxBatchSize: mbs, steps, tensors, order,
+    inputs: config.input.map((t) => t.name), outputs: config.output.map((t) => t.name),
+    neededTensors, neededSteps, decoupled: flow.decoupled, outputDepth: flow.outputDepth,
+  };
+}
+
+/** Steps not yet started whose every input tensor is available (Triton's GetNextSteps), in step order. */
+export function nextReadySteps(plan: EnsemblePlan, available: { has(tensor: string): boolean }, started: ReadonlySet<number>): number[] {
+  const ready: number[] = [];
+  for (const s of plan.steps) {
+    if (!started.has(s.index) && s.inputs.every((p) => available.has(p.tensor))) ready.push(s.index);
+  }
+  return ready;
+}
+
+function names(list: ModelTensorConfig[]): string {
+  return list.map((t) => t.name).join(', ') || 'none';
+}
+
+/** Pass 1: wiring (who produces/consumes what), model existence, map keys; fills `tensors` with the steps' outputs and consumers. */
+function wireSteps(
+  config: ModelConfig, lookup: ConfigLookup, tensors: Map<string, EnsembleTensorInfo>, fail: (w: string) => Error,
+): { steps: EnsemblePlanStep[]; models: ModelConfig[] } {
+  const ens = config.name;
+  const mbs = config.max_batch_size;
+  const rawSteps = config.ensemble_scheduling?.step ?? [];
   const models: ModelConfig[] = [];
   const steps: EnsemblePlanStep[] = rawSteps.map((s, i) => {
     const where = `step[${i}] (model '${s.model_name}')`;
@@ -119,20 +170,13 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
       if (!t.consumers.includes(s.index)) t.consumers.push(s.index);
     }
   }
-  for (const o of config.output) {
-    const t = tensors.get(o.name);
-    if (!t || t.producer === ENSEMBLE_INPUT) throw fail(`output '${o.name}' is not written by any step`);
-    t.isEnsembleOutput = true;
-  }
-  for (const i of config.input) {
-    if (tensors.get(i.name)!.consumers.length === 0) throw fail(`input '${i.name}' is not used by any step`);
-  }
+  return { steps, models };
+}
 
-  const order = topoOrder(steps, tensors, fail);
-  const flow = decoupledFlow(steps, models, order, config.input.map((t) => t.name), config.output.map((t) => t.name), fail);
-  for (const s of steps) s.decoupled = flow.stepDecoupled[s.index]!;
-
-  // Pass 2 in dependency order: batch mode per step, then types and shapes.
+/** Pass 2, in dependency order: each step's batch mode, then its tensors' types and shapes. */
+function typeSteps(
+  steps: EnsemblePlanStep[], models: ModelConfig[], order: number[], tensors: Map<string, EnsembleTensorInfo>, mbs: number, fail: (w: string) => Error,
+): void {
   for (const idx of order) {
     const s = steps[idx]!;
     const m = models[idx]!;
@@ -172,34 +216,6 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
       t.dims = expected(cfg, full);
     }
   }
-  for (const o of config.output) {
-    const t = tensors.get(o.name)!;
-    const where = `output '${o.name}' (written by step[${t.producer}], model '${steps[t.producer]!.modelName}')`;
-    if (t.data_type !== o.data_type) throw fail(`${where}: the step produces ${t.data_type}, the ensemble declares ${o.data_type}`);
-    const dims = innerDims(o);
-    if (!dimsCompatible(dims, t.dims)) throw fail(`${where}: the step produces shape [${t.dims}], the ensemble declares [${dims}]`);
-  }
-
-  const { neededTensors, neededSteps } = neededBy(config.output.map((o) => o.name), steps, tensors);
-  for (const s of steps) s.neededOutputs = s.outputs.filter((o) => neededTensors.has(o.tensor)).map((o) => o.modelOutput);
-  return {
-    name: ens, maxBatchSize: mbs, steps, tensors, order,
-    inputs: config.input.map((t) => t.name), outputs: config.output.map((t) => t.name),
-    neededTensors, neededSteps, decoupled: flow.decoupled, outputDepth: flow.outputDepth,
-  };
-}
-
-/** Steps not yet started whose every input tensor is available (Triton's GetNextSteps), in step order. */
-export function nextReadySteps(plan: EnsemblePlan, available: { has(tensor: string): boolean }, started: ReadonlySet<number>): number[] {
-  const ready: number[] = [];
-  for (const s of plan.steps) {
-    if (!started.has(s.index) && s.inputs.every((p) => available.has(p.tensor))) ready.push(s.index);
-  }
-  return ready;
-}
-
-function names(list: ModelTensorConfig[]): string {
-  return list.map((t) => t.name).join(', ') || 'none';
 }
 
 /** Kahn's algorithm over step dependencies; a leftover step means a cycle. */

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
+import type { ModelControl } from '../api/backend.ts';
 import type { ModelIndexEntry, LoadParameters } from '../api/server-api.ts';
 import type { SharedMemoryManager } from '../shm/shared-memory-manager.ts';
 import { ModelEntryStatus, type ModelVersion } from './model-lifecycle.ts';
@@ -21,6 +22,7 @@ import { SerialLock } from '../../common/serial-lock.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import { budgetedLoad } from '../sharing/budgeted-load.ts';
+import { DEFAULT_INSTANCE_LIMITS, instanceCount, type InstanceLimits } from './instance-limits.ts';
 import { MemoryMonitor } from '../sharing/memory-monitor.ts';
 import { budgetFields } from '../sharing/budget-index.ts';
 import { trimAllocator } from '../sharing/process-memory.ts';
@@ -40,12 +42,16 @@ export interface RepositoryOptions {
   shm: SharedMemoryManager;
   /** Route a request through the target model's own scheduler (ensemble steps). */
   infer: (request: InferRequest) => Promise<InferResponse>;
+  /** Model control for models that load others (python's pb_utils.load_model). */
+  modelControl?: ModelControl;
   /** Per-backend settings handed to backends (--backend-config). */
   backendConfig?: Record<string, Record<string, string>>;
   /** --rate-limit=execution_count. */
   rateLimiter?: RateLimiter;
   /** --model-memory-budget: loads are charged against it (and evict idle models in on-demand mode). */
   budget?: MemoryBudget;
+  /** --max-instances-per-model, --max-instances-total (instance-limits.ts). */
+  instanceLimits?: Partial<InstanceLimits>;
   /** How often the memory monitor reads RSS (ms; default 500). */
   memoryMonitorMs?: number;
   /** On-demand mode: how long a request waits for its model to load. */
@@ -242,9 +248,10 @@ export class ModelRepositoryManager {
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
       const deps = {
-        shm: this.opts.shm, infer: this.opts.infer, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
+        shm: this.opts.shm, infer: this.opts.infer, modelControl: this.opts.modelControl, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
         backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions, warmForBudget: this.opts.budget !== undefined,
         chargedBytes: this.opts.budget ? () => Math.round(this.opts.budget!.bytesOf(name)) : undefined,
+        instances: () => ({ limits: { ...DEFAULT_INSTANCE_LIMITS, ...this.opts.instanceLimits }, others: this.instancesBesides(name), budgetBytes: this.opts.budget?.budgetBytes }),
       };
       const loadAll = async () => {
         for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
@@ -308,6 +315,13 @@ export class ModelRepositoryManager {
     }
     e.tmpDir = root;
     return dir;
+  }
+
+  /** Instances the loaded versions of every model but `name` hold. */
+  private instancesBesides(name: string): number {
+    let n = 0;
+    for (const e of this.models.values()) if (e.name !== name) for (const v of e.versions.values()) n += instanceCount(v.config);
+    return n;
   }
 
   /** Unload an idle model for the budget, atomically with the check (a request that got it first keeps it). */

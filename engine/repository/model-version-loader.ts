@@ -15,6 +15,7 @@ import type { Scheduler } from '../api/scheduler.ts';
 import { runSyntheticWarmup, runWarmup } from './model-warmup.ts';
 import type { RateLimiter } from '../sharing/rate-limiter.ts';
 import { loadModelConfig, type ConfigSource } from '../config/model-config-loader.ts';
+import { checkInstanceCount, type InstanceCheck } from './instance-limits.ts';
 import { INITIAL_STATE_DIR, initialStateFiles } from '../config/sequence-config.ts';
 import { log, tracer } from '../../common/logger.ts';
 import { fingerprintVersion } from './version-fingerprint.ts';
@@ -22,7 +23,7 @@ import { fingerprintVersion } from './version-fingerprint.ts';
 const trace = tracer('repository');
 
 /** What a version needs from the engine around it. */
-export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'lookupConfig' | 'backendConfig'> & {
+export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'modelControl' | 'lookupConfig' | 'backendConfig'> & {
   /** --rate-limit=execution_count: instances execute only while their resources are free. */
   rateLimiter?: RateLimiter;
   /** Fingerprint the version's files and config before the backend reads them (the response cache keys on it). */
@@ -31,6 +32,8 @@ export type VersionLoadDeps = Pick<BackendContext, 'infer' | 'lookupConfig' | 'b
   warmForBudget?: boolean;
   /** Under a memory budget: the bytes it charges the model (statistics memory_usage shows them, not the backend's guess). */
   chargedBytes?: () => number;
+  /** The instance bounds and what the other models hold (instance-limits.ts), checked before the backend loads. */
+  instances?: () => InstanceCheck;
 };
 
 /** Load, schedule and warm up version `version`; returns it READY or throws (backend finalized). */
@@ -38,6 +41,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
   const versionDir = path.join(src.modelDir, String(version));
   log.info(`loading: ${src.modelName}:${version}`);
   const config = loadModelConfig(src, raw, versionDir);
+  if (deps.instances) checkInstanceCount(config, `${src.modelName}/config.pbtxt`, versionDir, deps.instances());
   const identity = deps.fingerprint ? await fingerprintOrNone(src.modelDir, versionDir, config) : undefined;
   const backend = backendFor(config);
   const tBackend = process.hrtime.bigint();
@@ -48,6 +52,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     versionDir,
     config,
     infer: deps.infer,
+    modelControl: deps.modelControl,
     lookupConfig: deps.lookupConfig,
     backendConfig: deps.backendConfig,
   });

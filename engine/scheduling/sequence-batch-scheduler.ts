@@ -11,6 +11,7 @@
 // instances an InstancePool, in-flight/stop/timers/answers the SchedulerCore.
 import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
 import { finalOutcomes, runOnInstance } from './instance-run.ts';
+import { delaySchedulerFromEnv } from './dynamic-batch-scheduler.ts';
 import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
@@ -36,6 +37,8 @@ export interface SequenceBatchSchedulerOptions {
   clock?: Clock;
   /** The bytes of each implicit state's initial_state data_file, by the name the config gives (the loader reads them). */
   initialStates?: ReadonlyMap<string, Uint8Array>;
+  /** Test hook, Triton's TRITONSERVER_DELAY_SCHEDULER: start nothing until this many requests were queued (default: that variable). */
+  delayUntilQueued?: number;
 }
 
 interface Pending {
@@ -68,6 +71,8 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly policy: BatchPolicy;
   private readonly batchTimer: OneShotTimer;
   private readonly idleTimer: OneShotTimer;
+  /** TRITONSERVER_DELAY_SCHEDULER: requests still to queue before the first batch (0: no hold). */
+  private holdFor: number;
 
   constructor(opts: SequenceBatchSchedulerOptions) {
     this.modelName = opts.modelName;
@@ -84,6 +89,7 @@ export class SequenceBatchScheduler implements Scheduler {
       this.spec.strategy === 'direct'
         ? new SequenceSlots<SeqData>(this.instances.map(() => perInstance), true)
         : new SequenceSlots<SeqData>([this.spec.maxCandidates], false);
+    this.holdFor = opts.delayUntilQueued ?? delaySchedulerFromEnv();
     this.policy = {
       maxBatchSize: opts.config.max_batch_size,
       preferredSizes: this.spec.strategy === 'oldest' ? this.spec.preferredSizes : [],
@@ -128,6 +134,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const { start, end } = flags;
     return new Promise<InferResponse>((resolve, reject) => {
       seq.data.queue.push({ request, start, end, enqueuedNs: now, resolve, reject });
+      if (this.holdFor > 0) this.holdFor--;
       this.core.accept();
       this.schedule();
       // An enqueue only pushes idle deadlines later: an armed timer stays right.
@@ -137,6 +144,7 @@ export class SequenceBatchScheduler implements Scheduler {
 
   /** Start every batch that can start now; arm a timer for the earliest one that must wait. */
   private schedule(): void {
+    if (this.holdFor > 0) return;
     const now = this.core.clock.nowNs();
     let waitUntil: bigint | undefined;
     for (let i = 0; i < this.instances.length; i++) {

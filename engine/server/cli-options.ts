@@ -7,10 +7,12 @@ import { traceSettingsFromFlags } from '../tracing/trace-manager.ts';
 import { parseCacheConfig } from '../sharing/response-cache.ts';
 import { parseResourceFlag } from '../sharing/rate-limiter-decision.ts';
 import { parseBudget } from '../sharing/eviction-decision.ts';
+import { DEFAULT_INSTANCE_LIMITS } from '../repository/instance-limits.ts';
 import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../frontends/stream-queue-bound.ts';
+import { parseH2Limits } from '../../protocol/h2-limits.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
@@ -45,6 +47,8 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 ,ttl_ms=N entry lifetime (default 3600000; 0 = none)
   --model-memory-budget=B       bytes or N% of RAM the loaded models may take (ours)
   --pin-model=NAME              never evict NAME for the budget (repeatable)
+  --max-instances-per-model=64  most execution instances one model may ask for at load (ours)
+  --max-instances-total=512     most instances of all loaded models together (ours)
   --on-demand-load-timeout-secs=30   how long a request waits for an on-demand load
   --exit-timeout-secs=30        how long an unload or the shutdown waits for in-flight requests; then
                                 python stubs still executing are killed and their requests fail
@@ -64,7 +68,11 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --http-header-timeout-ms=15000 --http-body-timeout-ms=120000 --http-idle-timeout-ms=5000
                                 slow clients on the HTTP and metrics ports are dropped (ours)
   --stream-max-queued-bytes=67108864  responses one generate_stream / ModelStreamInfer stream may hold for a
-                                client that is not reading; past it the stream's requests are cancelled (ours)`;
+                                client that is not reading; past it the stream's requests are cancelled (ours)
+  --grpc-h2-limit=NAME=VALUE    a bound of the own HTTP/2 front (repeatable; ours, docs/engine/h2-front.md):
+                                max-header-list-bytes=65536 max-header-fields=128 max-continuations=8
+                                max-concurrent-streams=1000 reset-burst=1000 resets-per-second=33
+                                max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -107,7 +115,8 @@ export const ENGINE_FLAGS = {
   'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
   'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
   'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
-  'backend-directory': s, 'stream-max-queued-bytes': s,
+  'backend-directory': s, 'stream-max-queued-bytes': s, 'grpc-h2-limit': { type: 'string', multiple: true },
+  'max-instances-per-model': s, 'max-instances-total': s,
 } as const;
 
 /** Parse argv (without node and script) into engine options and the log verbosity. */
@@ -149,6 +158,10 @@ export function parseEngineArgs(
     rateLimit: rateLimitMode(values['rate-limit']),
     modelMemoryBudget: values['model-memory-budget'] === undefined ? undefined : parseBudget(values['model-memory-budget'], os.totalmem()),
     pinnedModels: values['pin-model'] ?? [],
+    instanceLimits: {
+      perModel: positive(values['max-instances-per-model'], DEFAULT_INSTANCE_LIMITS.perModel, 'max-instances-per-model'),
+      total: positive(values['max-instances-total'], DEFAULT_INSTANCE_LIMITS.total, 'max-instances-total'),
+    },
     adaptiveInstances: bool(values['adaptive-instances'], false, 'adaptive-instances'),
     onDemandTimeoutMs: int(values['on-demand-load-timeout-secs'], 30, 'on-demand-load-timeout-secs') * 1000,
     exitTimeoutSecs: nonNegative(values['exit-timeout-secs'], 30, 'exit-timeout-secs'),
@@ -171,6 +184,7 @@ export function parseEngineArgs(
       idleMs: positive(values['http-idle-timeout-ms'], DEFAULT_HTTP_TIMEOUTS.idleMs, 'http-idle-timeout-ms'),
     },
     streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
+    grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
   };
 }
 

@@ -4,6 +4,7 @@ import type { TraceSettings } from '../tracing/trace-manager.ts';
 import type { CacheConfig } from '../sharing/response-cache.ts';
 import type { ResourceFlag } from '../sharing/rate-limiter-decision.ts';
 import type { InstancePolicy } from '../sharing/instance-count-decision.ts';
+import type { InstanceLimits } from '../repository/instance-limits.ts';
 
 export interface InferenceServerOptions {
   modelRepository: string;
@@ -31,6 +32,8 @@ export interface InferenceServerOptions {
   rateLimitResources?: ResourceFlag[];
   /** --model-memory-budget in bytes (ours). */
   modelMemoryBudget?: number;
+  /** --max-instances-per-model, --max-instances-total: instance counts refused at load beyond these (ours). */
+  instanceLimits?: Partial<InstanceLimits>;
   /** --pin-model: never evicted for the budget. */
   pinnedModels?: string[];
   /** On-demand mode: how long a request waits for its model's load (default 30 s). */

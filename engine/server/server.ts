@@ -2,6 +2,7 @@
 // models, shared memory) and its gRPC, HTTP and metrics frontends.
 import { InferenceServer, type InferenceServerOptions } from './inference-server.ts';
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
+import type { H2Limits } from '../../protocol/h2-limits.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
 import { startLocalServer } from '../frontends/local/local-server.ts';
@@ -28,6 +29,8 @@ export interface EngineOptions extends InferenceServerOptions {
   httpTimeouts?: HttpTimeouts;
   /** --stream-max-queued-bytes: what one streaming reply may hold for a client that is not reading (frontends/stream-queue-bound.ts). */
   streamMaxQueuedBytes?: number;
+  /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (protocol/h2-limits.ts). */
+  grpcH2Limits?: H2Limits;
 }
 
 export interface RunningEngine {
@@ -46,7 +49,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const engine = new InferenceServer(opts);
   const host = opts.host ?? '0.0.0.0';
   // Frontends first so liveness answers while models load; readiness follows loading.
-  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted, streamMaxQueuedBytes: opts.streamMaxQueuedBytes });
+  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted, streamMaxQueuedBytes: opts.streamMaxQueuedBytes, h2Limits: opts.grpcH2Limits });
   const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts, streamMaxQueuedBytes: opts.streamMaxQueuedBytes });
   const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
   const local = opts.localSocket ? await startLocalServer(engine, { path: opts.localSocket, restricted: opts.grpcRestricted }) : undefined;

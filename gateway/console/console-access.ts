@@ -11,7 +11,7 @@
 //   refused too: behind a local proxy, the proxy's clients are not local.
 import type { Context } from 'hono';
 import { sameToken } from '../deploy/admin-routes.ts';
-import { gatewayError } from '../errors.ts';
+import { gatewayError } from '../core/errors.ts';
 
 /** Headers a reverse proxy adds; their presence means the socket's peer is not the client. */
 const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host'];

@@ -6,15 +6,15 @@
 //   GET /console/api/jobs      recent async jobs with status and callback attempts
 // Read-only; admin actions (rollback) go to /admin/* with the admin token.
 import type { Hono } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
 import type { ModelIndex } from '../../client/grpc-client.ts';
 import type { FunctionDeployer } from '../deploy/function-deployer.ts';
-import { describeFunction, type FunctionRegistry, type ResolvedFunction } from '../function-registry.ts';
+import { describeFunction, type FunctionRegistry, type ResolvedFunction } from '../calls/function-registry.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { JobRecord } from '../jobs/job-state.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../core/metrics.ts';
 import type { ConsoleSampler } from './console-sampler.ts';
-import type { ModelLoads } from '../engine-loads.ts';
+import type { ModelLoads } from '../upstream/engine-loads.ts';
 
 /** What the console needs of the engine (EngineClient provides it). */
 export interface ConsoleEngine {

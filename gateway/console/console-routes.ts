@@ -8,8 +8,8 @@
 //
 // Ownership: owns the sampler (stopped by stop()) and the loaded assets.
 import type { Hono, MiddlewareHandler } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
-import { gatewayError } from '../errors.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { gatewayError } from '../core/errors.ts';
 import { checkConsoleLocal, checkConsoleToken } from './console-access.ts';
 import { loadAssets } from './console-assets.ts';
 import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';

@@ -5,7 +5,7 @@
 //
 // Ownership: owns its timer and the ring of points. Event loop only; a slow
 // sample never overlaps the next (the tick is skipped).
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../core/metrics.ts';
 import { derivePoint, modelCounters, type FunctionCounters, type SeriesPoint, type Snapshot } from './stats-series.ts';
 
 export interface SamplerOptions {

@@ -3,7 +3,7 @@
 //   GET /console/api/rollouts  running rollouts and the last finished ones, with every step's numbers
 //   GET /console/api/plans     every key's plan and its usage this period (keys by id only)
 import type { Hono } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
 import type { UsagePlans } from '../plans/plan-gate.ts';
 import type { RolloutStore } from './rollout-store.ts';
 

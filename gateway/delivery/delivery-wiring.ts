@@ -2,8 +2,8 @@
 // the stores (Redis when configured, shared by replicas; memory otherwise),
 // the rollout manager with its promote step (a new bundle version through
 // the deployer), the usage plans, and the admin routes' dependencies.
-import type { EngineClient } from '../engine-client.ts';
-import { implicitDefinition, type FunctionRegistry } from '../function-registry.ts';
+import type { EngineClient } from '../upstream/engine-client.ts';
+import { implicitDefinition, type FunctionRegistry } from '../calls/function-registry.ts';
 import type { FunctionDeployer } from '../deploy/function-deployer.ts';
 import { MemoryPlanStore, RedisPlanStore } from '../plans/plan-store.ts';
 import { UsagePlans } from '../plans/plan-gate.ts';

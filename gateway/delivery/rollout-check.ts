@@ -2,8 +2,8 @@
 // (shares 0-100, steps, gates with a minimum call count), the function
 // exists, and each new target (canary, shadow) is served by the engine and
 // has the function's inputs and outputs: same tensors, datatypes and shapes.
-import { checkDefinition, resolveFunction, type MetadataSource, type ResolvedFunction, type TensorSpec } from '../function-registry.ts';
-import { describeIssues, type FunctionDefinition } from '../function-schema.ts';
+import { checkDefinition, resolveFunction, type MetadataSource, type ResolvedFunction, type TensorSpec } from '../calls/function-registry.ts';
+import { describeIssues, type FunctionDefinition } from '../calls/function-schema.ts';
 import { RolloutRequestSchema, type RolloutRequest } from './rollout-spec.ts';
 
 /** The function's definition with another target: the canary's or the shadow's. */

@@ -10,19 +10,19 @@
 //
 // Ownership: owns the local counts, the followed records and the tick timer.
 // Event loop only; one tick runs at a time.
-import type { EngineApi } from '../engine-client.ts';
-import type { MetadataSource, ResolvedFunction } from '../function-registry.ts';
-import type { FunctionDefinition } from '../function-schema.ts';
+import type { EngineApi } from '../upstream/engine-client.ts';
+import type { MetadataSource, ResolvedFunction } from '../calls/function-registry.ts';
+import type { FunctionDefinition } from '../calls/function-schema.ts';
 import { gatewayLog as log } from '../../common/logger.ts';
-import type { CallRouter, CallMeta, EngineRun } from './call-route.ts';
+import type { CallRouter, CallMeta, EngineRun } from '../calls/call-route.ts';
 import { bucketIndex, judgeStep, quantileMs } from './gate-analysis.ts';
 import { resolveTarget } from './rollout-check.ts';
 import { currentShare, type RolloutRecord, type SideNumbers } from './rollout-spec.ts';
 import { mergeDelta, type RolloutStore, type StatDelta } from './rollout-store.ts';
 import { copyInputs, diffOutputs, shadowRequest } from './shadow-call.ts';
 import { chooseSide, pinnedSide, SplitCounter, type Side } from './traffic-split.ts';
-import type { InputTensor, OutputTensor } from '../payload-codec.ts';
-import type { TensorSpec } from '../function-registry.ts';
+import type { InputTensor, OutputTensor } from '../calls/payload-codec.ts';
+import type { TensorSpec } from '../calls/function-registry.ts';
 
 export interface RolloutManagerOptions {
   store: RolloutStore;

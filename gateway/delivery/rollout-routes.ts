@@ -6,9 +6,9 @@
 //   POST /admin/rollouts/:id/abort  end it by hand; calls go back to stable
 import type { Hono } from 'hono';
 import { randomUUID } from 'node:crypto';
-import type { GatewayEnv } from '../gateway-env.ts';
-import { gatewayError } from '../errors.ts';
-import type { MetadataSource, ResolvedFunction } from '../function-registry.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { gatewayError } from '../core/errors.ts';
+import type { MetadataSource, ResolvedFunction } from '../calls/function-registry.ts';
 import { checkRollout } from './rollout-check.ts';
 import type { RolloutRecord } from './rollout-spec.ts';
 import type { RolloutStore } from './rollout-store.ts';

@@ -6,7 +6,7 @@
 // decision. Parsing is zod; the checks against the engine are in
 // rollout-check.ts.
 import { z } from 'zod';
-import { TargetSchema } from '../function-schema.ts';
+import { TargetSchema } from '../calls/function-schema.ts';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 

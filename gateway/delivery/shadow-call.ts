@@ -6,8 +6,8 @@
 // `maxInFlight` shadows run at a time — past that a mirror is skipped and
 // counted, so a slow shadow cannot pile up memory or sockets.
 import type { ModelInferResponse } from '../../client/grpc-client.ts';
-import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
-import type { InputTensor, OutputTensor } from '../payload-codec.ts';
+import type { ResolvedFunction, TensorSpec } from '../calls/function-registry.ts';
+import type { InputTensor, OutputTensor } from '../calls/payload-codec.ts';
 
 /** How the stable and shadow outputs differ. */
 export interface OutputDiff {

@@ -6,8 +6,8 @@
 // Without GATEWAY_ADMIN_TOKEN the routes answer ADMIN_DISABLED.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono, MiddlewareHandler } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
-import { gatewayError, GatewayError } from '../errors.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import { BundleVersionConflict } from './bundle-store.ts';
 import { BundleRefused, type FunctionDeployer } from './function-deployer.ts';
 

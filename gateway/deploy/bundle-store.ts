@@ -3,7 +3,7 @@
 // active before). The top of the stack is the active bundle. Two
 // implementations share this contract: MemoryBundleStore (one process) and
 // RedisBundleStore (shared by replicas, with pub/sub change notices).
-import type { FunctionDefinition } from '../function-schema.ts';
+import type { FunctionDefinition } from '../calls/function-schema.ts';
 
 /** A bundle with its version fixed (the form GET /admin/functions returns and PUT accepts). */
 export interface VersionedBundle {

@@ -3,8 +3,8 @@
 // of the target (and every target input is mapped), and the inbound webhook
 // mapping names inputs of the function (binary base64 fields need a UINT8 or
 // BYTES input). Reaches the engine only through the registry's MetadataSource.
-import { checkDefinition, resolveFunction, type MetadataSource } from '../function-registry.ts';
-import type { FunctionDefinition } from '../function-schema.ts';
+import { checkDefinition, resolveFunction, type MetadataSource } from '../calls/function-registry.ts';
+import type { FunctionDefinition } from '../calls/function-schema.ts';
 
 export function engineTargetCheck(engine: Pick<MetadataSource, 'modelMetadata'>): (def: FunctionDefinition) => Promise<string[]> {
   return async (def) => {

@@ -15,7 +15,7 @@
 // frozen, so a call in flight keeps the definitions it started with.
 // Event loop only; deploys are serialized by a SerialLock.
 import { createHash } from 'node:crypto';
-import { FunctionBundleSchema, FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from '../function-schema.ts';
+import { FunctionBundleSchema, FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from '../calls/function-schema.ts';
 import { gatewayLog as log } from '../../common/logger.ts';
 import type { BundleSnapshot, BundleStore, VersionedBundle } from './bundle-store.ts';
 import { SerialLock } from '../../common/serial-lock.ts';

@@ -10,13 +10,13 @@
 //  - anything else goes on to the synchronous handler.
 // GET /jobs/<id> answers only whoever may call the job's function (job-access.ts).
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
-import { checkApiKey, presentedKey } from '../api-key.ts';
-import { readBody } from '../body-reader.ts';
-import { gatewayError } from '../errors.ts';
-import type { ResolvedFunction } from '../function-registry.ts';
-import { AsyncSchema, type FunctionDefinition } from '../function-schema.ts';
-import { CallSlices, type InvokeDeps } from '../invoke.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { checkApiKey, presentedKey } from '../calls/api-key.ts';
+import { readBody } from '../calls/body-reader.ts';
+import { gatewayError } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { AsyncSchema, type FunctionDefinition } from '../calls/function-schema.ts';
+import { CallSlices, type InvokeDeps } from '../calls/invoke.ts';
 import { checkCallbackUrl } from '../webhooks/callback-allow.ts';
 import { checkInbound, mapEventToInputs } from '../webhooks/inbound.ts';
 import { checkJobAccess, isJobId, jobKeyHash, newJobId } from './job-access.ts';

@@ -11,9 +11,9 @@
 //   webhook's job, or `auth` added by a deploy since) needs a key the
 //   function accepts now.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { keyAccepted } from '../api-key.ts';
-import { gatewayError } from '../errors.ts';
-import type { FunctionDefinition } from '../function-schema.ts';
+import { keyAccepted } from '../calls/api-key.ts';
+import { gatewayError } from '../core/errors.ts';
+import type { FunctionDefinition } from '../calls/function-schema.ts';
 import type { JobRecord } from './job-state.ts';
 
 // Importers keep reading the id helpers from job-access.ts.

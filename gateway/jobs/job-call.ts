@@ -3,15 +3,15 @@
 // content type, decoded with the same codec as POST /fn/<name> and run
 // through invoke.ts's runFunction, so the result is exactly the synchronous
 // reply body `{"outputs": ...}` and a failure is the same catalog error.
-import { gatewayError } from '../errors.ts';
-import type { ResolvedFunction, TensorSpec } from '../function-registry.ts';
-import { buildRequest, CallSlices, runFunction, type InvokeDeps } from '../invoke.ts';
-import { FunctionStream, isStreamingFunction } from '../function-stream.ts';
-import { collectStream } from '../stream-routes.ts';
-import { replyJson } from '../reply-rows.ts';
+import { gatewayError } from '../core/errors.ts';
+import type { ResolvedFunction } from '../calls/function-registry.ts';
+import { buildRequest, CallSlices, runFunction, type InvokeDeps } from '../calls/invoke.ts';
+import { collectStream, FunctionStream, isStreamingFunction } from '../calls/function-stream.ts';
+import { selectOutputs } from '../calls/output-select.ts';
+import { replyJson } from '../calls/reply-rows.ts';
 import {
   bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, rawBodySpec, type InputTensor,
-} from '../payload-codec.ts';
+} from '../calls/payload-codec.ts';
 
 /** One captured call. */
 export interface StoredCall {
@@ -34,15 +34,6 @@ export async function decodeCall(fn: ResolvedFunction, call: StoredCall): Promis
   return { inputs: [bytesInput(fn, rawBodySpec(fn), bytes)] };
 }
 
-function pickOutputs(fn: ResolvedFunction, names: string[] | undefined): TensorSpec[] {
-  if (!names) return fn.outputs;
-  return names.map((n) => {
-    const s = fn.outputs.find((o) => o.name === n);
-    if (!s) throw gatewayError('OUTPUT_UNKNOWN', { name: fn.name, output: n });
-    return s;
-  });
-}
-
 /**
  * Run a captured call of `fn`; resolves with the reply JSON and how the
  * payload travelled (`slices.transfer` tells it after a failure too).
@@ -51,7 +42,7 @@ export async function runStoredCall(
   deps: InvokeDeps, fn: ResolvedFunction, call: StoredCall, id: string, slices = new CallSlices(deps.arena),
 ): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
   const { inputs, outputs } = await decodeCall(fn, call);
-  const specs = pickOutputs(fn, call.output ? [call.output] : outputs);
+  const specs = selectOutputs(fn, call.output, outputs);
   if (await isStreamingFunction(deps, fn)) {
     // A streaming function's job stores every response: the array a plain JSON call gets (stream-routes.ts).
     const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);

@@ -6,7 +6,8 @@
 //
 // Ownership: owns its loops, the set of jobs in hand and their heartbeat.
 // Event loop only; at most `concurrency` jobs are in hand at once.
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../core/errors.ts';
+import type { DeliveryOutcome } from '../webhooks/delivery.ts';
 import type { JobQueue, Taken } from './job-queue.ts';
 import { isFinal, type JobRecord } from './job-state.ts';
 import { gatewayLog as log, tracer } from '../../common/logger.ts';
@@ -22,9 +23,6 @@ export class JobCallError extends Error {
     super(`call failed with HTTP ${status}`);
   }
 }
-
-/** What `deliver` reports: delivered, or dead with the last error. */
-export type DeliveryOutcome = { delivered: true; attempts: number } | { delivered: false; attempts: number; lastError: string };
 
 export interface JobRunnerOptions {
   queue: JobQueue;

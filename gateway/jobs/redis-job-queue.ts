@@ -40,6 +40,19 @@ redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('XADD', KEYS[2], '*', 'id', ARGV[2])
 return created`;
 
+// Give a pending entry back (a retryable failure): a new entry for the same job
+// id at the stream's end, the old one acknowledged and deleted, in one step.
+// Nothing happens when the entry is no longer pending here (another runner
+// claimed it, or Redis lost it). KEYS = stream; ARGV = group, entry. Returns 1
+// when re-queued.
+const REQUEUE = `
+local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+if #e == 0 then return 0 end
+if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('XADD', KEYS[1], '*', unpack(e[1][2]))
+return 1`;
+
 /** True for Redis's NOGROUP error kind (stream or group missing: Redis lost its data). */
 export function isNoGroup(e: unknown): boolean {
   return e instanceof Error && e.message.startsWith('NOGROUP');
@@ -85,6 +98,7 @@ export class RedisJobQueue implements JobQueue {
     this.blocking = new Redis(url, { ...common, maxRetriesPerRequest: 1 });
     this.redis.defineCommand('tgwJobCas', { numberOfKeys: 1, lua: CAS });
     this.redis.defineCommand('tgwJobEnqueue', { numberOfKeys: 2, lua: ENQUEUE });
+    this.redis.defineCommand('tgwJobRequeue', { numberOfKeys: 1, lua: REQUEUE });
     for (const c of [this.redis, this.blocking]) c.on('error', () => undefined); // state is seen through failed commands
   }
 
@@ -178,8 +192,16 @@ export class RedisJobQueue implements JobQueue {
     await this.withGroup(() => this.redis.call('XCLAIM', this.stream, this.group, consumer, 0, ...entries, 'JUSTID'));
   }
 
-  /** Leave the entry pending but idle: XAUTOCLAIM (any runner, this one too) takes it again once idle long enough. */
-  async release(_entry: string, _delayMs: number): Promise<void> {}
+  /**
+   * After delayMs (the caller still holds the entry, so its heartbeat keeps it from being claimed), put the job
+   * at the stream's end for any runner: a retry after a 503 runs in about delayMs, not after the claim time.
+   * Should this process die meanwhile, the entry stays pending and XAUTOCLAIM recovers it as before.
+   */
+  async release(entry: string, delayMs: number): Promise<void> {
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    const rq = (this.redis as unknown as { tgwJobRequeue(...a: string[]): Promise<number> }).tgwJobRequeue;
+    await this.withGroup(() => rq.call(this.redis, this.stream, this.group, entry));
+  }
 
   async ack(entry: string): Promise<void> {
     await this.redis.multi().xack(this.stream, this.group, entry).xdel(this.stream, entry).exec();

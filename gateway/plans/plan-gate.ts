@@ -7,17 +7,12 @@
 //
 // Ownership: owns the followed plans, the key -> id cache and the poll timer.
 import { createHash } from 'node:crypto';
-import { presentedKey } from '../api-key.ts';
-import { gatewayError, GatewayError } from '../errors.ts';
+import { presentedKey } from '../calls/api-key.ts';
+import { gatewayError, GatewayError } from '../core/errors.ts';
 import { gatewayLog as log } from '../../common/logger.ts';
+import type { PlanGate } from '../calls/call-route.ts';
 import type { PlanStore } from './plan-store.ts';
 import { keyId, type Plan } from './usage-plan.ts';
-
-/** What the call path asks of usage plans. */
-export interface PlanGate {
-  /** Admit the call or throw the 429 (or PLANS_UNAVAILABLE); `requestId`: the client's own id, for retries. */
-  admit(header: (name: string) => string | undefined, requestId: string | undefined): Promise<void>;
-}
 
 const KEY_CACHE_MAX = 1024;
 const PERIOD_S = { day: 86_400, month: 2_592_000 };

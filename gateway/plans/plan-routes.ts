@@ -5,10 +5,10 @@
 //   GET    /usage                the caller's own plan and usage (its API key)
 // A key id is keyId(key): 16 hex digits of the key's SHA-256 (`npm run deploy -- key-id <key>` prints it).
 import type { Hono } from 'hono';
-import type { GatewayEnv } from '../gateway-env.ts';
-import { gatewayError } from '../errors.ts';
-import { presentedKey } from '../api-key.ts';
-import { describeIssues } from '../function-schema.ts';
+import type { GatewayEnv } from '../core/gateway-env.ts';
+import { gatewayError } from '../core/errors.ts';
+import { presentedKey } from '../calls/api-key.ts';
+import { describeIssues } from '../calls/function-schema.ts';
 import { checkAdminToken } from '../deploy/admin-routes.ts';
 import { PlanSchema, type Plan } from './usage-plan.ts';
 import type { UsagePlans } from './plan-gate.ts';

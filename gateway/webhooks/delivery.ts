@@ -5,8 +5,10 @@
 // exponential backoff (delay = random() * min(max, base * 2^(n-1))) until
 // the attempt limit, then the delivery is dead with the last error.
 // Redirects are not followed (they could lead off the allowlist).
-import type { DeliveryOutcome } from '../jobs/job-runner.ts';
 import { signBody } from './signature.ts';
+
+/** What `deliver` reports: delivered, or dead with the last error. */
+export type DeliveryOutcome = { delivered: true; attempts: number } | { delivered: false; attempts: number; lastError: string };
 
 /** Full-jitter backoff before attempt n+1, after n failed attempts (pure; random injected). */
 export function backoffDelay(failedAttempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {

@@ -17,7 +17,7 @@
 // into[at .. at+count)); the subset has no string holding U+0001, so such a
 // string is always a marker. It returns the count `into` needs when that is
 // more than it holds, and undefined outside the subset (the caller then runs
-// JSON.parse on the body, for its value or its error). gateway/json-body.ts
+// JSON.parse on the body, for its value or its error). gateway/calls/json-body.ts
 // is the caller; unit/json-body checks it against JSON.parse.
 #include <node_api.h>
 

@@ -15,8 +15,8 @@ import { RolloutRequestSchema } from '../../gateway/delivery/rollout-spec.ts';
 import { RedisPlanStore } from '../../gateway/plans/plan-store.ts';
 import { UsagePlans } from '../../gateway/plans/plan-gate.ts';
 import { keyId } from '../../gateway/plans/usage-plan.ts';
-import type { ResolvedFunction } from '../../gateway/function-registry.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import type { ResolvedFunction } from '../../gateway/calls/function-registry.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
 import { freePort } from '../fixtures/net.ts';
 
 const CALLS = Number(process.env.DELIVERY_BENCH_CALLS ?? 200_000);

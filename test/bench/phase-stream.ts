@@ -127,7 +127,7 @@ export async function streamPhase(ctx: BenchContext): Promise<void> {
     ctx.notes.push(
       `${readers} slow readers of a streaming function (each stalled, then reading ${responses} responses of 64 KiB; ${sentMiB.toFixed(0)} MiB sent by the model in all): ` +
         `gateway RSS ${idle.toFixed(0)} MiB idle, ${slow.stalledMiB.toFixed(0)} MiB with every reader stalled, ${rssMiB(pid).toFixed(0)} MiB after; ` +
-        'the gateway pauses each engine stream past 256 KiB waiting (gateway/function-stream.ts), and grpc-js holds up to 16 messages more per stream',
+        'the gateway pauses each engine stream past 256 KiB waiting (gateway/calls/function-stream.ts), and grpc-js holds up to 16 messages more per stream',
     );
   } catch (e) {
     ctx.log(`  streaming phase failed: ${(e as Error).message}`);

@@ -11,6 +11,7 @@
 // Flags: --minutes=N (default 5) --warmup-minutes=W (default max(1, N/5))
 //        --concurrency=3 --pause-ms=20 --reload-minutes=1 (0: no reloads)
 //        --kinds=ensemble,moderated,staged,recommender,async (a subset) --out=FILE (JSON result)
+//        --abuse=pipeline-flood,slow-reader (abusive clients beside the load, soak-abuse.ts; a lost call is an error)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,9 +19,10 @@ import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { makeJpeg, makeLargeJpeg } from '../fixtures/images.ts';
 import { freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 import { spawnProbed } from './soak-spawn.ts';
+import { runAbuse } from './soak-abuse.ts';
 import { afterWarmup, slopePerMinute, type Sample } from './soak-stats.ts';
 
-interface Args { minutes: number; warmupMinutes: number; concurrency: number; pauseMs: number; reloadMinutes: number; kinds?: string[]; out?: string }
+interface Args { minutes: number; warmupMinutes: number; concurrency: number; pauseMs: number; reloadMinutes: number; kinds?: string[]; abuse: string[]; out?: string }
 
 function parse(argv: string[]): Args {
   const a: Record<string, string> = {};
@@ -37,6 +39,7 @@ function parse(argv: string[]): Args {
     pauseMs: Number(a['pause-ms'] ?? 20),
     reloadMinutes: Number(a['reload-minutes'] ?? 1),
     kinds: a.kinds ? a.kinds.split(',') : undefined,
+    abuse: a.abuse ? a.abuse.split(',') : [],
     out: a.out,
   };
 }
@@ -145,6 +148,7 @@ async function main(): Promise<void> {
     process.stderr.write(`soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engineRss)} MB, gateway rss ${last(samples.gatewayRss)} MB, calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`);
   }, 60_000);
 
+  const abuse = runAbuse(args.abuse, gwPort, features, 'soak-key', end);
   await Promise.all(Array.from({ length: args.concurrency }, async (_, w) => {
     for (let i = w; Date.now() < end; i++) {
       const [kind, run] = active[i % active.length]!;
@@ -156,6 +160,8 @@ async function main(): Promise<void> {
       await sleep(args.pauseMs);
     }
   }));
+  const abused = await abuse;
+  for (const [k, c] of Object.entries(abused)) if (c.lost || c.other) fail(`${k}: ${c.lost} calls without a reply, ${c.other} neither 200 nor 503`);
   clearInterval(sampler);
   clearInterval(reloader);
   clearInterval(progress);
@@ -168,7 +174,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
     minutes: args.minutes, warmupMinutes: args.warmupMinutes, concurrency: args.concurrency, pauseMs: args.pauseMs, reloadMinutes: args.reloadMinutes, kinds: active.map(([k]) => k),
-    calls: counts, reloads, errors: errorCount, firstErrors: errors,
+    calls: counts, abuse: abused, reloads, errors: errorCount, firstErrors: errors,
     engine: { rssMbAfterWarmup: first(samples.engineRss), rssMbEnd: lastV(samples.engineRss), rssSlopeMbPerMin: slope(samples.engineRss), heapSlopeMbPerMin: slope(samples.engineHeap), heapMbEnd: lastV(samples.engineHeap) },
     gateway: { rssMbAfterWarmup: first(samples.gatewayRss), rssMbEnd: lastV(samples.gatewayRss), rssSlopeMbPerMin: slope(samples.gatewayRss), heapSlopeMbPerMin: slope(samples.gatewayHeap), heapMbEnd: lastV(samples.gatewayHeap) },
     samples,

@@ -159,7 +159,7 @@ describe('config deploys', () => {
       for (const f of V2) fs.writeFileSync(path.join(dir, `${f.name}.json`), JSON.stringify(f));
       const run = (args: string[]) =>
         new Promise<{ code: number | null; out: string }>((resolve) => {
-          const p = spawn(process.execPath, ['--import', 'tsx', 'gateway/deploy-cli.ts', ...args], { cwd: ROOT, env: { ...process.env, GATEWAY_ADMIN_TOKEN: TOKEN } });
+          const p = spawn(process.execPath, ['--import', 'tsx', 'gateway/deploy/deploy-cli.ts', ...args], { cwd: ROOT, env: { ...process.env, GATEWAY_ADMIN_TOKEN: TOKEN } });
           let out = '';
           p.stdout.on('data', (d) => (out += d));
           p.stderr.on('data', (d) => (out += d));

@@ -1,4 +1,4 @@
-// The gateway's direct route (gateway/direct-call.ts) against the Hono path:
+// The gateway's direct route (gateway/http/direct-call.ts) against the Hono path:
 // two gateways on one real engine, one with the direct route and one with
 // every call through Hono (--direct-route=false), get the same requests and
 // must give the same answers — status, headers, body — over plain calls,
@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { directCallsServed } from '../../gateway/direct-call.ts';
+import { directCallsServed } from '../../gateway/http/direct-call.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, startTestEngine } from './helpers.ts';
 

@@ -58,6 +58,29 @@ async function asyncCall(): Promise<string> {
   }
 }
 
+describe('a job released after a 503 (issue 41)', () => {
+  it('runs again after its retry delay, not after the 30 s claim time', async () => {
+    // The engine goes away: the job's call answers 503 ENGINE_UNAVAILABLE and the runner releases it (retry in 1 s).
+    const port = engine.grpcPort;
+    await engine.stop();
+    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/echo_bytes`, {
+      method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' }, body: Buffer.from('later'),
+    });
+    expect(r.status).toBe(202);
+    const { id } = (await r.json()) as { id: string };
+    const job = async () => (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status?: string };
+    try {
+      await waitFor('a first run that failed with 503', async () => { const rec = await gw.jobs.get(id); return rec && rec.runs >= 1 && rec.state === 'queued'; }, 10_000);
+    } finally {
+      engine = await startEngine({ modelRepository: repo, grpcPort: port, httpPort: -1, metricsPort: -1, host: '127.0.0.1' });
+    }
+    const t0 = Date.now();
+    // Before the fix the Redis queue left the entry pending until XAUTOCLAIM took it 30 s later.
+    expect(await waitFor('the job to succeed', async () => ((await job()).status === 'succeeded' ? 'succeeded' : undefined), 15_000, 100)).toBe('succeeded');
+    expect(Date.now() - t0).toBeLessThan(15_000);
+  }, 40_000);
+});
+
 describe('Redis restarted empty', () => {
   it('jobs run before, and every job accepted after a restart with no data runs too', async () => {
     expect(await asyncCall()).toBe('succeeded');

@@ -9,7 +9,7 @@ import { TritonGrpcClient } from '../../client/grpc-client.ts';
 import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../../native/index.ts';
 import { startEngine } from '../../engine/server/server.ts';
-import { RedisLeaseStore } from '../../gateway/redis-lease-store.ts';
+import { RedisLeaseStore } from '../../gateway/staging/redis-lease-store.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { makeLargeJpeg } from '../fixtures/images.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';

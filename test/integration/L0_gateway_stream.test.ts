@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { STREAM_HIGH_WATER_BYTES, streamStats } from '../../gateway/function-stream.ts';
+import { STREAM_HIGH_WATER_BYTES, streamStats } from '../../gateway/calls/function-stream.ts';
 import { signBody, signatureMatches } from '../../gateway/webhooks/signature.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';

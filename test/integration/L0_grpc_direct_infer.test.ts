@@ -1,6 +1,7 @@
 // Unary ModelInfer served directly (engine/frontends/grpc/grpc-direct-infer.ts),
-// on the engine's own HTTP/2 front (the default) and on node:http2 beside
-// grpc-js (ENGINE_GRPC_FRONT=grpc-js), must look, on the wire, exactly like
+// on the engine's own HTTP/2 front (ENGINE_GRPC_FRONT=own; the default on the
+// Unix socket only) and on node:http2 beside grpc-js (the TCP default, and
+// ENGINE_GRPC_FRONT=grpc-js), must look, on the wire, exactly like
 // grpc-js serving it: the same cases are sent as raw HTTP/2 to engines of
 // each kind and to one where grpc-js serves every call on node:http2
 // (ENGINE_GRPC_FRONT=grpc-js ENGINE_GRPC_DIRECT_INFER=0), and the answers
@@ -20,7 +21,7 @@ import { i32Bytes, removeDir, startTestEngine, tempRepo, toI32 } from './helpers
 import { grpcFramed, rawGrpcCall, visible } from '../fixtures/grpc-raw.ts';
 
 let repo: string;
-/** The default: the own HTTP/2 front answering ModelInfer itself. */
+/** The own HTTP/2 front answering ModelInfer itself (forced on TCP). */
 let direct: RunningEngine;
 /** grpc-js alone, on node:http2: the reference. */
 let viaGrpcJs: RunningEngine;
@@ -39,10 +40,10 @@ async function withEnv(env: Record<string, string>, start: () => Promise<Running
 beforeAll(async () => {
   repo = tempRepo('l0-direct', ['simple', 'js_echo']);
   const start = () => startTestEngine({ modelRepository: repo });
-  direct = await start();
+  direct = await withEnv({ ENGINE_GRPC_FRONT: 'own' }, start);
   viaGrpcJs = await withEnv({ ENGINE_GRPC_FRONT: 'grpc-js', ENGINE_GRPC_DIRECT_INFER: '0' }, start);
-  others['direct on node:http2'] = await withEnv({ ENGINE_GRPC_FRONT: 'grpc-js' }, start);
-  others['own front relaying to grpc-js'] = await withEnv({ ENGINE_GRPC_DIRECT_INFER: '0' }, start);
+  others['direct on node:http2'] = await start(); // the TCP port's default
+  others['own front relaying to grpc-js'] = await withEnv({ ENGINE_GRPC_FRONT: 'own', ENGINE_GRPC_DIRECT_INFER: '0' }, start);
 }, 60_000);
 
 afterAll(async () => {

@@ -1,9 +1,9 @@
-// gateway/api-key.ts: keys by digest, accepted keys' digests kept by key, and a
+// gateway/calls/api-key.ts: keys by digest, accepted keys' digests kept by key, and a
 // key rotated out of the environment refused on the next call even though its
 // digest is still kept.
 import { describe, expect, it } from 'vitest';
-import { checkApiKey, keyAccepted } from '../../gateway/api-key.ts';
-import type { FunctionDefinition } from '../../gateway/function-schema.ts';
+import { checkApiKey, keyAccepted } from '../../gateway/calls/api-key.ts';
+import type { FunctionDefinition } from '../../gateway/calls/function-schema.ts';
 
 const def = { name: 'f', auth: { apiKeyEnv: ['K_A', 'K_B'] } } as unknown as FunctionDefinition;
 

@@ -49,6 +49,15 @@ describe('parseEngineArgs', () => {
     expect(parseEngineArgs(['--model-repository=/m', '--grpc-unix-socket', '/run/e.sock']).grpcUnixSocket).toBe('/run/e.sock');
   });
 
+  it('takes --grpc-h2-limit=NAME=VALUE over the defaults, refusing unknown names and bad values', () => {
+    const l = parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=max-concurrent-streams=10', '--grpc-h2-limit=idle-timeout-ms=0']).grpcH2Limits!;
+    expect(l.maxConcurrentStreams).toBe(10);
+    expect(l.idleTimeoutMs).toBe(0);
+    expect(l.maxHeaderFields).toBe(128);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=nope=1'])).toThrow(/grpc-h2-limit/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=reset-burst=0'])).toThrow(/reset-burst/);
+  });
+
   it('takes --stream-max-queued-bytes (64 MiB by default), refusing non-positive values', () => {
     expect(parseEngineArgs(['--model-repository=/m']).streamMaxQueuedBytes).toBe(64 * 1024 * 1024);
     expect(parseEngineArgs(['--model-repository=/m', '--stream-max-queued-bytes=1048576']).streamMaxQueuedBytes).toBe(1048576);

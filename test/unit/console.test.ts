@@ -3,15 +3,15 @@
 // and its routes through Hono's app.request(): token rules, cached assets,
 // page shells, and the JSON the pages poll.
 import { Hono } from 'hono';
-import type { GatewayEnv } from '../../gateway/gateway-env.ts';
+import type { GatewayEnv } from '../../gateway/core/gateway-env.ts';
 import { describe, expect, it } from 'vitest';
 import { configDigest, jobRow, type ConsoleEngine } from '../../gateway/console/console-api.ts';
 import { mountConsole } from '../../gateway/console/console-routes.ts';
 import { ConsoleSampler, readSnapshot } from '../../gateway/console/console-sampler.ts';
 import { bucketDelta, counterDelta, derivePoint, histogramQuantile, modelCounters, type Snapshot } from '../../gateway/console/stats-series.ts';
-import { gatewayError } from '../../gateway/errors.ts';
+import { gatewayError } from '../../gateway/core/errors.ts';
 import { MemoryJobQueue } from '../../gateway/jobs/memory-job-queue.ts';
-import { GatewayMetrics } from '../../gateway/metrics.ts';
+import { GatewayMetrics } from '../../gateway/core/metrics.ts';
 
 const statsRow = (name: string, inferences: number, executions: number, successNs: number, queueNs: number) => ({
   name,

@@ -15,7 +15,7 @@ import { helmLint, helmTemplate, type HelmOptions, type RenderedObject } from '.
 import { ensureHelm, type HelmMajor } from '../../deploy/tools/helm-tools.ts';
 import { validateK8sObject } from '../../deploy/tools/k8s-validate.ts';
 import { validateObject } from '../../deploy/tools/chart-checks.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 
@@ -158,6 +158,19 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(env(container(d, 'gateway'), 'REDIS_URL').value).toBe(`redis://${NAME}-redis:6379`);
       expect(find(objs, 'Deployment', `${NAME}-redis`)).toBeDefined();
       expect(find(objs, 'Service', `${NAME}-redis`)).toBeDefined();
+      // The release's Redis keeps its data across restarts (issue 41): append-only file on a claim.
+      const redis = find(objs, 'Deployment', `${NAME}-redis`)!;
+      expect(redis.spec.strategy).toEqual({ type: 'Recreate' });
+      expect(redis.spec.template.spec.containers[0].args).toEqual(['--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', '/data']);
+      expect(redis.spec.template.spec.volumes[0].persistentVolumeClaim).toEqual({ claimName: `${NAME}-redis` });
+      const pvc = find(objs, 'PersistentVolumeClaim', `${NAME}-redis`)!;
+      expect(pvc.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } });
+      expect(pvc.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+      const ephemeral = render(major, { set: ['redis.dev.persistence.enabled=false'] });
+      const r2 = find(ephemeral, 'Deployment', `${NAME}-redis`)!;
+      expect(r2.spec.template.spec.containers[0].args).toEqual(['--save', '', '--appendonly', 'no']);
+      expect(r2.spec.template.spec.volumes[0]).toEqual({ name: 'data', emptyDir: {} });
+      expect(find(ephemeral, 'PersistentVolumeClaim')).toBeUndefined();
       expect(d.spec.template.spec.initContainers[0].args[0]).toBe('cp -R /app/model_repository/. /models/');
       expect(d.spec.replicas).toBe(1);
       expect(find(objs, 'HorizontalPodAutoscaler')).toBeUndefined();

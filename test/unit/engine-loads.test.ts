@@ -1,11 +1,11 @@
 // The gateway's read of the engine's HTTP repository index for cold loads and
-// evictions (gateway/engine-loads.ts through EngineClient.modelLoads): a real
+// evictions (gateway/upstream/engine-loads.ts through EngineClient.modelLoads): a real
 // HTTP server on loopback that, like a restricted engine, answers only with
 // GATEWAY_ENGINE_KEY's pair as a header; rows mapped, absent fields null.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineClient } from '../../gateway/engine-client.ts';
+import { EngineClient } from '../../gateway/upstream/engine-client.ts';
 
 let server: http.Server;
 let address: string;

@@ -4,12 +4,12 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { ModelInferRequest, ModelInferResponse } from '../../client/grpc-client.ts';
 import { createApp } from '../../gateway/app.ts';
-import type { EngineApi } from '../../gateway/engine-client.ts';
-import { gatewayError } from '../../gateway/errors.ts';
-import { FunctionRegistry } from '../../gateway/function-registry.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
-import { MemoryLeaseStore } from '../../gateway/memory-lease-store.ts';
-import { GatewayMetrics } from '../../gateway/metrics.ts';
+import type { EngineApi } from '../../gateway/upstream/engine-client.ts';
+import { gatewayError } from '../../gateway/core/errors.ts';
+import { FunctionRegistry } from '../../gateway/calls/function-registry.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
+import { MemoryLeaseStore } from '../../gateway/staging/memory-lease-store.ts';
+import { GatewayMetrics } from '../../gateway/core/metrics.ts';
 
 /** A fake engine serving `double` (ensemble, FP32 [-1] -> FP32 [-1]) and `sum` (INT32 [-1] -> INT32 [1]). */
 function fakeEngine(behaviour: { fail?: () => Error; delayMs?: number } = {}) {

@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDeployArgs, readBundle, runDeploy } from '../../gateway/deploy-cli.ts';
+import { parseDeployArgs, readBundle, runDeploy } from '../../gateway/deploy/deploy-cli.ts';
 import { BundleVersionConflict, MemoryBundleStore, type BundleStore } from '../../gateway/deploy/bundle-store.ts';
 import { BundleRefused, FunctionDeployer, contentVersion } from '../../gateway/deploy/function-deployer.ts';
 import { RedisBundleStore } from '../../gateway/deploy/redis-bundle-store.ts';
-import type { FunctionDefinition } from '../../gateway/function-schema.ts';
+import type { FunctionDefinition } from '../../gateway/calls/function-schema.ts';
 import { Redis } from 'ioredis';
 import { TestRedis, waitFor } from '../integration/L0_gateway-support.ts';
 

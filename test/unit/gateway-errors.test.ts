@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOG, GatewayError, catalogMarkdown, formatMessage } from '../../gateway/errors.ts';
+import { ERROR_CATALOG, GatewayError, catalogMarkdown, formatMessage } from '../../gateway/core/errors.ts';
 
 describe('gateway error catalog', () => {
   it('docs/gateway/errors.md carries exactly the catalog table', () => {

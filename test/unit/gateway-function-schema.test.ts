@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDefinition, loadFunctionDirectory, resolveFunction } from '../../gateway/function-registry.ts';
-import { FunctionBundleSchema, FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
-import { callBodySchemaFor, openApiDocument } from '../../gateway/openapi.ts';
+import { checkDefinition, loadFunctionDirectory, resolveFunction } from '../../gateway/calls/function-registry.ts';
+import { FunctionBundleSchema, FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
+import { callBodySchemaFor, openApiDocument } from '../../gateway/http/openapi.ts';
 
 const md = {
   name: 'search_pipeline_ensemble',

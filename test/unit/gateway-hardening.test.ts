@@ -2,14 +2,14 @@
 // overflow), callback allowlists take only http(s), and the inline retry of a
 // staged call is decided by error kind and the engine's region list.
 import { describe, expect, it } from 'vitest';
-import { GatewayError, gatewayError } from '../../gateway/errors.ts';
-import { implicitDefinition, type ResolvedFunction } from '../../gateway/function-registry.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
-import { mayBeRegionLost, retryInline } from '../../gateway/invoke.ts';
-import { MemoryLeaseStore } from '../../gateway/memory-lease-store.ts';
-import { Reaper } from '../../gateway/reaper.ts';
-import { regionName } from '../../gateway/region-lease.ts';
-import { jsonBodyInputs, multipartInputs, nestedDeeperThan } from '../../gateway/payload-codec.ts';
+import { GatewayError, gatewayError } from '../../gateway/core/errors.ts';
+import { implicitDefinition, type ResolvedFunction } from '../../gateway/calls/function-registry.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
+import { mayBeRegionLost, retryInline } from '../../gateway/calls/invoke.ts';
+import { MemoryLeaseStore } from '../../gateway/staging/memory-lease-store.ts';
+import { Reaper } from '../../gateway/staging/reaper.ts';
+import { regionName } from '../../gateway/staging/region-lease.ts';
+import { jsonBodyInputs, multipartInputs, nestedDeeperThan } from '../../gateway/calls/payload-codec.ts';
 import { checkCallbackUrl, matchesPrefix } from '../../gateway/webhooks/callback-allow.ts';
 
 function fn(): ResolvedFunction {
@@ -101,7 +101,7 @@ describe('inline retry of a staged call', () => {
 describe('slow-client timeout flags', () => {
   it('parse into GatewayOptions.timeouts; the 408 reply carries the catalog body', async () => {
     const { parseArgs } = await import('../../gateway/main.ts');
-    const { requestTimeoutReply, timeoutServerOptions } = await import('../../gateway/http-timeouts.ts');
+    const { requestTimeoutReply, timeoutServerOptions } = await import('../../gateway/http/http-timeouts.ts');
     const o = parseArgs(['--header-timeout-ms=500', '--body-timeout-ms=2000', '--idle-timeout-ms=100']);
     expect(o.timeouts).toEqual({ headersMs: 500, bodyMs: 2000, idleMs: 100 });
     const so = timeoutServerOptions({ headersMs: 500, bodyMs: 2000, idleMs: 100 });

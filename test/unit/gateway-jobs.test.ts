@@ -6,8 +6,8 @@ import { JobCallError, JobRunner } from '../../gateway/jobs/job-runner.ts';
 import { JOB_STATES, canTransition, isFinal, publicView, transition, type JobRecord } from '../../gateway/jobs/job-state.ts';
 import { MemoryJobQueue } from '../../gateway/jobs/memory-job-queue.ts';
 import { RedisJobQueue } from '../../gateway/jobs/redis-job-queue.ts';
-import { GatewayError } from '../../gateway/errors.ts';
-import { FunctionDefinitionSchema } from '../../gateway/function-schema.ts';
+import { GatewayError } from '../../gateway/core/errors.ts';
+import { FunctionDefinitionSchema } from '../../gateway/calls/function-schema.ts';
 import { checkJobAccess, isJobId, jobKeyHash, newJobId } from '../../gateway/jobs/job-access.ts';
 import { TestRedis, waitFor } from '../integration/L0_gateway-support.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquire, type LeaseStore } from '../../gateway/lease-store.ts';
-import { MemoryLeaseStore } from '../../gateway/memory-lease-store.ts';
-import { RedisLeaseStore } from '../../gateway/redis-lease-store.ts';
+import { acquire, type LeaseStore } from '../../gateway/staging/lease-store.ts';
+import { MemoryLeaseStore } from '../../gateway/staging/memory-lease-store.ts';
+import { RedisLeaseStore } from '../../gateway/staging/redis-lease-store.ts';
 import { TestRedis } from '../integration/L0_gateway-support.ts';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -1,7 +1,7 @@
-// gateway/metrics.ts: calls and latency by label, through the labelled
+// gateway/core/metrics.ts: calls and latency by label, through the labelled
 // children it keeps per (function, code, transfer).
 import { describe, expect, it } from 'vitest';
-import { GatewayMetrics } from '../../gateway/metrics.ts';
+import { GatewayMetrics } from '../../gateway/core/metrics.ts';
 
 describe('GatewayMetrics.observe', () => {
   it('counts each label set apart, calls and latency alike', async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../gateway/errors.ts';
-import type { ResolvedFunction } from '../../gateway/function-registry.ts';
-import { implicitDefinition } from '../../gateway/function-registry.ts';
-import { bytesInput, fitShape, jsonInputs, multipartInputs, outputsJson, predictOutputBytes, rawBodySpec } from '../../gateway/payload-codec.ts';
-import { decodeValues, deserializeBytes, encodeValues } from '../../gateway/tensor-data.ts';
+import { GatewayError } from '../../gateway/core/errors.ts';
+import type { ResolvedFunction } from '../../gateway/calls/function-registry.ts';
+import { implicitDefinition } from '../../gateway/calls/function-registry.ts';
+import { bytesInput, fitShape, jsonInputs, multipartInputs, outputsJson, predictOutputBytes, rawBodySpec } from '../../gateway/calls/payload-codec.ts';
+import { decodeValues, deserializeBytes, encodeValues } from '../../gateway/calls/tensor-data.ts';
 
 function fn(inputs: ResolvedFunction['inputs'], outputs: ResolvedFunction['outputs'] = []): ResolvedFunction {
   return { name: 'f', model: 'm', version: '', platform: 'p', implicit: true, definition: implicitDefinition('f'), inputs, outputs };

@@ -5,8 +5,8 @@
 // gateway that stops gracefully deregisters itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { GatewayPresence, parseMember } from '../../gateway/gateway-presence.ts';
-import { RedisLeaseStore } from '../../gateway/redis-lease-store.ts';
+import { GatewayPresence, parseMember } from '../../gateway/upstream/gateway-presence.ts';
+import { RedisLeaseStore } from '../../gateway/staging/redis-lease-store.ts';
 import { RedisJobQueue } from '../../gateway/jobs/redis-job-queue.ts';
 import { TestRedis } from '../integration/L0_gateway-support.ts';
 

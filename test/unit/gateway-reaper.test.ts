@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { MemoryLeaseStore } from '../../gateway/memory-lease-store.ts';
-import { Reaper, type ReaperHost } from '../../gateway/reaper.ts';
-import { leaseTransition, ownerPid, regionName, regionOwner } from '../../gateway/region-lease.ts';
+import { MemoryLeaseStore } from '../../gateway/staging/memory-lease-store.ts';
+import { Reaper, type ReaperHost } from '../../gateway/staging/reaper.ts';
+import { leaseTransition, ownerPid, regionName, regionOwner } from '../../gateway/staging/region-lease.ts';
 
 const ME = '100xaaaa';
 const DEAD = '200xbbbb';

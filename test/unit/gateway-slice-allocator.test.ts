@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SliceAllocator } from '../../gateway/slice-allocator.ts';
+import { SliceAllocator } from '../../gateway/staging/slice-allocator.ts';
 
 describe('SliceAllocator', () => {
   it('hands out aligned, non-overlapping blocks until full', () => {

@@ -1,8 +1,8 @@
-// The streaming reply forms (gateway/stream-routes.ts): which form an Accept
+// The streaming reply forms (gateway/http/stream-routes.ts): which form an Accept
 // header picks, and how a response or an error is framed in each.
 import { describe, expect, it } from 'vitest';
-import { encodeItem, streamMode } from '../../gateway/stream-routes.ts';
-import { gatewayError } from '../../gateway/errors.ts';
+import { encodeItem, streamMode } from '../../gateway/http/stream-routes.ts';
+import { gatewayError } from '../../gateway/core/errors.ts';
 
 describe('streamMode', () => {
   it('picks SSE, NDJSON or the collected array from Accept', () => {

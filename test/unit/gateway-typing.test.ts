@@ -1,4 +1,4 @@
-// The gateway's Hono context is typed (gateway/gateway-env.ts): no `as never`
+// The gateway's Hono context is typed (gateway/core/gateway-env.ts): no `as never`
 // cast stands in for it, nor anywhere else in the sources. A planted cast
 // shows the scan finds one.
 import fs from 'node:fs';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GrpcStatus, TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { DirectUnaryChannel } from '../../client/grpc-direct-unary.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
-import { EngineClient } from '../../gateway/engine-client.ts';
+import { EngineClient } from '../../gateway/upstream/engine-client.ts';
 
 const SOCK = path.join(os.tmpdir(), `direct-unary-${process.pid}.sock`);
 let seenTraceparent: string | undefined;

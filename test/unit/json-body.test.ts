@@ -1,4 +1,4 @@
-// gateway/json-body.ts (the native number scanner, then JSON.parse on the
+// gateway/calls/json-body.ts (the native number scanner, then JSON.parse on the
 // rest) against JSON.parse alone: the same value once markers are put back
 // as the arrays they stand for, the same error for a body that is not JSON,
 // and through json-inputs-fast.ts the same tensors as from JSON.parse's value.
@@ -6,10 +6,10 @@
 // in every position, and damaged texts.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ResolvedFunction, TensorSpec } from '../../gateway/function-registry.ts';
-import type { FunctionDefinition } from '../../gateway/function-schema.ts';
-import { markerOf, MIN_SCANNED, parseScanned } from '../../gateway/json-body.ts';
-import { fastJsonInputs } from '../../gateway/json-inputs-fast.ts';
+import type { ResolvedFunction, TensorSpec } from '../../gateway/calls/function-registry.ts';
+import type { FunctionDefinition } from '../../gateway/calls/function-schema.ts';
+import { markerOf, MIN_SCANNED, parseScanned } from '../../gateway/calls/json-body.ts';
+import { fastJsonInputs } from '../../gateway/calls/json-inputs-fast.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1500);
 

@@ -5,10 +5,10 @@
 // datatypes, integer ranges, ragged and odd values), plus the plan being
 // compiled once per resolved function.
 import { describe, expect, it } from 'vitest';
-import type { ResolvedFunction, TensorSpec } from '../../gateway/function-registry.ts';
-import { fastJsonInputs } from '../../gateway/json-inputs-fast.ts';
-import { jsonInputs } from '../../gateway/payload-codec.ts';
-import type { FunctionDefinition } from '../../gateway/function-schema.ts';
+import type { ResolvedFunction, TensorSpec } from '../../gateway/calls/function-registry.ts';
+import { fastJsonInputs } from '../../gateway/calls/json-inputs-fast.ts';
+import { jsonInputs } from '../../gateway/calls/payload-codec.ts';
+import type { FunctionDefinition } from '../../gateway/calls/function-schema.ts';
 
 function fn(inputs: Array<Omit<TensorSpec, 'tensor'>>): ResolvedFunction {
   return {

@@ -62,10 +62,15 @@ describe('layering (dependency-cruiser)', () => {
       from: 'engine/backends/js/js-backend.ts',
       files: { 'engine/backends/js/js-backend.ts': "import { x } from '../../frontends/http/http-util.ts';\nexport const y = x;\n", 'engine/frontends/http/http-util.ts': leaf },
     },
-    { rule: 'client-protocol-not-processes', from: 'client/grpc-client.ts', files: { 'client/grpc-client.ts': "import { x } from '../gateway/errors.ts';\nexport const y = x;\n", 'gateway/errors.ts': leaf } },
+    { rule: 'client-protocol-not-processes', from: 'client/grpc-client.ts', files: { 'client/grpc-client.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
     { rule: 'client-protocol-not-processes', from: 'protocol/index.ts', files: { 'protocol/index.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
     { rule: 'common-not-processes', from: 'common/logger.ts', files: { 'common/logger.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
-    { rule: 'engine-not-gateway', from: 'engine/main.ts', files: { 'engine/main.ts': "import { x } from '../gateway/errors.ts';\nexport const y = x;\n", 'gateway/errors.ts': leaf } },
+    { rule: 'engine-not-gateway', from: 'engine/main.ts', files: { 'engine/main.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
+    // The gateway's wings: each imports only the wings after it (core/ last), never an earlier one or the root.
+    { rule: 'gateway-wing-order', from: 'gateway/core/errors.ts', files: { 'gateway/core/errors.ts': "import { x } from '../calls/invoke.ts';\nexport const y = x;\n", 'gateway/calls/invoke.ts': leaf } },
+    { rule: 'gateway-wing-order', from: 'gateway/calls/invoke.ts', files: { 'gateway/calls/invoke.ts': "import type { x } from '../http/direct-call.ts';\nexport type Y = typeof x;\n", 'gateway/http/direct-call.ts': leaf } },
+    { rule: 'gateway-wing-order', from: 'gateway/webhooks/delivery.ts', files: { 'gateway/webhooks/delivery.ts': "import { x } from '../jobs/job-runner.ts';\nexport const y = x;\n", 'gateway/jobs/job-runner.ts': leaf } },
+    { rule: 'gateway-wing-order', from: 'gateway/console/console-api.ts', files: { 'gateway/console/console-api.ts': "import { x } from '../app.ts';\nexport const y = x;\n", 'gateway/app.ts': leaf } },
     {
       rule: 'no-circular',
       from: 'engine/config/a.ts',
@@ -83,7 +88,7 @@ describe('layering (dependency-cruiser)', () => {
     });
   }
 
-  it('the allowed imports pass: frontends → api/protocol/common, backends → api, gateway → client/protocol/common', () => {
+  it('the allowed imports pass: frontends → api/protocol/common, backends → api, gateway → client/protocol/common, gateway wings → later wings', () => {
     const dir = plant({
       'engine/frontends/http/routes.ts': "import { a } from '../../api/status.ts';\nimport { p } from '../../../protocol/index.ts';\nimport { c } from '../../../common/logger.ts';\nexport const r = [a, p, c];\n",
       'engine/backends/js/js-backend.ts': "import { a } from '../../api/status.ts';\nexport const r = a;\n",
@@ -91,7 +96,11 @@ describe('layering (dependency-cruiser)', () => {
       'protocol/index.ts': 'export const p = 1;\n',
       'common/logger.ts': 'export const c = 1;\n',
       'client/grpc-client.ts': "import { p } from '../protocol/index.ts';\nexport const g = p;\n",
-      'gateway/app.ts': "import { g } from '../client/grpc-client.ts';\nimport { c } from '../common/logger.ts';\nexport const r = [g, c];\n",
+      'gateway/app.ts': "import { g } from '../client/grpc-client.ts';\nimport { c } from '../common/logger.ts';\nimport { h } from './http/direct-call.ts';\nexport const r = [g, c, h];\n",
+      'gateway/http/direct-call.ts': "import { i } from '../calls/invoke.ts';\nexport const h = i;\n",
+      'gateway/calls/invoke.ts': "import { e } from '../core/errors.ts';\nimport { u } from '../upstream/engine-client.ts';\nexport const i = [e, u];\n",
+      'gateway/upstream/engine-client.ts': "import { e } from '../core/errors.ts';\nexport const u = e;\n",
+      'gateway/core/errors.ts': 'export const e = 1;\n',
     });
     const r = cruise(dir, ['engine', 'protocol', 'common', 'client', 'gateway']);
     expect(r.out).toContain('no dependency violations found');

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ENTRY_TRANSITIONS, MODEL_TRANSITIONS, ModelEntryStatus, ModelVersion } from '../../engine/repository/model-lifecycle.ts';
 import { toStatusError } from '../../engine/api/status.ts';
 import { transition as jobTransition } from '../../gateway/jobs/job-state.ts';
-import { leaseTransition } from '../../gateway/region-lease.ts';
+import { leaseTransition } from '../../gateway/staging/region-lease.ts';
 import { checkTransition, IllegalTransition, Lifecycle } from '../../common/lifecycle.ts';
 import { PythonInstance } from '../../engine/backends/python/python-instance.ts';
 import { INSTANCE_TRANSITIONS } from '../../engine/backends/python/instance-state.ts';

@@ -8,8 +8,8 @@ import { batchWidth, cropBatch, cropGeometry } from '../../model_repository/ocr_
 import { characterClasses, ctcGreedy } from '../../model_repository/ocr_recognize/1/ctc-decode.ts';
 import { detectBoxes, minAreaRect, sortBoxes, unclip, type Point, type Quad } from '../../model_repository/ocr_recognize/1/db-postprocess.ts';
 import { detSize } from '../../model_repository/ocr_det_preprocess/1/model.ts';
-import { rowsJson } from '../../gateway/reply-rows.ts';
-import { encodeValues, serializeBytes } from '../../gateway/tensor-data.ts';
+import { rowsJson } from '../../gateway/calls/reply-rows.ts';
+import { encodeValues, serializeBytes } from '../../gateway/calls/tensor-data.ts';
 
 const close = (a: number, b: number, eps = 1e-6) => Math.abs(a - b) < eps;
 

@@ -1,5 +1,5 @@
 // The native float formatter (native numbersJson) and the gateway's reply
-// text built on it (gateway/reply-text.ts) against what they replace:
+// text built on it (gateway/calls/reply-text.ts) against what they replace:
 // JSON.stringify(Array.from(view)) and JSON.stringify(replyJson(fn, outputs)).
 // fast-check draws arbitrary doubles and float32s (subnormals, -0, NaN, the
 // infinities, every exponent) and arbitrary replies; the edge cases of the
@@ -8,12 +8,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { numbersJson } from '../../native/index.ts';
-import type { ResolvedFunction, TensorSpec } from '../../gateway/function-registry.ts';
-import { implicitDefinition } from '../../gateway/function-registry.ts';
-import type { OutputTensor } from '../../gateway/payload-codec.ts';
-import { replyJson } from '../../gateway/reply-rows.ts';
-import { replyJsonText } from '../../gateway/reply-text.ts';
-import { encodeValues } from '../../gateway/tensor-data.ts';
+import type { ResolvedFunction, TensorSpec } from '../../gateway/calls/function-registry.ts';
+import { implicitDefinition } from '../../gateway/calls/function-registry.ts';
+import type { OutputTensor } from '../../gateway/calls/payload-codec.ts';
+import { replyJson } from '../../gateway/calls/reply-rows.ts';
+import { replyJsonText } from '../../gateway/calls/reply-text.ts';
+import { encodeValues } from '../../gateway/calls/tensor-data.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
 const asJson = (v: Float32Array | Float64Array) => JSON.stringify(Array.from(v));

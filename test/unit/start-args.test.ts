@@ -7,7 +7,7 @@ import { parseEngineArgs } from '../../engine/server/cli-options.ts';
 import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
 import { startArgs } from '../../scripts/start-args.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
-import { engineKeyMetadata } from '../../gateway/engine-key.ts';
+import { engineKeyMetadata } from '../../gateway/upstream/engine-key.ts';
 
 /** The engine's own arguments: what follows its script (Node flags come before it). */
 const afterScript = (engine: string[]) => engine.slice(engine.indexOf('engine/main.ts') + 1);

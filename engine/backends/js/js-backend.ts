@@ -15,6 +15,7 @@ import { bundleModelFile, evaluateModel, findModelFile } from './js-module-loade
 import { RequestCancel, type CancelSignal } from '../../api/cancel-signal.ts';
 import { isDecoupled } from '../../api/decoupled.ts';
 import { DecoupledSender, type JsResponseSender, type JsResult } from './js-decoupled-sender.ts';
+import { batchOutputTargets, requestBatchInputs, scatterRequestOutputs } from '../ragged-requests.ts';
 
 interface JsTensor {
   datatype: string;
@@ -63,8 +64,10 @@ class JsInstance implements ExecutionInstance {
     const { config } = this.ctx;
     const decoupled = isDecoupled(config);
     const streams = decoupled ? requests.map((r) => new DecoupledSender(r, String(this.ctx.version), (res) => this.toResponse(r, res))) : [];
+    // Each request also carries the batch's batch_input tensors (ragged-requests.ts).
+    const extra = requestBatchInputs(config, requests);
     const jsReqs: JsRequest[] = requests.map((r, i) => ({
-      inputs: Object.fromEntries(r.inputs.map((t) => [t.name, { datatype: t.datatype, shape: t.shape, data: t.data }])),
+      inputs: Object.fromEntries([...r.inputs, ...extra].map((t) => [t.name, { datatype: t.datatype, shape: t.shape, data: t.data }])),
       requestedOutputs: r.outputs.length ? r.outputs.map((o) => o.name) : config.output.map((o) => o.name),
       parameters: r.parameters as Record<string, unknown>,
       signal: r.signal ?? NEVER,
@@ -82,7 +85,10 @@ class JsInstance implements ExecutionInstance {
     }
     const t2 = process.hrtime.bigint();
     const timing = () => ({ computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(process.hrtime.bigint() - t2) });
-    if (!decoupled) return { responses: requests.map((r, i) => this.toResponse(r, results?.[i])), timing: timing() };
+    if (!decoupled) {
+      const responses = requests.map((r, i) => this.toResponse(r, results?.[i]));
+      return { responses: scatterRequestOutputs(config, requests, responses), timing: timing() };
+    }
     const stillOpen = streams.filter((s) => s.executeReturned());
     const outcomes = Promise.all(streams.map((s) => s.ended));
     if (!stillOpen.length) return { responses: await outcomes, timing: timing() };
@@ -101,7 +107,10 @@ class JsInstance implements ExecutionInstance {
       const code: StatusCode = isStatusCode(res.error.code) ? res.error.code : 'INTERNAL';
       return new StatusError(code, res.error.message);
     }
-    const want = r.outputs.length ? r.outputs.map((o) => o.name) : this.ctx.config.output.map((o) => o.name);
+    // batch_output targets pass whatever was asked: the batch's first response carries the whole batch's (ragged-requests.ts).
+    const all = this.ctx.config.output.map((o) => o.name);
+    const targets = isDecoupled(this.ctx.config) ? [] : batchOutputTargets(this.ctx.config);
+    const want = r.outputs.length ? [...new Set([...r.outputs.map((o) => o.name), ...targets])] : all;
     const outputs = [];
     for (const name of want) {
       // As Triton's python backend: only the wanted outputs go back, and one the model left out is just absent.

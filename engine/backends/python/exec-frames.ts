@@ -6,6 +6,8 @@ import type { InferRequest, InferResponse, ParamValue } from '../../api/infer-re
 import { StatusError, internal, isStatusCode, toStatusError, type StatusCode } from '../../api/status.ts';
 import { decodeFromStub, type WireTensor } from './tensor-transfer.ts';
 import type { EngineFrame, ResponseBody } from './stub-frames.ts';
+import { batchOutputTargets } from '../ragged-requests.ts';
+import { isDecoupled } from '../../api/decoupled.ts';
 
 /** What one request of a batch comes to: its response, or its error. */
 export type Outcome = InferResponse | StatusError;
@@ -40,7 +42,9 @@ export function frameOutcome(ctx: Ctx, prefix: string, req: InferRequest, f: Res
   }
   try {
     const tensors = decodeFromStub(f.outputs ?? [], prefix);
-    const outputs = wanted(ctx, req).flatMap((n) => tensors.filter((t) => t.name === n));
+    // batch_output targets pass whatever was asked: the batch's first response carries the whole batch's (ragged-requests.ts).
+    const keep = new Set([...wanted(ctx, req), ...(isDecoupled(ctx.config) ? [] : batchOutputTargets(ctx.config))]);
+    const outputs = [...keep].flatMap((n) => tensors.filter((t) => t.name === n));
     const res: InferResponse = { modelName: ctx.modelName, modelVersion: String(ctx.version), id: req.id, outputs };
     const params = fromJsonParams(f.parameters);
     if (params) res.parameters = params;

@@ -12,6 +12,7 @@ import type { BackendContext } from '../../api/backend.ts';
 import type { ExecuteResult, ExecutionInstance } from '../../api/scheduler.ts';
 import type { InferRequest } from '../../api/infer-request.ts';
 import { serveBls } from './bls-bridge.ts';
+import { serveModelControl } from './model-control-bridge.ts';
 import type { RequestCancel } from '../../api/cancel-signal.ts';
 import { StatusError, internal, toStatusError, unavailable } from '../../api/status.ts';
 import { log, tracer } from '../../../common/logger.ts';
@@ -25,6 +26,7 @@ import { InputArena, sweepShm } from './tensor-transfer.ts';
 import { execFrame, frameOutcome, streamEnd, type Outcome } from './exec-frames.ts';
 import { ReadinessProbe } from './readiness-probe.ts';
 import { DecoupledStreams } from './decoupled-streams.ts';
+import { requestBatchInputs, scatterRequestOutputs } from '../ragged-requests.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
 
 const trace = tracer('python');
@@ -207,7 +209,9 @@ export class PythonInstance implements ExecutionInstance {
       }
     }
     const stub = this.stub!;
-    const wire = this.arena.encode(requests.map((r) => r.inputs));
+    // Each request also carries the batch's batch_input tensors (ragged-requests.ts).
+    const extra = requestBatchInputs(this.ctx.config, requests);
+    const wire = this.arena.encode(requests.map((r) => (extra.length ? [...r.inputs, ...extra] : r.inputs)));
     const seq = ++this.seq;
     const frame = execFrame(seq, this.ctx, requests, wire);
     const decoupled = this.decoupled;
@@ -226,8 +230,10 @@ export class PythonInstance implements ExecutionInstance {
     const timing = { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 };
     if (returned) this.streams.fail(seq, returned);
     // Free for the next batch now, as in Triton, when requests are still open; the batch settles as they end.
-    if (this.streams.has(seq)) return { responses: [], timing, streams };
-    return { responses: await streams, timing };
+    // A batch_output is scattered once every request is answered (ragged-requests.ts); a decoupled model's streams are not.
+    const scatter = (outs: Outcome[]) => (decoupled ? outs : scatterRequestOutputs(this.ctx.config, requests, outs));
+    if (this.streams.has(seq)) return { responses: [], timing, streams: streams.then(scatter) };
+    return { responses: scatter(await streams), timing };
   }
 
   private onFrame(stub: StubProcess, m: StubFrame): void {
@@ -262,6 +268,8 @@ export class PythonInstance implements ExecutionInstance {
         return this.onBls(stub, m);
       case 'bls_cancel':
         return this.blsCalls.get(m.bid)?.abort();
+      case 'model_control':
+        return serveModelControl(m, this.ctx, (f) => stub.send(f));
       case 'is_ready_reply':
         return this.probe.reply(m);
       case 'fini_done':

@@ -7,9 +7,9 @@ import type { ParamValue } from '../../api/infer-request.ts';
 import type { WireTensor } from './tensor-transfer.ts';
 
 /** The kinds the engine sends, in stub_frames.py's order. */
-export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply', 'cancel'] as const;
+export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply', 'cancel', 'model_control_reply'] as const;
 /** The kinds a stub sends, in stub_frames.py's order. */
-export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel', 'hello'] as const;
+export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel', 'hello', 'model_control'] as const;
 
 /** One request of an `exec` frame. */
 export interface ExecRequest {
@@ -51,7 +51,9 @@ export type EngineFrame =
   /** The answer to a stub's `bls` call (a decoupled call gets one per response). */
   | ({ t: 'bls_reply'; bid: number } & BlsReplyBody)
   /** The client cancelled request `index` of batch `seq`: its is_cancelled() turns true. */
-  | { t: 'cancel'; seq: number; index: number };
+  | { t: 'cancel'; seq: number; index: number }
+  /** The answer to a stub's `model_control` call: done (with `ready` for is_ready), or the error's text. */
+  | { t: 'model_control_reply'; cid: number; ready?: boolean; error?: string };
 
 export type StubFrame =
   /** initialize() or auto_complete_config failed, or numpy is missing (`kind`). */
@@ -79,7 +81,15 @@ export type StubFrame =
   /** The model cancelled its BLS call `bid` (a response iterator's cancel()). */
   | { t: 'bls_cancel'; bid: number }
   /** The stub is up and reads its channel (Triton's pre-initialization step, bounded by stub-timeout-seconds). */
-  | { t: 'hello' };
+  | { t: 'hello' }
+  /**
+   * pb_utils.load_model / unload_model / is_model_ready: `files` maps "file:<v>/<name>" to base64
+   * contents; `version` for is_ready ("" any).
+   */
+  | {
+      t: 'model_control'; cid: number; op: 'load' | 'unload' | 'is_ready'; model: string;
+      config?: string; files?: Record<string, string>; unload_dependents?: boolean; version?: string;
+    };
 
 export type EngineFrameKind = (typeof ENGINE_FRAME_KINDS)[number];
 export type StubFrameKind = (typeof STUB_FRAME_KINDS)[number];

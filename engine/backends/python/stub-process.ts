@@ -3,6 +3,7 @@
 // frames in and out through frame-codec.ts. The model's stdout/stderr become
 // engine log lines tagged with the model and instance. Owns the child until
 // kill(); single-threaded like any Node object.
+import { LINES_PER_SECOND, pipeBoundedLines } from './stub-output-log.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,14 +97,8 @@ export class StubProcess {
 }
 
 function pipeLines(stream: Readable, label: string): void {
-  let rest = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (s: string) => {
-    const lines = (rest + s).split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) emit(line, label);
-  });
-  stream.on('end', () => rest && emit(rest, label));
+  pipeBoundedLines(stream, (line) => emit(line, label), (lines, bytes) =>
+    log.warn(`python ${label}: ${lines} lines (${bytes} characters) of model output dropped from the log (at most ${LINES_PER_SECOND} lines a second)`));
 }
 
 function emit(line: string, label: string): void {

@@ -104,6 +104,8 @@ def reader_loop(work, channel):
             os._exit(0)
         if m["t"] == F.BLS_REPLY:
             channel.reply(m)
+        elif m["t"] == F.MODEL_CONTROL_REPLY:
+            channel.model_control_reply(m)
         elif m["t"] == F.CANCEL:
             channel.cancel(m["seq"], m["index"])
         elif m["t"] == F.IS_READY:
@@ -161,7 +163,11 @@ def main():
                 cls = load_model_class(model_file)
                 done = None
                 if hasattr(cls, "auto_complete_config"):
-                    done = cls.auto_complete_config(pb_utils.ModelConfig(m["config"])).as_dict()
+                    channel.bls_blocked = True
+                    try:
+                        done = cls.auto_complete_config(pb_utils.ModelConfig(m["config"])).as_dict()
+                    finally:
+                        channel.bls_blocked = False
                 write_frame({"t": F.CONFIG, "config": done})
             except BaseException as e:
                 write_frame({"t": F.INIT_ERROR, "kind": "python", "message": where(e, os.path.abspath(m["model_dir"]))})
@@ -173,9 +179,13 @@ def main():
             try:
                 model = (cls or load_model_class(model_file))()
                 if hasattr(model, "initialize"):
-                    r = model.initialize(args)
-                    if inspect.isawaitable(r):
-                        asyncio.run_coroutine_threadsafe(r, loop).result()
+                    channel.bls_blocked = True
+                    try:
+                        r = model.initialize(args)
+                        if inspect.isawaitable(r):
+                            asyncio.run_coroutine_threadsafe(r, loop).result()
+                    finally:
+                        channel.bls_blocked = False
                 channel.model, channel.model_dir = model, model_dir
                 write_frame({"t": F.READY, "has_is_ready": callable(getattr(model, "is_ready", None))})
             except BaseException as e:
@@ -183,11 +193,12 @@ def main():
         elif t == F.EXEC:
             run_execute(m, model, model_dir, decoupled, reader, channel, loop)
         elif t == F.FINI:
+            channel.bls_blocked = True
             try:
                 if model is not None and hasattr(model, "finalize"):
                     model.finalize()
             except BaseException as e:
-                sys.stderr.write(f"finalize failed: {where(e, model_dir)}\n")
+                sys.stderr.write(f"E finalize failed: {where(e, model_dir)}\n")
             write_frame({"t": F.FINI_DONE})
             sys.stdout.flush()
             sys.stderr.flush()

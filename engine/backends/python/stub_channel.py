@@ -41,6 +41,8 @@ class Channel:
         self.model = None  # set once initialize returned: is_ready() needs it
         self.model_dir = ""
         self.instance_name = ""
+        # Set while initialize, finalize or auto_complete_config runs: BLS is refused then, as in Triton.
+        self.bls_blocked = False
 
     # ---- responses ----
 
@@ -77,9 +79,34 @@ class Channel:
         for i in indices:
             self.cancelled.discard((seq, i))
 
+    # ---- model control (pb_utils.load_model, unload_model, is_model_ready) ----
+
+    def model_control(self, frame):
+        """Send a model_control frame and wait for its reply (allowed in initialize too, as in Triton)."""
+        done = threading.Event()
+        box = []
+        with self.lock:
+            self.next_bid += 1
+            cid = self.next_bid
+            self.pending[("mc", cid)] = lambda m: (box.append(m), done.set())
+        self.write_frame(dict(frame, t=F.MODEL_CONTROL, cid=cid))
+        done.wait()
+        m = box[0]
+        if m.get("error") is not None:
+            raise pb_utils.TritonModelException(m["error"])
+        return m
+
+    def model_control_reply(self, m):
+        with self.lock:
+            deliver = self.pending.pop(("mc", m["cid"]), None)
+        if deliver:
+            deliver(m)
+
     # ---- BLS ----
 
     def _start_bls(self, req, deliver, decoupled):
+        if self.bls_blocked:
+            raise pb_utils.TritonModelException("BLS is only supported during the 'execute' function.")
         with self.lock:
             self.next_bid += 1
             bid = self.next_bid

@@ -4,6 +4,8 @@
 # tensors are numpy arrays; the stub (stub.py) moves them to and from the
 # engine. Anything of Triton's API not here raises TritonModelException with
 # an UNSUPPORTED message when called.
+import base64
+import enum
 import json
 import sys
 import threading
@@ -67,6 +69,28 @@ def _str(value, what="argument"):
     if isinstance(value, np.str_):
         return str(value)
     return value
+
+
+def _typed(value, types, what):
+    """Triton's binding refuses an argument of the wrong type (None included) with TypeError, as pybind11 does."""
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+        raise TypeError(f"{what}: incompatible argument type {type(value).__name__}")
+    return value
+
+
+def _name(value, what):
+    return _typed(_str(value), (str,), what)
+
+
+def _tensor_list(values, what):
+    """A list of Tensors: None is a TypeError; a None (or non-Tensor) element a TritonModelException, as in Triton."""
+    if values is None or isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{what}: expected a list of pb_utils.Tensor, got {type(values).__name__}")
+    out = list(values)
+    for t in out:
+        if not isinstance(t, Tensor):
+            raise TritonModelException(f"{what}: expected pb_utils.Tensor objects, got {type(t).__name__}")
+    return out
 
 
 def _parameters_json(parameters):
@@ -159,7 +183,9 @@ class Tensor:
     """A named CPU tensor over a numpy array."""
 
     def __init__(self, name, data, dtype=None):
-        name = _str(name)
+        name = _name(name, "Tensor name")
+        if data is None:
+            raise TypeError(f"tensor '{name}': expected a numpy array, got None")
         if not isinstance(data, np.ndarray):
             raise TritonModelException(f"tensor '{name}': expected a numpy array, got {type(data).__name__}")
         self._name = name
@@ -185,6 +211,8 @@ class Tensor:
 
     @staticmethod
     def from_dlpack(name, dlpack_tensor):
+        if not isinstance(_str(name), str) or not _str(name) or dlpack_tensor is None:
+            raise TritonModelException("from_dlpack needs a tensor name and a DLPack capsule or object")
         try:
             return Tensor(name, np.from_dlpack(dlpack_tensor))
         except Exception as e:  # a CUDA tensor
@@ -194,8 +222,8 @@ class Tensor:
 class InferenceResponse:
     """A response: output tensors, or an error."""
 
-    def __init__(self, output_tensors=None, error=None, parameters=None):
-        self._outputs = list(output_tensors or [])
+    def __init__(self, output_tensors=(), error=None, parameters=None):
+        self._outputs = _tensor_list(output_tensors, "InferenceResponse output_tensors")
         self._error = error
         self._parameters = _parameters_json(parameters)
 
@@ -261,16 +289,19 @@ class InferenceResponseSender:
 class InferenceRequest:
     """A request the model received, or a BLS request it builds (model_name=..., inputs=..., requested_output_names=...)."""
 
-    def __init__(self, model_name=None, inputs=None, requested_output_names=None, model_version=-1, correlation_id=0,
-                 request_id="", flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None, **_ignored):
-        self._model_name = _str(model_name)
-        self._inputs = list(inputs or [])
-        self._requested = [_str(n) for n in (requested_output_names or [])]
-        self._model_version = int(model_version)
-        self._correlation_id = _str(correlation_id)
-        self._request_id = _str(request_id)
-        self._flags = flags
-        self._timeout = timeout
+    def __init__(self, model_name, inputs, requested_output_names, model_version=-1, correlation_id=0,
+                 request_id="", flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None):
+        # Triton's binding: the three named arguments are required, each argument typed, an unknown keyword a TypeError.
+        self._model_name = _name(model_name, "InferenceRequest model_name")
+        self._inputs = _tensor_list(inputs, "InferenceRequest inputs")
+        if requested_output_names is None or isinstance(requested_output_names, (str, bytes)):
+            raise TypeError("InferenceRequest requested_output_names: expected a list of str")
+        self._requested = [_name(n, "InferenceRequest requested_output_names") for n in requested_output_names]
+        self._model_version = _typed(model_version, (int,), "InferenceRequest model_version")
+        self._correlation_id = _typed(_str(correlation_id), (int, str), "InferenceRequest correlation_id")
+        self._request_id = _name(request_id, "InferenceRequest request_id")
+        self._flags = _typed(flags, (int,), "InferenceRequest flags")
+        self._timeout = _typed(timeout, (int,), "InferenceRequest timeout")
         self._parameters = _parameters_json(parameters)
         self._sender = None
         self._cancel_key = None  # (batch, index) of a request the model received
@@ -351,15 +382,25 @@ def using_decoupled_model_transaction_policy(model_config):
     return bool((model_config.get("model_transaction_policy") or {}).get("decoupled", False))
 
 
+class LogLevel(enum.Enum):
+    """Triton's pb_utils.LogLevel: a level is one of these, not an int."""
+
+    INFO = "I"
+    WARNING = "W"
+    ERROR = "E"
+    VERBOSE = "V"
+
+
 class Logger:
     """Lines go to the engine's log, tagged with the model's name."""
 
-    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+    INFO, WARNING, ERROR, VERBOSE = LogLevel.INFO, LogLevel.WARNING, LogLevel.ERROR, LogLevel.VERBOSE
 
     @staticmethod
-    def log(message, level=0):
-        tag = {0: "I", 1: "W", 2: "E", 3: "V"}.get(level, "I")
-        sys.stderr.write(f"{tag} {message}\n")
+    def log(message, level=LogLevel.INFO):
+        _typed(message, (str,), "Logger message")
+        _typed(level, (LogLevel,), "Logger level")
+        sys.stderr.write(f"{level.value} {message}\n")
         sys.stderr.flush()
 
     @staticmethod
@@ -378,8 +419,6 @@ class Logger:
     def log_verbose(message):
         Logger.log(message, Logger.VERBOSE)
 
-
-LogLevel = Logger
 
 
 class ModelConfig:
@@ -417,13 +456,24 @@ class MetricFamily:
         _unsupported("custom metrics (pb_utils.MetricFamily)")
 
 
-def load_model(*args, **kwargs):
-    _unsupported("pb_utils.load_model")
+def load_model(model_name, config="", files=None):
+    """Load (or reload) model_name on the engine, as the repository API's load: config a JSON
+    ModelConfig, files {"file:<version>/<name>": bytes} (they need a config, as in Triton)."""
+    name = _name(model_name, "load_model model_name")
+    frame = {"op": "load", "model": name, "config": _typed(_str(config), (str,), "load_model config")}
+    if files:
+        frame["files"] = {_name(k, "load_model files key"): base64.b64encode(bytes(v)).decode("ascii") for k, v in files.items()}
+    _channel.model_control(frame)
 
 
-def unload_model(*args, **kwargs):
-    _unsupported("pb_utils.unload_model")
+def unload_model(model_name, unload_dependents=False):
+    """Unload model_name (and, with unload_dependents, the models that depend on it)."""
+    _channel.model_control({"op": "unload", "model": _name(model_name, "unload_model model_name"),
+                            "unload_dependents": bool(unload_dependents)})
 
 
-def is_model_ready(*args, **kwargs):
-    _unsupported("pb_utils.is_model_ready")
+def is_model_ready(model_name, model_version=""):
+    """Whether model_name (version model_version, "" for any) is loaded and ready."""
+    m = _channel.model_control({"op": "is_ready", "model": _name(model_name, "is_model_ready model_name"),
+                                "version": _name(model_version, "is_model_ready model_version")})
+    return bool(m.get("ready"))

@@ -4,13 +4,13 @@
 // by the same DirectInferCall as on node:http2, with grpc-js's wire shapes;
 // every other stream is relayed to grpc-js on a private loopback listener
 // (grpc-js-relay.ts), so grpc-js stays the source of truth for every RPC's
-// semantics. ENGINE_GRPC_FRONT=grpc-js serves the port with grpc-js
-// directly, as before.
+// semantics. Which listeners it serves: grpcFrontMode below.
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
 import { H2ServerConnection } from '../../../protocol/h2-connection.ts';
 import { encodeHeaderBlock } from '../../../protocol/h2-frames.ts';
 import type { H2Stream } from '../../../protocol/h2-stream.ts';
+import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
 import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
@@ -24,16 +24,33 @@ const OK_TRAILERS_BLOCK = block(OK_TRAILERS);
 /** A message this small is sent behind its prefix in one DATA frame (copied); a larger one as two pieces, uncopied. */
 const COALESCE_BYTES = 16 << 10;
 
-/** True when the environment keeps the gRPC port on grpc-js (ENGINE_GRPC_FRONT=grpc-js). */
-export const ownH2FrontEnabled = (): boolean => process.env.ENGINE_GRPC_FRONT !== 'grpc-js';
+/**
+ * Which server answers which gRPC listener (ENGINE_GRPC_FRONT):
+ * - `default` (unset): the TCP port on node:http2 (grpc-js, with the direct
+ *   ModelInfer path), the `--grpc-unix-socket` a colocated gateway uses on the
+ *   own front. The TCP port faces any client that reaches it; node:http2 is
+ *   the server there until the own front passes the attack suite and the
+ *   differential tests (issue 37, docs/engine/h2-front.md#conformance).
+ * - `own`: both listeners on the own front.
+ * - `grpc-js`: both on node:http2.
+ */
+export type GrpcFrontMode = 'default' | 'own' | 'grpc-js';
+
+export function grpcFrontMode(v: string | undefined = process.env.ENGINE_GRPC_FRONT): GrpcFrontMode {
+  if (v === undefined || v === '' || v === 'default') return 'default';
+  if (v === 'own' || v === 'grpc-js') return v;
+  throw new Error(`ENGINE_GRPC_FRONT: expected own, grpc-js or default, got '${v}'`);
+}
 
 export interface H2FrontOptions {
-  host: string;
-  port: number;
+  /** The TCP listener; undefined: the Unix socket only. */
+  tcp?: { host: string; port: number };
   /** Also listen on this Unix socket path (the colocated gateway's). */
   unixSocket?: string;
   /** grpc-js's private listener, `http://127.0.0.1:<port>`. */
   grpcJs: string;
+  /** Bounds on what one client may make a connection spend (--grpc-h2-limit); defaults where not given. */
+  limits?: Partial<H2Limits>;
   /** The direct ModelInfer path; undefined: every stream goes to grpc-js (with `inference` restricted). */
   direct?: { api: ServerApi; opts: DirectInferOptions };
 }
@@ -71,12 +88,12 @@ function serveDirect(stream: H2Stream, direct: NonNullable<H2FrontOptions['direc
   stream.onEnd = () => call.onEnd();
 }
 
-/** Listen on `host:port` (0: a free port) and the Unix socket if given; resolves with the TCP port. */
+/** Listen on `tcp` (port 0: a free one) and the Unix socket, those given; resolves with the TCP port (0: none). */
 export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; close(): Promise<void> }> {
   const conns = new Set<H2ServerConnection>();
   const onSocket = (socket: net.Socket) => {
     let relay: GrpcJsRelay | undefined;
-    const conn = new H2ServerConnection(socket, SETTINGS, (stream) => {
+    const conn = new H2ServerConnection(socket, { ...SETTINGS, limits: o.limits }, (stream) => {
       if (o.direct && isDirectInfer(stream.headers)) serveDirect(stream, o.direct);
       else (relay ??= new GrpcJsRelay(o.grpcJs)).serve(stream);
     });
@@ -95,9 +112,10 @@ export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; c
         resolve(srv);
       });
     });
-  const servers = [await listen({ port: o.port, host: o.host })];
+  const servers: net.Server[] = [];
+  if (o.tcp) servers.push(await listen(o.tcp));
   if (o.unixSocket) servers.push(await listen({ path: o.unixSocket }));
-  const port = (servers[0]!.address() as net.AddressInfo).port;
+  const port = o.tcp ? (servers[0]!.address() as net.AddressInfo).port : 0;
   return {
     port,
     close: async () => {

@@ -13,8 +13,9 @@ import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
-import { ownH2FrontEnabled, startH2Front } from './grpc-h2-front.ts';
+import { grpcFrontMode, startH2Front } from './grpc-h2-front.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
+import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
@@ -183,7 +184,7 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  */
 export async function startGrpcServer(
   api: ServerApi,
-  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number },
+  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number; h2Limits?: H2Limits },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted));
@@ -206,24 +207,27 @@ export async function startGrpcServer(
   const direct = !opts.restricted?.has('inference') && process.env.ENGINE_GRPC_DIRECT_INFER !== '0';
   const sock = opts.unixSocket;
   if (sock) removeStaleSocket(sock);
+  const mode = grpcFrontMode();
+  const host = opts.host ?? '0.0.0.0';
+  const pooledDecoder = process.env.ENGINE_GRPC_POOLED_DECODER !== '0';
   let port: number;
   let front: { close(): Promise<void> } | undefined;
-  if (ownH2FrontEnabled()) {
-    // The port on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
+  if (mode === 'own') {
+    // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
-    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0' });
-    const f = await startH2Front({ host: opts.host ?? '0.0.0.0', port: opts.port, unixSocket: sock, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder });
+    const f = await startH2Front({ tcp: { host, port: opts.port }, unixSocket: sock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
     port = f.port;
     front = f;
   } else {
-    port = await bind(`${opts.host ?? '0.0.0.0'}:${opts.port}`);
-    if (sock) await bind(`unix:${sock}`);
+    port = await bind(`${host}:${opts.port}`);
+    // default: the Unix socket on the own front, relaying to grpc-js's private loopback port.
+    const ownSock = mode === 'default' ? sock : undefined;
+    const internal = ownSock ? await bind('127.0.0.1:0') : 0;
+    if (sock && !ownSock) await bind(`unix:${sock}`);
     // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
-    reachIntoGrpcJs(server, {
-      widenHttp2: true,
-      route: direct ? directInferRoute(api, directOpts) : undefined,
-      pooledDecoder: process.env.ENGINE_GRPC_POOLED_DECODER !== '0',
-    });
+    reachIntoGrpcJs(server, { widenHttp2: true, route: direct ? directInferRoute(api, directOpts) : undefined, pooledDecoder });
+    if (ownSock) front = await startH2Front({ unixSocket: ownSock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
   }
   return {
     port,

@@ -17,7 +17,7 @@ export interface HttpTimeouts {
   idleMs: number;
 }
 
-/** The gateway's defaults (gateway/http-timeouts.ts): 15 s for headers, 120 s for a body (large tensors), 5 s idle. */
+/** The gateway's defaults (gateway/http/http-timeouts.ts): 15 s for headers, 120 s for a body (large tensors), 5 s idle. */
 export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 15_000, bodyMs: 120_000, idleMs: 5_000 };
 
 /** Options for http.createServer carrying the timeouts. */

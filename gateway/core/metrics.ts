@@ -1,0 +1,148 @@
+// Prometheus metrics of one gateway (prom-client, own registry): per-function
+// call counts and latency, bytes staged through shm, leases held, arena use,
+// engine and lease-store reachability. Gauges read their values at scrape.
+//
+// Ownership: owns its Registry; event loop only.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface MetricsSources {
+  arena?: () => { leasesHeld: number; bytesInUse: number; capacity: number; staging: boolean };
+  engineUp: () => boolean;
+  storeUp: () => boolean;
+  reaped?: () => number;
+  /** ModelInfer calls sent over the engine's local channel. */
+  localCalls?: () => number;
+  /** In-flight /fn calls and refusals (call-admission.ts). */
+  admission?: { inFlight: number; refused: { connection: number; total: number } };
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly calls: Counter<'function' | 'code' | 'transfer'>;
+  readonly latency: Histogram<'function' | 'transfer'>;
+  readonly stagedBytes: Counter<'direction'>;
+  readonly inlineBytes: Counter<'direction'>;
+
+  constructor(src: MetricsSources, defaults = false) {
+    const registers = [this.registry];
+    this.calls = new Counter({
+      name: 'gateway_function_calls_total',
+      help: 'Calls of POST /fn/<name> by function, HTTP status and payload transfer',
+      labelNames: ['function', 'code', 'transfer'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'gateway_function_duration_seconds',
+      help: 'Time from request to reply of POST /fn/<name>',
+      labelNames: ['function', 'transfer'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.stagedBytes = new Counter({
+      name: 'gateway_staged_bytes_total',
+      help: 'Bytes that travelled to/from the engine through shm staging slices',
+      labelNames: ['direction'],
+      registers,
+    });
+    this.inlineBytes = new Counter({
+      name: 'gateway_inline_bytes_total',
+      help: 'Bytes that travelled to/from the engine inline in gRPC messages',
+      labelNames: ['direction'],
+      registers,
+    });
+    new Gauge({
+      name: 'gateway_leases_held',
+      help: 'Region leases this gateway holds',
+      registers,
+      collect() {
+        this.set(src.arena?.().leasesHeld ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_arena_bytes_in_use',
+      help: 'Bytes of the staging arena handed out to calls',
+      registers,
+      collect() {
+        this.set(src.arena?.().bytesInUse ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_arena_capacity_bytes',
+      help: 'Total bytes of the staging arena',
+      registers,
+      collect() {
+        this.set(src.arena?.().capacity ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_staging_enabled',
+      help: '1 while large payloads are staged through shm, 0 while they go inline',
+      registers,
+      collect() {
+        this.set(src.arena?.().staging ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_engine_up',
+      help: '1 while the engine answers',
+      registers,
+      collect() {
+        this.set(src.engineUp() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_lease_store_up',
+      help: '1 while the lease store is reachable',
+      registers,
+      collect() {
+        this.set(src.storeUp() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_regions_reaped',
+      help: 'Regions of dead owners this gateway has cleaned up',
+      registers,
+      collect() {
+        this.set(src.reaped?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gateway_engine_local_channel_calls',
+      help: 'ModelInfer calls sent to the engine over its local channel (the rest went over gRPC)',
+      registers,
+      collect() {
+        this.set(src.localCalls?.() ?? 0);
+      },
+    });
+    const admission = src.admission;
+    if (admission) {
+      new Gauge({ name: 'gateway_calls_in_flight', help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)', registers, collect() { this.set(admission.inFlight); } });
+      new Gauge({
+        name: 'gateway_calls_refused_busy',
+        help: 'Requests refused with 503 GATEWAY_BUSY, by the bound that refused them (per connection queue, or per gateway)',
+        labelNames: ['scope'],
+        registers,
+        collect() {
+          this.set({ scope: 'connection' }, admission.refused.connection);
+          this.set({ scope: 'gateway' }, admission.refused.total);
+        },
+      });
+    }
+    if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'gateway_' });
+  }
+
+  /** Record one finished call. */
+  /** The labelled children per (function, code, transfer), so a call does not hash its labels twice (prom-client's labels()). */
+  private readonly children = new Map<string, { calls: { inc(): void }; latency: { observe(v: number): void } }>();
+
+  observe(fn: string, code: number, transfer: string, seconds: number): void {
+    const key = `${fn}\u0000${code}\u0000${transfer}`;
+    let c = this.children.get(key);
+    if (!c) {
+      c = { calls: this.calls.labels({ function: fn, code: String(code), transfer }), latency: this.latency.labels({ function: fn, transfer }) };
+      this.children.set(key, c);
+    }
+    c.calls.inc();
+    c.latency.observe(seconds);
+  }
+}

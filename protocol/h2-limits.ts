@@ -1,0 +1,67 @@
+// What one client may make the engine's own HTTP/2 server (h2-connection.ts)
+// spend, each bound a named setting (`--grpc-h2-limit=NAME=VALUE`, repeatable;
+// docs/engine/h2-front.md#conformance-and-defences lists them). The defaults
+// are no looser than node:http2's and nghttp2's where they have one:
+// nghttp2 allows 8 CONTINUATION frames per header block, a burst of 1000
+// stream resets refilled at 33 per second, and 1000 queued control-frame
+// replies; node:http2 128 header fields and 64 KiB of header list.
+
+export interface H2Limits {
+  /** Decoded header list bytes (RFC 9113 §6.5.2: name + value + 32 per field), checked field by field while decoding; advertised. */
+  maxHeaderListBytes: number;
+  /** Header fields in one block, checked while decoding. */
+  maxHeaderFields: number;
+  /** CONTINUATION frames after one HEADERS. */
+  maxContinuations: number;
+  /** Streams open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS, advertised; more get REFUSED_STREAM). */
+  maxConcurrentStreams: number;
+  /** Stream resets (by the client, or by us for its faults) a connection may burst; past it GOAWAY ENHANCE_YOUR_CALM. */
+  resetBurst: number;
+  /** Resets per second added back to that burst. */
+  resetsPerSecond: number;
+  /** Control-frame replies (PING and SETTINGS ACKs) queued behind a client that does not read; past it the connection is dropped. */
+  maxQueuedControl: number;
+  /** Bytes one connection may hold queued for its socket; past it the connection is dropped. */
+  maxBufferedBytes: number;
+  /** A connection with no open stream this long gets GOAWAY and is closed (0: never). */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
+  maxHeaderListBytes: 64 << 10,
+  maxHeaderFields: 128,
+  maxContinuations: 8,
+  maxConcurrentStreams: 1000,
+  resetBurst: 1000,
+  resetsPerSecond: 33,
+  maxQueuedControl: 1000,
+  maxBufferedBytes: 64 << 20,
+  idleTimeoutMs: 300_000,
+});
+
+/** The setting names as the flag spells them. */
+export const H2_LIMIT_NAMES: Readonly<Record<string, keyof H2Limits>> = Object.freeze({
+  'max-header-list-bytes': 'maxHeaderListBytes',
+  'max-header-fields': 'maxHeaderFields',
+  'max-continuations': 'maxContinuations',
+  'max-concurrent-streams': 'maxConcurrentStreams',
+  'reset-burst': 'resetBurst',
+  'resets-per-second': 'resetsPerSecond',
+  'max-queued-control': 'maxQueuedControl',
+  'max-buffered-bytes': 'maxBufferedBytes',
+  'idle-timeout-ms': 'idleTimeoutMs',
+});
+
+/** `NAME=VALUE` flags over the defaults; a name not listed or a value not a non-negative integer throws naming it. */
+export function parseH2Limits(flags: readonly string[]): H2Limits {
+  const out: H2Limits = { ...DEFAULT_H2_LIMITS };
+  for (const f of flags) {
+    const m = /^([a-z-]+)=(\d+)$/.exec(f);
+    const key = m ? H2_LIMIT_NAMES[m[1]!] : undefined;
+    if (!m || !key) throw new Error(`--grpc-h2-limit: expected NAME=INTEGER with NAME one of ${Object.keys(H2_LIMIT_NAMES).join(', ')}; got '${f}'`);
+    const v = Number(m[2]);
+    if (!Number.isSafeInteger(v) || (v === 0 && key !== 'idleTimeoutMs')) throw new Error(`--grpc-h2-limit: ${m[1]} must be a positive integer, got '${m[2]}'`);
+    out[key] = v;
+  }
+  return out;
+}
