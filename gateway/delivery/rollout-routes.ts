@@ -79,7 +79,7 @@ export function mountRolloutRoutes(app: Hono<GatewayEnv>, d: RolloutRouteDeps): 
     r.state = 'aborted';
     r.updatedAt = now;
     await d.store.save(r);
-    await d.manager.follow().catch(() => undefined);
+    await d.manager.follow().catch(() => undefined); // the next rollout tick follows the store again
     return c.json(r);
   });
 }

@@ -50,14 +50,14 @@ export function mountPlanRoutes(app: Hono<GatewayEnv>, d: PlanRouteDeps, adminTo
     await d.plans.store.setPlan(id, p.data).catch((e) => {
       throw gatewayError('PLANS_UNAVAILABLE', {}, e);
     });
-    await d.plans.refresh().catch(() => undefined);
+    await d.plans.refresh().catch(() => undefined); // saved in the store; the next plan poll reads it
     return c.json(await describe(d, id, p.data));
   });
 
   app.delete('/admin/plans/:keyId', async (c) => {
     const id = c.req.param('keyId');
     const gone = await d.plans.store.deletePlan(id);
-    await d.plans.refresh().catch(() => undefined);
+    await d.plans.refresh().catch(() => undefined); // saved in the store; the next plan poll reads it
     return c.json({ keyId: id, deleted: gone });
   });
 
