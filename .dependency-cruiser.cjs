@@ -12,7 +12,14 @@ const gatewayWingRules = GATEWAY_WINGS.map((wing, i) => ({
   severity: 'error',
   comment: `gateway/${wing}/ imports only the wings after it (${GATEWAY_WINGS.slice(i + 1).join(', ') || 'none'}), never an earlier wing or the root`,
   from: { path: `^gateway/${wing}/` },
-  to: { path: [`^gateway/[^/]+$`, ...GATEWAY_WINGS.slice(0, i + 1).filter((w) => w !== wing).map((w) => `^gateway/${w}/`)] },
+  to: {
+    path: [
+      `^gateway/[^/]+$`,
+      ...GATEWAY_WINGS.slice(0, i + 1)
+        .filter((w) => w !== wing)
+        .map((w) => `^gateway/${w}/`),
+    ],
+  },
 }));
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -87,7 +87,8 @@ function replyError(err: Error, c: Context<GatewayEnv>): Response {
   c.header('X-Payload-Transfer', transfer);
   if (err instanceof GatewayError) {
     if (err.headers) for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-    if (err.status >= 500) log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
+    if (err.status >= 500)
+      log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
     return c.json(err.toJSON(), err.status);
   }
   if (err instanceof HTTPException) return err.getResponse();
@@ -102,11 +103,21 @@ async function readiness(deps: AppDeps, calls: CallCount): Promise<{ body: Recor
   const ready = engineReady && !calls.draining;
   const body = {
     ready,
-    ...(calls.draining ? { reason: 'shutting down' } : !engineReady ? { reason: `engine at ${deps.engine.address} is not reachable or not ready` } : {}),
+    ...(calls.draining
+      ? { reason: 'shutting down' }
+      : !engineReady
+        ? { reason: `engine at ${deps.engine.address} is not reachable or not ready` }
+        : {}),
     engine: { address: deps.engine.address, up: deps.engine.up, ready: engineReady },
     leaseStore: { kind: deps.store.kind, state: deps.store.state },
     staging: staging
-      ? { enabled: staging.staging, reason: staging.reason, leasesHeld: staging.leasesHeld, bytesInUse: staging.bytesInUse, capacity: staging.capacity }
+      ? {
+          enabled: staging.staging,
+          reason: staging.reason,
+          leasesHeld: staging.leasesHeld,
+          bytesInUse: staging.bytesInUse,
+          capacity: staging.capacity,
+        }
       : { enabled: false, reason: 'no staging arena (shm disabled)' },
     reaped: deps.reaped?.() ?? 0,
     inflight: calls.inflight,

@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // Assembles and runs one gateway: engine client, lease store (Redis when a
 // URL is given, memory otherwise), function registry, staging arena, reaper,
 // metrics and the Hono app on @hono/node-server. stop() is the graceful
@@ -120,7 +121,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const prefix = o.prefix ?? 'tgw';
   const ownerId = newOwnerId();
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
-  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs, httpAddress: o.engineHttp });
+  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', {
+    localSocket: o.engineLocalSocket,
+    localRetryMs: o.engineLocalRetryMs,
+    httpAddress: o.engineHttp,
+  });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;
   const store = await openLeaseStore(redisUrl, leaseNamespace);
@@ -134,26 +139,49 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const { arena, reaper } = await startStaging(o, engine, store, { ownerId, prefix, leaseTtlMs });
 
   const admission = new CallAdmission(o.admission);
-  const metrics = new GatewayMetrics({
-    admission,
-    arena: arena ? () => arena.status() : undefined,
-    engineUp: () => engine.up,
-    localCalls: () => engine.localCalls,
-    storeUp: () => store.state === 'up',
-    reaped: () => reaper.reapedTotal,
-  }, true);
+  const metrics = new GatewayMetrics(
+    {
+      admission,
+      arena: arena ? () => arena.status() : undefined,
+      engineUp: () => engine.up,
+      localCalls: () => engine.localCalls,
+      storeUp: () => store.state === 'up',
+      reaped: () => reaper.reapedTotal,
+    },
+    true,
+  );
   // Async jobs and deployed bundles: in Redis when configured (shared by replicas), else in this process only.
   const ns = o.redisNamespace ?? 'tgw';
   // Across hosts: heartbeat, and clean up after gateways that died without stopping (gateway-presence.ts).
-  const presence = redisUrl ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) }) : undefined;
+  const presence = redisUrl
+    ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) })
+    : undefined;
   await presence?.start();
   const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
   const deployer = await startDeployer(o, bundles, registry, engine, definitions);
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
   const tracing = otlpUrl ? new GatewayTracing(otlpUrl) : undefined;
-  const delivery = await startDelivery({ redisUrl, namespace: ns, owner: ownerId, registry, engine, deployer, tickMs: o.rolloutTickMs, planPollMs: o.planPollMs });
-  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536, tracing, delivery: delivery.manager, plans: delivery.plans };
+  const delivery = await startDelivery({
+    redisUrl,
+    namespace: ns,
+    owner: ownerId,
+    registry,
+    engine,
+    deployer,
+    tickMs: o.rolloutTickMs,
+    planPollMs: o.planPollMs,
+  });
+  const invokeDeps = {
+    registry,
+    engine,
+    arena,
+    metrics,
+    shmThreshold: o.shmThreshold ?? 65536,
+    tracing,
+    delivery: delivery.manager,
+    plans: delivery.plans,
+  };
   const runner = new JobRunner({
     queue: jobs,
     consumer: ownerId,
@@ -171,7 +199,19 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     deployer,
     rollouts: delivery.routes,
     planRoutes: { plans: delivery.plans },
-    ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs, delivery: { rollouts: delivery.store, plans: delivery.plans } } }),
+    ...(o.console === false
+      ? {}
+      : {
+          console: {
+            engine,
+            registry,
+            metrics,
+            jobs,
+            deployer,
+            sampleMs: o.consoleSampleMs,
+            delivery: { rollouts: delivery.store, plans: delivery.plans },
+          },
+        }),
   });
 
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
@@ -180,7 +220,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const listener = admission.listener(o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener));
   const server = createServer(timeoutServerOptions(timeouts), listener);
   const frontHandler = admission.front(directCallFront(directDeps));
-  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
+  const front =
+    o.directRoute === false || o.http1Front === false
+      ? undefined
+      : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
@@ -224,7 +267,10 @@ async function openLeaseStore(redisUrl: string | undefined, namespace: string): 
 
 /** The staging arena (unless shm is off) and the reaper of crashed owners' regions, both started. */
 async function startStaging(
-  o: GatewayOptions, engine: EngineClient, store: LeaseStore, who: { ownerId: string; prefix: string; leaseTtlMs: number },
+  o: GatewayOptions,
+  engine: EngineClient,
+  store: LeaseStore,
+  who: { ownerId: string; prefix: string; leaseTtlMs: number },
 ): Promise<{ arena: StagingArena | undefined; reaper: Reaper }> {
   let arena: StagingArena | undefined;
   if (o.shm !== false) {
@@ -247,7 +293,11 @@ async function startStaging(
 
 /** The deployer, attached to its bundle store; while that store is down, the functions folder serves and attaching is retried. */
 async function startDeployer(
-  o: GatewayOptions, bundles: BundleStore, registry: FunctionRegistry, engine: EngineClient, definitions: FunctionDefinition[],
+  o: GatewayOptions,
+  bundles: BundleStore,
+  registry: FunctionRegistry,
+  engine: EngineClient,
+  definitions: FunctionDefinition[],
 ): Promise<FunctionDeployer> {
   const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
   try {

@@ -20,7 +20,12 @@ export type EngineRun = (fn: ResolvedFunction) => Promise<{ outputs: OutputTenso
 export interface CallRouter {
   /** Run the call on the side it falls on; resolves as `run` does, plus the side when a rollout covered it. */
   run(
-    fn: ResolvedFunction, id: string, meta: CallMeta | undefined, inputs: InputTensor[], specs: TensorSpec[], run: EngineRun,
+    fn: ResolvedFunction,
+    id: string,
+    meta: CallMeta | undefined,
+    inputs: InputTensor[],
+    specs: TensorSpec[],
+    run: EngineRun,
   ): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm'; side?: string }>;
 }
 

@@ -30,9 +30,7 @@ const localOnlyNote = html`<p id="console-access" class="note" role="note">No co
 
 function layout(assets: Map<string, Asset>, page: PageId, body: Html, scripts: string[], access: PageAccess): Html {
   const title = PAGES.find((p) => p.id === page)!.title;
-  const nav = PAGES.map(
-    (p) => html`<li><a href="${p.path}"${p.id === page ? raw(' aria-current="page"') : ''}>${p.title}</a></li>`,
-  );
+  const nav = PAGES.map((p) => html`<li><a href="${p.path}"${p.id === page ? raw(' aria-current="page"') : ''}>${p.title}</a></li>`);
   return html`<!doctype html>
 <html lang="en">
 <head>

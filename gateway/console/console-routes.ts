@@ -28,7 +28,6 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   delivery?: DeliveryConsoleDeps;
 }
 
-
 /** Mount the console on `app`; returns stop() for the sampler. */
 export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): void } {
   const assets = loadAssets();
@@ -49,7 +48,10 @@ export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): v
     app.get(p.path, (c) => {
       c.header('Cache-Control', 'no-cache');
       // Only our own scripts run; images may be the blob: URL of an uploaded file; uPlot sizes with inline styles.
-      c.header('Content-Security-Policy', "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      c.header(
+        'Content-Security-Policy',
+        "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+      );
       c.header('X-Content-Type-Options', 'nosniff');
       c.header('Referrer-Policy', 'no-referrer');
       return c.html(renderPage(assets, p.id, { localOnly: !consoleToken() }));

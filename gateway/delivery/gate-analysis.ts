@@ -53,7 +53,14 @@ export type GateDecision =
  * minCalls calls (it never waits out the hold); a passing step moves on only
  * after its hold time, and the last step (share 100) completes the rollout.
  */
-export function judgeStep(spec: RolloutRequest, step: number, startedAt: number, now: number, stable: SideNumbers, canary: SideNumbers): GateDecision {
+export function judgeStep(
+  spec: RolloutRequest,
+  step: number,
+  startedAt: number,
+  now: number,
+  stable: SideNumbers,
+  canary: SideNumbers,
+): GateDecision {
   const gates = spec.gates!;
   const steps = spec.steps!;
   const { share, holdMs } = steps[step]!;
@@ -66,11 +73,15 @@ export function judgeStep(spec: RolloutRequest, step: number, startedAt: number,
       return { action: 'rollback', reason: `error rate ${pct(rate)} over ${canary.calls} canary calls exceeds ${pct(gates.maxErrorRate)}` };
     }
     if (stable.p95Ms > 0 && canary.p95Ms > gates.maxP95Ratio * stable.p95Ms) {
-      return { action: 'rollback', reason: `p95 ${fmt(canary.p95Ms)} ms is ${(canary.p95Ms / stable.p95Ms).toFixed(2)}× stable's ${fmt(stable.p95Ms)} ms (limit ${gates.maxP95Ratio}×)` };
+      return {
+        action: 'rollback',
+        reason: `p95 ${fmt(canary.p95Ms)} ms is ${(canary.p95Ms / stable.p95Ms).toFixed(2)}× stable's ${fmt(stable.p95Ms)} ms (limit ${gates.maxP95Ratio}×)`,
+      };
     }
   }
   if (now - startedAt < holdMs) return { action: 'hold', reason: `holding ${share} % until ${holdMs} ms have passed` };
-  if (!enough) return { action: 'hold', reason: `waiting for ${gates.minCalls} calls on each side (stable ${stable.calls}, canary ${canary.calls})` };
+  if (!enough)
+    return { action: 'hold', reason: `waiting for ${gates.minCalls} calls on each side (stable ${stable.calls}, canary ${canary.calls})` };
   const verdict = `gates passed: error rate ${pct(canary.errors / canary.calls)}, p95 ${fmt(canary.p95Ms)} ms vs stable ${fmt(stable.p95Ms)} ms over ${canary.calls} canary calls`;
   return last ? { action: 'complete', reason: verdict } : { action: 'advance', reason: verdict };
 }

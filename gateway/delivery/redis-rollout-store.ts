@@ -35,7 +35,16 @@ return 1`;
 
 interface Scripts {
   tgwRolloutCreate(active: string, rec: string, fn: string, id: string, json: string): Promise<number>;
-  tgwRolloutSave(active: string, rec: string, done: string, fn: string, id: string, json: string, finished: string, limit: number): Promise<number>;
+  tgwRolloutSave(
+    active: string,
+    rec: string,
+    done: string,
+    fn: string,
+    id: string,
+    json: string,
+    finished: string,
+    limit: number,
+  ): Promise<number>;
   tgwRolloutLock(lock: string, owner: string, ttl: number): Promise<number>;
 }
 
@@ -65,7 +74,16 @@ export class RedisRolloutStore implements RolloutStore {
   }
 
   async save(r: RolloutRecord): Promise<void> {
-    await this.r.tgwRolloutSave(`${this.ns}:active`, this.rec(r.id), `${this.ns}:done`, r.function, r.id, JSON.stringify(r), r.state === 'running' ? '0' : '1', DONE_LIMIT);
+    await this.r.tgwRolloutSave(
+      `${this.ns}:active`,
+      this.rec(r.id),
+      `${this.ns}:done`,
+      r.function,
+      r.id,
+      JSON.stringify(r),
+      r.state === 'running' ? '0' : '1',
+      DONE_LIMIT,
+    );
   }
 
   async active(): Promise<RolloutRecord[]> {
@@ -102,7 +120,13 @@ export class RedisRolloutStore implements RolloutStore {
 
   async readStats(id: string, step: number, side: string): Promise<StatDelta> {
     const h = await this.r.hgetall(`${this.ns}:stat:${id}:${step}:${side}`);
-    const d: StatDelta = { calls: Number(h.c ?? 0), errors: Number(h.e ?? 0), buckets: new Map(), diffMicro: Number(h.d ?? 0), mismatches: Number(h.m ?? 0) };
+    const d: StatDelta = {
+      calls: Number(h.c ?? 0),
+      errors: Number(h.e ?? 0),
+      buckets: new Map(),
+      diffMicro: Number(h.d ?? 0),
+      mismatches: Number(h.m ?? 0),
+    };
     for (const [f, v] of Object.entries(h)) if (/^\d+$/.test(f)) d.buckets.set(Number(f), Number(v));
     return d;
   }

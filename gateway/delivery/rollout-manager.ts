@@ -82,7 +82,8 @@ export class RolloutManager implements CallRouter {
     if (!live) return run(fn);
     const rec = live.rec;
     let side: Side = 'stable';
-    if (live.canary) side = chooseSide(currentShare(rec), rec.id, pinnedSide(meta?.pin), meta?.clientId === false ? undefined : id, live.counter);
+    if (live.canary)
+      side = chooseSide(currentShare(rec), rec.id, pinnedSide(meta?.pin), meta?.clientId === false ? undefined : id, live.counter);
     const t0 = performance.now();
     let res;
     try {
@@ -149,7 +150,8 @@ export class RolloutManager implements CallRouter {
     try {
       await Promise.all(all.map((c) => this.o.store.addStats(c.id, c.step, c.side, c.d)));
     } catch (e) {
-      for (const c of all) { // keep them for the next tick
+      for (const c of all) {
+        // keep them for the next tick
         const k = `${c.id}|${c.step}|${c.side}`;
         const cur = this.counts.get(k);
         if (cur) mergeDelta(cur.d, c.d);
@@ -185,7 +187,9 @@ export class RolloutManager implements CallRouter {
       if (spec.next) l.canary = (await resolveTarget(this.o.engine, stable, spec.next.target, 'next')).fn;
       if (spec.shadow) l.shadow = (await resolveTarget(this.o.engine, stable, spec.shadow.target, 'shadow')).fn;
     } catch (e) {
-      log.warn(`rollout ${l.rec.id} of '${l.rec.function}': cannot resolve its targets yet (${(e as Error).message}); calls stay on stable`);
+      log.warn(
+        `rollout ${l.rec.id} of '${l.rec.function}': cannot resolve its targets yet (${(e as Error).message}); calls stay on stable`,
+      );
     }
   }
 

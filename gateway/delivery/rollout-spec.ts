@@ -23,7 +23,7 @@ export const GatesSchema = z
   .object({
     minCalls: z.number().int().positive().describe('calls each side must have served in the step before the gates judge it'),
     maxErrorRate: z.number().min(0).max(1).default(0.01).describe('canary error rate (5xx and engine failures) above which it rolls back'),
-    maxP95Ratio: z.number().positive().default(1.5).describe("canary p95 latency / stable p95 above which it rolls back"),
+    maxP95Ratio: z.number().positive().default(1.5).describe('canary p95 latency / stable p95 above which it rolls back'),
   })
   .strict();
 
@@ -44,13 +44,26 @@ export const RolloutRequestSchema = z
   })
   .strict()
   .superRefine((r, ctx) => {
-    if (!r.next && !r.shadow) ctx.addIssue({ code: 'custom', path: ['next'], message: 'a rollout needs a next target (canary) or a shadow target' });
-    if (r.next && !r.steps) ctx.addIssue({ code: 'custom', path: ['steps'], message: 'a canary needs its steps (e.g. [{"share": 5}, {"share": 25}, {"share": 100}])' });
-    if (r.next && !r.gates) ctx.addIssue({ code: 'custom', path: ['gates'], message: 'a canary needs gates with a minimum call count (gates.minCalls)' });
+    if (!r.next && !r.shadow)
+      ctx.addIssue({ code: 'custom', path: ['next'], message: 'a rollout needs a next target (canary) or a shadow target' });
+    if (r.next && !r.steps)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['steps'],
+        message: 'a canary needs its steps (e.g. [{"share": 5}, {"share": 25}, {"share": 100}])',
+      });
+    if (r.next && !r.gates)
+      ctx.addIssue({ code: 'custom', path: ['gates'], message: 'a canary needs gates with a minimum call count (gates.minCalls)' });
     if (r.steps && !r.next) ctx.addIssue({ code: 'custom', path: ['steps'], message: 'steps need a next target' });
-    if (r.steps && r.steps[0]!.share >= 100) ctx.addIssue({ code: 'custom', path: ['steps', 0, 'share'], message: 'the first step must leave calls on stable (share below 100): the gates compare the canary with them' });
+    if (r.steps && r.steps[0]!.share >= 100)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['steps', 0, 'share'],
+        message: 'the first step must leave calls on stable (share below 100): the gates compare the canary with them',
+      });
     r.steps?.forEach((s, i) => {
-      if (i > 0 && s.share < r.steps![i - 1]!.share) ctx.addIssue({ code: 'custom', path: ['steps', i, 'share'], message: 'shares must not decrease from step to step' });
+      if (i > 0 && s.share < r.steps![i - 1]!.share)
+        ctx.addIssue({ code: 'custom', path: ['steps', i, 'share'], message: 'shares must not decrease from step to step' });
     });
   });
 export type RolloutRequest = z.infer<typeof RolloutRequestSchema>;

@@ -29,7 +29,18 @@ const READERS: Record<string, (v: DataView, i: number) => number> = {
   INT64: (v, i) => Number(v.getBigInt64(i * 8, true)),
   UINT64: (v, i) => Number(v.getBigUint64(i * 8, true)),
 };
-const SIZES: Record<string, number> = { FP32: 4, FP64: 8, INT32: 4, INT16: 2, INT8: 1, UINT8: 1, UINT16: 2, UINT32: 4, INT64: 8, UINT64: 8 };
+const SIZES: Record<string, number> = {
+  FP32: 4,
+  FP64: 8,
+  INT32: 4,
+  INT16: 2,
+  INT8: 1,
+  UINT8: 1,
+  UINT16: 2,
+  UINT32: 4,
+  INT64: 8,
+  UINT64: 8,
+};
 
 /** Compare two tensors' bytes element by element (pure). */
 export function diffTensor(datatype: string, a: Uint8Array, b: Uint8Array): OutputDiff {

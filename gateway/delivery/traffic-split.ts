@@ -52,7 +52,13 @@ export class SplitCounter {
 }
 
 /** The side of one call. `counter` is used only for calls without a client-chosen id. */
-export function chooseSide(share: number, rolloutId: string, pin: Side | undefined, clientId: string | undefined, counter: SplitCounter): Side {
+export function chooseSide(
+  share: number,
+  rolloutId: string,
+  pin: Side | undefined,
+  clientId: string | undefined,
+  counter: SplitCounter,
+): Side {
   if (pin) return pin;
   if (share <= 0) return 'stable';
   if (share >= 100) return 'canary';

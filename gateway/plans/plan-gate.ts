@@ -28,7 +28,10 @@ export class UsagePlans implements PlanGate {
   private readonly ids = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly store: PlanStore, private readonly pollMs = 1000) {}
+  constructor(
+    readonly store: PlanStore,
+    private readonly pollMs = 1000,
+  ) {}
 
   async start(): Promise<void> {
     await this.refresh().catch((e) => log.warn(`usage plans: ${(e as Error).message}; no plan enforced until the store answers`));

@@ -26,7 +26,11 @@ async function describe(d: PlanRouteDeps, id: string, plan: Plan) {
   return { keyId: id, plan, usage: { period: u.period, used: u.used, limit: plan.quota?.limit ?? null } };
 }
 
-export function mountPlanRoutes(app: Hono<GatewayEnv>, d: PlanRouteDeps, adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN): void {
+export function mountPlanRoutes(
+  app: Hono<GatewayEnv>,
+  d: PlanRouteDeps,
+  adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN,
+): void {
   app.use('/admin/plans', async (c, next) => {
     checkAdminToken(adminToken(), c.req.header('authorization'));
     await next();

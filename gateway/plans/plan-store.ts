@@ -200,7 +200,9 @@ export class RedisPlanStore implements PlanStore {
       }
       try {
         const out = (await this.r.tgwPlanAdmit(
-          entries.length * 3, ...entries.flatMap((e) => e[0]!.keys), ...entries.flatMap((e) => [...e[0]!.argv, e.length]),
+          entries.length * 3,
+          ...entries.flatMap((e) => e[0]!.keys),
+          ...entries.flatMap((e) => [...e[0]!.argv, e.length]),
         )) as number[];
         entries.forEach((e, i) => settle(e, out.slice(6 * i, 6 * i + 6)));
       } catch (e) {

@@ -33,7 +33,10 @@ export function quotaPeriod(period: 'day' | 'month', nowMs: number): { label: st
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth();
   if (period === 'month') return { label: `m${y}${String(m + 1).padStart(2, '0')}`, endMs: Date.UTC(y, m + 1, 1) };
-  return { label: `d${y}${String(m + 1).padStart(2, '0')}${String(d.getUTCDate()).padStart(2, '0')}`, endMs: Date.UTC(y, m, d.getUTCDate() + 1) };
+  return {
+    label: `d${y}${String(m + 1).padStart(2, '0')}${String(d.getUTCDate()).padStart(2, '0')}`,
+    endMs: Date.UTC(y, m, d.getUTCDate() + 1),
+  };
 }
 
 /** A key's bucket and counter as stored. */

@@ -23,7 +23,11 @@ const CALLS = Number(process.env.DELIVERY_BENCH_CALLS ?? 200_000);
 const REDIS_CALLS = Number(process.env.DELIVERY_BENCH_REDIS_CALLS ?? 20_000);
 
 const fn: ResolvedFunction = {
-  name: 'f', model: 'm', version: '', platform: 'onnxruntime_onnx', implicit: false,
+  name: 'f',
+  model: 'm',
+  version: '',
+  platform: 'onnxruntime_onnx',
+  implicit: false,
   definition: FunctionDefinitionSchema.parse({ name: 'f', target: { model: 'm' } }),
   inputs: [{ name: 'x', tensor: 'x', datatype: 'FP32', shape: [-1] }],
   outputs: [{ name: 'y', tensor: 'y', datatype: 'FP32', shape: [-1] }],
@@ -35,9 +39,11 @@ const engineRun = () => Promise.resolve(answer);
 async function cpuPerCall(n: number, inFlight: number, one: (i: number) => Promise<unknown>): Promise<number> {
   const batch = async (count: number) => {
     let next = 0;
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      for (let i = next++; i < count; i = next++) await one(i);
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        for (let i = next++; i < count; i = next++) await one(i);
+      }),
+    );
   };
   await batch(Math.min(n, 20_000));
   const c0 = process.cpuUsage();
@@ -48,7 +54,9 @@ async function cpuPerCall(n: number, inFlight: number, one: (i: number) => Promi
 
 async function startRedis(): Promise<{ url: string; stop(): void }> {
   const port = await freePort();
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     p.stdout!.on('data', (d: Buffer) => {
@@ -66,22 +74,44 @@ async function main(): Promise<void> {
   const bare = await cpuPerCall(CALLS, 16, () => engineRun());
   const store = new MemoryRolloutStore();
   const manager = new RolloutManager({
-    store, owner: 'bench', tickMs: 3_600_000,
+    store,
+    owner: 'bench',
+    tickMs: 3_600_000,
     resolve: async () => fn,
     engine: {
       // The metadata both targets answer with (the same inputs and outputs, as a rollout requires).
       modelMetadata: async (name: string) => ({
-        name, versions: ['1'], platform: 'onnxruntime_onnx',
-        inputs: [{ name: 'x', datatype: 'FP32', shape: [-1] }], outputs: [{ name: 'y', datatype: 'FP32', shape: [-1] }],
+        name,
+        versions: ['1'],
+        platform: 'onnxruntime_onnx',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [-1] }],
+        outputs: [{ name: 'y', datatype: 'FP32', shape: [-1] }],
       }),
-      infer: async () => { throw new Error('no shadow in this bench'); },
+      infer: async () => {
+        throw new Error('no shadow in this bench');
+      },
     },
     promote: async () => 'v',
   });
   const none = await cpuPerCall(CALLS, 16, (i) => manager.run(fn, `id-${i}`, { clientId: false }, [], [], engineRun));
   rows.push(['split: function without a rollout', bare, none]);
-  const spec = RolloutRequestSchema.parse({ function: 'f', next: { target: { model: 'm2' } }, steps: [{ share: 50, holdMs: 3_600_000 }, { share: 100 }], gates: { minCalls: 1e9 } });
-  const rec: RolloutRecord = { id: 'ro-bench', function: 'f', baseVersion: '1', spec, state: 'running', step: 0, createdAt: 0, updatedAt: 0, steps: [] };
+  const spec = RolloutRequestSchema.parse({
+    function: 'f',
+    next: { target: { model: 'm2' } },
+    steps: [{ share: 50, holdMs: 3_600_000 }, { share: 100 }],
+    gates: { minCalls: 1e9 },
+  });
+  const rec: RolloutRecord = {
+    id: 'ro-bench',
+    function: 'f',
+    baseVersion: '1',
+    spec,
+    state: 'running',
+    step: 0,
+    createdAt: 0,
+    updatedAt: 0,
+    steps: [],
+  };
   await store.create(rec);
   await manager.follow();
   if (!manager.following('f')) throw new Error('the bench rollout is not followed');

@@ -38,11 +38,26 @@ describe.skipIf(!hasChromium)('Deploys page with a rollout in progress', () => {
     writeEchoModel(tmp, 'echo_slow', { delayMs: 40 });
     engine = await startTestEngine({ modelRepository: tmp, httpPort: -1, metricsPort: -1 });
     fnDir = functionDir();
-    gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, rolloutTickMs: 100 });
+    gw = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      engine: `127.0.0.1:${engine.grpcPort}`,
+      functions: fnDir,
+      shm: false,
+      rolloutTickMs: 100,
+    });
     ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
       viewport: { width: 1280, height: 900 },
     });
     page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -65,10 +80,17 @@ describe.skipIf(!hasChromium)('Deploys page with a rollout in progress', () => {
   }, 60_000);
 
   it('shows the share, both sides per step, then the rollback and why; and the plans', async () => {
-    await admin(gw, 'PUT', `/admin/plans/${keyId('some-key')}`, { name: 'gold', rps: 50, burst: 100, quota: { period: 'month', limit: 1000 } });
+    await admin(gw, 'PUT', `/admin/plans/${keyId('some-key')}`, {
+      name: 'gold',
+      rps: 50,
+      burst: 100,
+      quota: { period: 'month', limit: 1000 },
+    });
     const r = await admin(gw, 'POST', '/admin/rollouts', {
-      function: 'f', next: { target: { model: 'echo_slow' } },
-      steps: [{ share: 30, holdMs: 600_000 }, { share: 100 }], gates: { minCalls: 1_000_000 },
+      function: 'f',
+      next: { target: { model: 'echo_slow' } },
+      steps: [{ share: 30, holdMs: 600_000 }, { share: 100 }],
+      gates: { minCalls: 1_000_000 },
     });
     expect(r.status).toBe(201);
     await Promise.all(Array.from({ length: 60 }, () => callF(gw)));
@@ -76,7 +98,9 @@ describe.skipIf(!hasChromium)('Deploys page with a rollout in progress', () => {
     const card = page.locator(`article[data-rollout="${r.body.id}"]`);
     await card.waitFor();
     await expect(card.locator('dd.share').textContent()).resolves.toBe('30 %');
-    await page.waitForFunction(`/calls/.test(document.querySelector('article[data-rollout="${r.body.id}"] tr[data-step="0"] td.canary')?.textContent ?? '')`);
+    await page.waitForFunction(
+      `/calls/.test(document.querySelector('article[data-rollout="${r.body.id}"] tr[data-step="0"] td.canary')?.textContent ?? '')`,
+    );
     const stable = (await card.locator('tr[data-step="0"] td.stable').textContent()) ?? '';
     const canary = (await card.locator('tr[data-step="0"] td.canary').textContent()) ?? '';
     expect(stable).toMatch(/^\d+ calls, 0 errors, p95 [\d.]+ ms$/);

@@ -12,7 +12,11 @@ export const TOKEN = 'delivery-admin-token';
 type Json = Record<string, any>;
 
 /** A JS model (one execute at a time per instance): OUTPUT0 = INPUT0 + add after delayMs (FP32 [-1], or INT32 with int: true for an IO mismatch). */
-export function writeEchoModel(repo: string, name: string, o: { delayMs?: number; add?: number; int?: boolean; instances?: number } = {}): void {
+export function writeEchoModel(
+  repo: string,
+  name: string,
+  o: { delayMs?: number; add?: number; int?: boolean; instances?: number } = {},
+): void {
   const type = o.int ? 'TYPE_INT32' : 'TYPE_FP32';
   const config = `name: "${name}"
 backend: "js"
@@ -43,7 +47,13 @@ export async function finalize(): Promise<void> {}
 /** A folder with one function file: f -> echo_a, x -> INPUT0, y -> OUTPUT0 (plus auth when keyEnv is given). */
 export function functionDir(keyEnv?: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-delivery-fn-'));
-  const def = { name: 'f', target: { model: 'echo_a' }, inputs: { x: 'INPUT0' }, outputs: { y: 'OUTPUT0' }, ...(keyEnv ? { auth: { apiKeyEnv: [keyEnv] } } : {}) };
+  const def = {
+    name: 'f',
+    target: { model: 'echo_a' },
+    inputs: { x: 'INPUT0' },
+    outputs: { y: 'OUTPUT0' },
+    ...(keyEnv ? { auth: { apiKeyEnv: [keyEnv] } } : {}),
+  };
   fs.writeFileSync(path.join(dir, 'f.json'), JSON.stringify(def));
   return dir;
 }
@@ -62,7 +72,11 @@ export async function admin(g: RunningGateway, method: string, p: string, body?:
 /** One call of f; resolves with status, the side header and the parsed body. */
 export async function callF(g: RunningGateway, headers: Record<string, string> = {}, x = [1, 2, 3, 4]) {
   const t0 = performance.now();
-  const r = await fetch(url(g, '/fn/f'), { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify({ inputs: { x } }) });
+  const r = await fetch(url(g, '/fn/f'), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify({ inputs: { x } }),
+  });
   const body = (await r.json()) as Json;
   return { status: r.status, side: r.headers.get('x-deploy-side'), headers: r.headers, body, ms: performance.now() - t0 };
 }
@@ -71,9 +85,11 @@ export async function callF(g: RunningGateway, headers: Record<string, string> =
 export async function drive<T>(total: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = new Array(total);
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let i = next++; i < total; i = next++) out[i] = await one(i);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < total; i = next++) out[i] = await one(i);
+    }),
+  );
   return out;
 }
 

@@ -33,7 +33,17 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   redis = await TestRedis.start();
   fnDir = functionDir('PLAN_TEST_KEYS');
-  opts = { port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: redis.url, leaseNamespace: 'gwplans', console: false, planPollMs: 100 };
+  opts = {
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: redis.url,
+    leaseNamespace: 'gwplans',
+    console: false,
+    planPollMs: 100,
+  };
   A = await startGateway(opts);
   B = await startGateway(opts);
 }, 120_000);
@@ -85,7 +95,12 @@ describe('usage plans', () => {
   }, 30_000);
 
   it('a daily quota holds exactly through a gateway restart; a retried request id counts once', async () => {
-    await admin(A, 'PUT', `/admin/plans/${keyId(QUOTA_KEY)}`, { name: 'thirty-a-day', rps: 1000, burst: 1000, quota: { period: 'day', limit: 30 } });
+    await admin(A, 'PUT', `/admin/plans/${keyId(QUOTA_KEY)}`, {
+      name: 'thirty-a-day',
+      rps: 1000,
+      burst: 1000,
+      quota: { period: 'day', limit: 30 },
+    });
     await new Promise((r) => setTimeout(r, 300));
     const k = { 'X-API-Key': QUOTA_KEY };
     const first = await Promise.all(Array.from({ length: 20 }, (_, i) => callF(i % 2 ? A : B, k)));

@@ -35,7 +35,17 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   redis = await TestRedis.start();
   fnDir = functionDir();
-  const opts = { port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: redis.url, leaseNamespace: 'gwrollout', rolloutTickMs: 100, console: false };
+  const opts = {
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: redis.url,
+    leaseNamespace: 'gwrollout',
+    rolloutTickMs: 100,
+    console: false,
+  };
   A = await startGateway(opts);
   B = await startGateway(opts);
 }, 120_000);
@@ -51,21 +61,47 @@ afterAll(async () => {
   removeDir(fnDir);
 });
 
-const target = async () => (await admin(A, 'GET', '/admin/functions')).body.functions.find((f: any) => f.name === 'f').target.model as string;
+const target = async () =>
+  (await admin(A, 'GET', '/admin/functions')).body.functions.find((f: any) => f.name === 'f').target.model as string;
 const waitState = (id: string, state: string, ms = 20_000) =>
-  waitFor(`rollout ${id} ${state}`, async () => {
-    const r = (await admin(A, 'GET', `/admin/rollouts/${id}`)).body;
-    return r.state === state ? r : undefined;
-  }, ms, 50);
+  waitFor(
+    `rollout ${id} ${state}`,
+    async () => {
+      const r = (await admin(A, 'GET', `/admin/rollouts/${id}`)).body;
+      return r.state === state ? r : undefined;
+    },
+    ms,
+    50,
+  );
 
 describe('rollout refusals change nothing', () => {
   it.each([
-    ['a share outside 0-100', { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 150 }], gates: GATES }, 'share must be between 0 and 100'],
-    ['a canary target that does not exist', { function: 'f', next: { target: { model: 'nope' } }, steps: [{ share: 5 }], gates: GATES }, "target model 'nope'"],
-    ['mismatched inputs and outputs', { function: 'f', next: { target: { model: 'echo_int' } }, steps: [{ share: 5 }], gates: GATES }, "input 'x' is INPUT0:INT32"],
-    ['gates without a minimum call count', { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 5 }], gates: { maxErrorRate: 0.1 } }, 'gates.minCalls'],
+    [
+      'a share outside 0-100',
+      { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 150 }], gates: GATES },
+      'share must be between 0 and 100',
+    ],
+    [
+      'a canary target that does not exist',
+      { function: 'f', next: { target: { model: 'nope' } }, steps: [{ share: 5 }], gates: GATES },
+      "target model 'nope'",
+    ],
+    [
+      'mismatched inputs and outputs',
+      { function: 'f', next: { target: { model: 'echo_int' } }, steps: [{ share: 5 }], gates: GATES },
+      "input 'x' is INPUT0:INT32",
+    ],
+    [
+      'gates without a minimum call count',
+      { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 5 }], gates: { maxErrorRate: 0.1 } },
+      'gates.minCalls',
+    ],
     ['no gates at all', { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 5 }] }, 'minimum call count'],
-    ['an unknown function', { function: 'nope', next: { target: { model: 'echo_b' } }, steps: [{ share: 5 }], gates: GATES }, "function 'nope' not found"],
+    [
+      'an unknown function',
+      { function: 'nope', next: { target: { model: 'echo_b' } }, steps: [{ share: 5 }], gates: GATES },
+      "function 'nope' not found",
+    ],
   ])('%s', async (_what, body, says) => {
     const r = await admin(A, 'POST', '/admin/rollouts', body);
     expect(r.status).toBe(400);
@@ -76,7 +112,12 @@ describe('rollout refusals change nothing', () => {
   });
 
   it('a second rollout of the same function is refused (409) from either gateway', async () => {
-    const body = { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 10, holdMs: 600_000 }, { share: 100 }], gates: { minCalls: 1_000_000 } };
+    const body = {
+      function: 'f',
+      next: { target: { model: 'echo_b' } },
+      steps: [{ share: 10, holdMs: 600_000 }, { share: 100 }],
+      gates: { minCalls: 1_000_000 },
+    };
     const first = await admin(A, 'POST', '/admin/rollouts', body);
     expect(first.status).toBe(201);
     const second = await admin(B, 'POST', '/admin/rollouts', body);
@@ -89,7 +130,12 @@ describe('rollout refusals change nothing', () => {
 
 describe('canary split across two gateways', () => {
   it(`${SPLIT_CALLS} calls over both gateways split within 1 point of the share; ids stick; pins win`, async () => {
-    const r = await admin(A, 'POST', '/admin/rollouts', { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 20, holdMs: 600_000 }, { share: 100 }], gates: { minCalls: 1_000_000 } });
+    const r = await admin(A, 'POST', '/admin/rollouts', {
+      function: 'f',
+      next: { target: { model: 'echo_b' } },
+      steps: [{ share: 20, holdMs: 600_000 }, { share: 100 }],
+      gates: { minCalls: 1_000_000 },
+    });
     expect(r.status).toBe(201);
     await waitFor('B follows the rollout', () => B.delivery.manager.following('f'), 5000);
     const sides = await drive(SPLIT_CALLS, 32, async (i) => (await callF(i % 2 ? A : B)).side);
@@ -110,16 +156,23 @@ describe('canary split across two gateways', () => {
 
 describe('gates', () => {
   it('a slower canary is rolled back by the p95 gate within its step; no call fails; the history says why', async () => {
-    const r = await admin(A, 'POST', '/admin/rollouts', { function: 'f', next: { target: { model: 'echo_slow' } }, steps: [{ share: 50, holdMs: 60_000 }, { share: 100 }], gates: GATES });
+    const r = await admin(A, 'POST', '/admin/rollouts', {
+      function: 'f',
+      next: { target: { model: 'echo_slow' } },
+      steps: [{ share: 50, holdMs: 60_000 }, { share: 100 }],
+      gates: GATES,
+    });
     expect(r.status).toBe(201);
     await waitFor('B follows', () => B.delivery.manager.following('f'), 5000);
     const t0 = Date.now();
     let done = false;
     const results: Array<{ status: number; side: string | null }> = [];
     const watcher = waitState(r.body.id, 'rolled_back').finally(() => (done = true));
-    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
-      while (!done) results.push(await callF(w % 2 ? A : B));
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        while (!done) results.push(await callF(w % 2 ? A : B));
+      }),
+    );
     const rec = await watcher;
     expect(Date.now() - t0).toBeLessThan(60_000);
     expect(results.every((x) => x.status === 200)).toBe(true);
@@ -135,17 +188,30 @@ describe('gates', () => {
   }, 90_000);
 
   it('a healthy canary is promoted step by step to 100 % and becomes the stable target', async () => {
-    const r = await admin(A, 'POST', '/admin/rollouts', { function: 'f', next: { target: { model: 'echo_b' } }, steps: [{ share: 25, holdMs: 300 }, { share: 100, holdMs: 300 }], gates: GATES });
+    const r = await admin(A, 'POST', '/admin/rollouts', {
+      function: 'f',
+      next: { target: { model: 'echo_b' } },
+      steps: [
+        { share: 25, holdMs: 300 },
+        { share: 100, holdMs: 300 },
+      ],
+      gates: GATES,
+    });
     expect(r.status).toBe(201);
     let done = false;
     const watcher = waitState(r.body.id, 'promoted', 40_000).finally(() => (done = true));
     const results: number[] = [];
-    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
-      while (!done) results.push((await callF(w % 2 ? A : B)).status);
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        while (!done) results.push((await callF(w % 2 ? A : B)).status);
+      }),
+    );
     const rec = await watcher;
     expect(results.every((s) => s === 200)).toBe(true);
-    expect(rec.steps.map((s: any) => [s.share, s.decision])).toEqual([[25, 'promoted'], [100, 'completed']]);
+    expect(rec.steps.map((s: any) => [s.share, s.decision])).toEqual([
+      [25, 'promoted'],
+      [100, 'completed'],
+    ]);
     expect(rec.steps[0].canary.calls).toBeGreaterThanOrEqual(GATES.minCalls);
     expect(await target()).toBe('echo_b');
     expect(rec.promotedVersion).toBe((await admin(B, 'GET', '/admin/functions')).body.version);
@@ -163,13 +229,24 @@ describe('shadow traffic', () => {
     const shadowed = await drive(200, 8, async (i) => callF(i % 2 ? A : B));
     expect(shadowed.every((x) => x.status === 200 && x.side === 'stable')).toBe(true);
     expect(shadowed[0]!.body.outputs.y.data).toEqual([1, 2, 3, 4]); // the stable answer, not the shadow's +0.25
-    const p99 = quantile(shadowed.map((x) => x.ms), 0.99);
-    const p99Base = quantile(base.map((x) => x.ms), 0.99);
+    const p99 = quantile(
+      shadowed.map((x) => x.ms),
+      0.99,
+    );
+    const p99Base = quantile(
+      base.map((x) => x.ms),
+      0.99,
+    );
     expect(p99).toBeLessThan(Math.max(3 * p99Base, p99Base + 100));
-    const rec = await waitFor('shadow numbers', async () => {
-      const x = (await admin(A, 'GET', `/admin/rollouts/${r.body.id}`)).body;
-      return x.shadow?.calls >= 50 ? x : undefined;
-    }, 20_000, 100);
+    const rec = await waitFor(
+      'shadow numbers',
+      async () => {
+        const x = (await admin(A, 'GET', `/admin/rollouts/${r.body.id}`)).body;
+        return x.shadow?.calls >= 50 ? x : undefined;
+      },
+      20_000,
+      100,
+    );
     expect(rec.shadow.p95Ms).toBeGreaterThanOrEqual(1900);
     expect(rec.shadow.maxAbsDiff).toBeCloseTo(0.25, 5);
     expect(rec.shadow.mismatches).toBe(0);

@@ -65,6 +65,8 @@ export default class SlowestSuites implements Reporter {
       const cpu = r.cpuMs ? `cpu ${s(r.cpuMs.self)} + children ${s(r.cpuMs.children)}` : 'cpu n/a';
       return `  ${s(r.wallMs).padStart(8)}  ${cpu.padEnd(34)} ${r.project.padEnd(9)} ${r.file}`;
     });
-    process.stdout.write(`\nslowest ${Math.min(SHOWN, rows.length)} of ${rows.length} test files (wall, CPU; whole run ${s(totalMs)}):\n${lines.join('\n')}\n`);
+    process.stdout.write(
+      `\nslowest ${Math.min(SHOWN, rows.length)} of ${rows.length} test files (wall, CPU; whole run ${s(totalMs)}):\n${lines.join('\n')}\n`,
+    );
   }
 }

@@ -8,8 +8,12 @@ import { RolloutRequestSchema } from '../../gateway/delivery/rollout-spec.ts';
 import { diffTensor } from '../../gateway/delivery/shadow-call.ts';
 
 const spec = RolloutRequestSchema.parse({
-  function: 'f', next: { target: { model: 'b' } },
-  steps: [{ share: 5, holdMs: 1000 }, { share: 100, holdMs: 1000 }],
+  function: 'f',
+  next: { target: { model: 'b' } },
+  steps: [
+    { share: 5, holdMs: 1000 },
+    { share: 100, holdMs: 1000 },
+  ],
   gates: { minCalls: 10, maxErrorRate: 0.1, maxP95Ratio: 1.5 },
 });
 const side = (calls: number, errors: number, p95Ms: number) => ({ calls, errors, p95Ms });
@@ -101,7 +105,13 @@ describe('rollout requests', () => {
     [{ gates: { maxP95Ratio: 2 } }, 'minCalls'],
     [{ next: undefined, steps: undefined, gates: undefined }, 'needs a next target'],
   ])('refuses %j', (patch, says) => {
-    const r = RolloutRequestSchema.safeParse({ function: 'f', next: { target: { model: 'b' } }, steps: [{ share: 5 }], gates: { minCalls: 1 }, ...patch });
+    const r = RolloutRequestSchema.safeParse({
+      function: 'f',
+      next: { target: { model: 'b' } },
+      steps: [{ share: 5 }],
+      gates: { minCalls: 1 },
+      ...patch,
+    });
     expect(r.success).toBe(false);
     expect(JSON.stringify(r.error!.issues)).toContain(says);
   });

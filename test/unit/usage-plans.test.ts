@@ -76,7 +76,11 @@ describe('the Redis script against admitDecision', () => {
     for (const id of ids) alone.push(await m.admit('k2', p, id));
     const oks = (xs: Array<{ ok: boolean }>) => xs.filter((a) => a.ok).length;
     expect(oks(together)).toBe(oks(alone));
-    const why = (xs: Array<{ ok: boolean; why?: string }>) => xs.filter((a) => !a.ok).map((a) => a.why).sort();
+    const why = (xs: Array<{ ok: boolean; why?: string }>) =>
+      xs
+        .filter((a) => !a.ok)
+        .map((a) => a.why)
+        .sort();
     expect(why(together)).toEqual(why(alone));
     expect((await r.usage('k2', p)).used).toBe(7);
     const rate: Plan = { name: 'r', rps: 0.001, burst: 3 };
