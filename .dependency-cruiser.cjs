@@ -6,13 +6,20 @@
 // The gateway's wings in their import order (MOVES.md, gateway/README.md): a
 // wing imports only the wings after it; nothing imports the root (main.ts,
 // server.ts, app.ts), which composes them.
-const GATEWAY_WINGS = ['console', 'http', 'jobs', 'webhooks', 'deploy', 'calls', 'staging', 'upstream', 'core'];
+const GATEWAY_WINGS = ['console', 'http', 'jobs', 'webhooks', 'delivery', 'plans', 'deploy', 'calls', 'staging', 'upstream', 'core'];
 const gatewayWingRules = GATEWAY_WINGS.map((wing, i) => ({
   name: 'gateway-wing-order',
   severity: 'error',
   comment: `gateway/${wing}/ imports only the wings after it (${GATEWAY_WINGS.slice(i + 1).join(', ') || 'none'}), never an earlier wing or the root`,
   from: { path: `^gateway/${wing}/` },
-  to: { path: [`^gateway/[^/]+$`, ...GATEWAY_WINGS.slice(0, i + 1).filter((w) => w !== wing).map((w) => `^gateway/${w}/`)] },
+  to: {
+    path: [
+      `^gateway/[^/]+$`,
+      ...GATEWAY_WINGS.slice(0, i + 1)
+        .filter((w) => w !== wing)
+        .map((w) => `^gateway/${w}/`),
+    ],
+  },
 }));
 
 /** @type {import('dependency-cruiser').IConfiguration} */

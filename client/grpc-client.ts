@@ -13,8 +13,17 @@ import { DirectUnaryChannel } from './grpc-direct-unary.ts';
 import { LocalInferChannel, type LocalChannelOptions } from './local-infer-channel.ts';
 import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../protocol/kserve-messages.ts';
 import type {
-  CudaRegionStatus, InferenceRpcs, LogSettingValue, ModelIndex, ModelMetadataResponse, ModelStatistics, RegionStatus, RepositoryParameter,
-  ServerMetadataResponse, TraceSettingValues, UnaryRpc,
+  CudaRegionStatus,
+  InferenceRpcs,
+  LogSettingValue,
+  ModelIndex,
+  ModelMetadataResponse,
+  ModelStatistics,
+  RegionStatus,
+  RepositoryParameter,
+  ServerMetadataResponse,
+  TraceSettingValues,
+  UnaryRpc,
 } from '../protocol/kserve-rpcs.ts';
 
 export type {
@@ -228,9 +237,7 @@ export class TritonGrpcClient {
 
   /** Resolve once the channel is connected, or reject after timeoutMs. */
   waitForReady(timeoutMs: number): Promise<void> {
-    return new Promise((resolve, reject) =>
-      this.raw.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(err) : resolve())),
-    );
+    return new Promise((resolve, reject) => this.raw.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Close the channel; calls in flight fail with CANCELLED. */

@@ -262,14 +262,16 @@ class Attempt {
     const code = Number(this.status);
     if (code !== GrpcStatus.OK) return this.end({ code, details: this.message === undefined ? '' : decodeGrpcMessage(this.message) });
     const body = this.reader.message;
-    if (this.malformed || !body || body[0] !== 0) return this.end({ code: GrpcStatus.INTERNAL, details: 'Expected one uncompressed response message' });
+    if (this.malformed || !body || body[0] !== 0)
+      return this.end({ code: GrpcStatus.INTERNAL, details: 'Expected one uncompressed response message' });
     this.end({ ok: body.subarray(5) });
   }
 
   /** A stream that ended without a status, classified as grpc-js does; a refusal before any answer may be sent again. */
   private broken(details: string): Outcome {
     const s = this.stream;
-    if (s && !this.responded && s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: GrpcStatus.UNAVAILABLE, details, refused: true };
+    if (s && !this.responded && s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM)
+      return { code: GrpcStatus.UNAVAILABLE, details, refused: true };
     if (!s || s.session === undefined || s.session.destroyed || s.session.closed) return { code: GrpcStatus.UNAVAILABLE, details };
     if (s.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return { code: GrpcStatus.UNAVAILABLE, details };
     if (s.rstCode === http2.constants.NGHTTP2_CANCEL) return { code: GrpcStatus.CANCELLED, details };

@@ -18,7 +18,16 @@
 // coalesced per event-loop turn (local-frame-writer.ts). Event loop only.
 import net from 'node:net';
 import {
-  decodeError, decodeWelcome, encodeFrame, encodeHello, FrameType, frameTypeName, LOCAL_VERSION, LocalFrameReader, REQUEST_FIELDS_BYTES, requestHead,
+  decodeError,
+  decodeWelcome,
+  encodeFrame,
+  encodeHello,
+  FrameType,
+  frameTypeName,
+  LOCAL_VERSION,
+  LocalFrameReader,
+  REQUEST_FIELDS_BYTES,
+  requestHead,
 } from '../protocol/local-channel.ts';
 import { LocalFrameWriter } from '../protocol/local-frame-writer.ts';
 import { GrpcStatus, GrpcText } from '../protocol/grpc-status.ts';
@@ -79,7 +88,8 @@ export class LocalInferChannel {
 
   /** True when a ModelInferRequest of `bytes` can go over the channel now; else (re)connects if due, and the caller uses gRPC. */
   usable(bytes: number): boolean {
-    if (this.state === 'open') return bytes + REQUEST_HEAD_MAX <= this.maxRequestBytes && this.unsentBytes <= LOCAL_MAX_UNSENT_REQUEST_BYTES;
+    if (this.state === 'open')
+      return bytes + REQUEST_HEAD_MAX <= this.maxRequestBytes && this.unsentBytes <= LOCAL_MAX_UNSENT_REQUEST_BYTES;
     if (this.state === 'idle' && !this.closed && Date.now() >= this.retryAt) this.connect();
     return false;
   }
@@ -158,7 +168,8 @@ export class LocalInferChannel {
     }
     if (type === FrameType.WELCOME && this.state === 'connecting') {
       const w = decodeWelcome(payload);
-      if (typeof w === 'string' || w.version !== LOCAL_VERSION) return this.fail(typeof w === 'string' ? w : `engine chose version ${w.version}`);
+      if (typeof w === 'string' || w.version !== LOCAL_VERSION)
+        return this.fail(typeof w === 'string' ? w : `engine chose version ${w.version}`);
       this.maxRequestBytes = w.maxRequestBytes;
       this.state = 'open';
       this.lastWhy = undefined;
@@ -173,8 +184,10 @@ export class LocalInferChannel {
     const again = why === this.lastWhy;
     this.lastWhy = why;
     if (again && this.state !== 'open') return this.down(why);
-    if (this.state === 'open') this.opts.log?.(`local channel to the engine at ${this.path} lost (${why}); using gRPC, trying again in ${this.retryMs} ms`);
-    else if (this.state === 'connecting') this.opts.log?.(`local channel to the engine at ${this.path} not available (${why}); using gRPC, trying again in ${this.retryMs} ms`);
+    if (this.state === 'open')
+      this.opts.log?.(`local channel to the engine at ${this.path} lost (${why}); using gRPC, trying again in ${this.retryMs} ms`);
+    else if (this.state === 'connecting')
+      this.opts.log?.(`local channel to the engine at ${this.path} not available (${why}); using gRPC, trying again in ${this.retryMs} ms`);
     this.down(why);
   }
 

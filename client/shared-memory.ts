@@ -5,16 +5,7 @@
 // never engine internals.
 import { readdirSync, statSync } from 'node:fs';
 import { elementCount as countOf, elementSize, isDatatype, serializeBytes, typedView, type TypedArray } from '../protocol/tensor-codec.ts';
-import {
-  pageSize,
-  shmClose,
-  shmMap,
-  shmOpen,
-  shmSize,
-  shmTruncate,
-  shmUnlinkIfExists,
-  type ShmMapping,
-} from '../native/index.ts';
+import { pageSize, shmClose, shmMap, shmOpen, shmSize, shmTruncate, shmUnlinkIfExists, type ShmMapping } from '../native/index.ts';
 
 /** A region this process created or opened and mapped whole. */
 export interface ShmRegionHandle {

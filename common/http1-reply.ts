@@ -33,7 +33,7 @@ export function replyText(reply: Http1Reply, keepAlive: boolean, idleMs: number)
     text += `${name}: ${reply.headers[name]}\r\n`;
   }
   text += `Date: ${httpDate()}\r\n`;
-  if (!ownConnection) text += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(idleMs / 1000)}\r\n` : 'Connection: close\r\n';
+  if (!ownConnection)
+    text += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(idleMs / 1000)}\r\n` : 'Connection: close\r\n';
   return typeof reply.body === 'string' ? `${text}\r\n${reply.body}` : `${text}\r\n`;
 }
-

@@ -61,7 +61,9 @@ function write(line: string): void {
  * named). Throws when the file cannot be opened; the old sink stays then.
  */
 export function setLogFile(file: string | undefined, flags = 0): void {
-  const next = file ? { path: file, fd: fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_APPEND | flags, 0o644) } : undefined;
+  const next = file
+    ? { path: file, fd: fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_APPEND | flags, 0o644) }
+    : undefined;
   const prev = logFile;
   logFile = next;
   if (prev) fs.closeSync(prev.fd);

@@ -21,7 +21,8 @@ async function main(): Promise<void> {
   // TRITONISH_ENGINE_ADMIN_KEY is the Helm chart's source for them.
   for (const v of [...Object.values(RESTRICTED_ENV), 'TRITONISH_ENGINE_ADMIN_KEY']) delete process.env[v];
   setLogVerbose(opts.logVerbose);
-  if (opts.backendDirectory) log.info(`--backend-directory=${opts.backendDirectory} accepted and ignored: this engine's backends are built in`);
+  if (opts.backendDirectory)
+    log.info(`--backend-directory=${opts.backendDirectory} accepted and ignored: this engine's backends are built in`);
   // Signals are taken from the first moment: one during start-up (a pod
   // deleted while its models load) stops the engine as soon as loading ends,
   // so Python stubs and worker threads are shut down, not orphaned. Loading

@@ -19,6 +19,8 @@ import { mountConsole, type ConsoleDeps } from './console/console-routes.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 import type { GatewayEnv } from './core/gateway-env.ts';
 import type { CallGate } from './http/direct-call.ts';
+import { mountRolloutRoutes, type RolloutRouteDeps } from './delivery/rollout-routes.ts';
+import { mountPlanRoutes, type PlanRouteDeps } from './plans/plan-routes.ts';
 
 export interface AppDeps extends InvokeDeps {
   store: LeaseStore;
@@ -30,6 +32,10 @@ export interface AppDeps extends InvokeDeps {
   deployer?: FunctionDeployer;
   /** The admin bearer token (default: GATEWAY_ADMIN_TOKEN at request time). */
   adminToken?: () => string | undefined;
+  /** Rollout admin routes (gateway/delivery/); absent: none. */
+  rollouts?: RolloutRouteDeps;
+  /** Usage plan routes (gateway/plans/); absent: none. */
+  planRoutes?: PlanRouteDeps;
   /** The web console under /console (gateway/console/); absent: no console. */
   console?: ConsoleDeps;
 }
@@ -80,7 +86,9 @@ function replyError(err: Error, c: Context<GatewayEnv>): Response {
   const transfer = c.get('transfer') ?? 'inline';
   c.header('X-Payload-Transfer', transfer);
   if (err instanceof GatewayError) {
-    if (err.status >= 500) log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
+    if (err.headers) for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+    if (err.status >= 500)
+      log.warn(`${c.req.method} ${c.req.path}: ${err.code}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}`);
     return c.json(err.toJSON(), err.status);
   }
   if (err instanceof HTTPException) return err.getResponse();
@@ -95,11 +103,21 @@ async function readiness(deps: AppDeps, calls: CallCount): Promise<{ body: Recor
   const ready = engineReady && !calls.draining;
   const body = {
     ready,
-    ...(calls.draining ? { reason: 'shutting down' } : !engineReady ? { reason: `engine at ${deps.engine.address} is not reachable or not ready` } : {}),
+    ...(calls.draining
+      ? { reason: 'shutting down' }
+      : !engineReady
+        ? { reason: `engine at ${deps.engine.address} is not reachable or not ready` }
+        : {}),
     engine: { address: deps.engine.address, up: deps.engine.up, ready: engineReady },
     leaseStore: { kind: deps.store.kind, state: deps.store.state },
     staging: staging
-      ? { enabled: staging.staging, reason: staging.reason, leasesHeld: staging.leasesHeld, bytesInUse: staging.bytesInUse, capacity: staging.capacity }
+      ? {
+          enabled: staging.staging,
+          reason: staging.reason,
+          leasesHeld: staging.leasesHeld,
+          bytesInUse: staging.bytesInUse,
+          capacity: staging.capacity,
+        }
       : { enabled: false, reason: 'no staging arena (shm disabled)' },
     reaped: deps.reaped?.() ?? 0,
     inflight: calls.inflight,
@@ -158,6 +176,8 @@ export function createApp(deps: AppDeps): GatewayApp {
   mountCallRoutes(app, deps, calls);
   if (deps.jobs) mountJobRoutes(app, deps.jobs, (name) => deps.registry.definitions().find((d) => d.name === name));
   if (deps.deployer) mountAdminRoutes(app, deps.deployer, deps.adminToken);
+  if (deps.deployer && deps.rollouts) mountRolloutRoutes(app, deps.rollouts);
+  if (deps.planRoutes) mountPlanRoutes(app, deps.planRoutes, deps.adminToken);
   const consoleUi = deps.console ? mountConsole(app, { adminToken: deps.adminToken, ...deps.console }) : undefined;
   const gate: CallGate = { open: () => !calls.draining, enter: () => calls.enter(), leave: () => calls.leave() };
   return {

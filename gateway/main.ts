@@ -29,36 +29,94 @@ export function parseArgs(argv: string[]): GatewayOptions {
     if (!m) throw new Error(`unexpected argument '${arg}'`);
     const [, k, v = 'true'] = m;
     switch (k) {
-      case 'port': o.port = num(k!, v); break;
-      case 'host': o.host = v; break;
-      case 'engine': o.engine = v; break;
-      case 'engine-local-socket': o.engineLocalSocket = v; break;
-      case 'engine-http': o.engineHttp = v; break;
-      case 'functions': o.functions = v; break;
-      case 'redis-url': o.redisUrl = v; break;
-      case 'shm-threshold': o.shmThreshold = num(k!, v); break;
-      case 'lease-ttl-ms': o.leaseTtlMs = num(k!, v); break;
-      case 'shm': o.shm = v !== 'false'; break;
-      case 'arena-regions': o.arenaRegions = num(k!, v); break;
-      case 'arena-region-bytes': o.arenaRegionBytes = num(k!, v); break;
-      case 'prefix': o.prefix = v; break;
-      case 'lease-namespace': o.leaseNamespace = v; break;
-      case 'drain-ms': o.drainMs = num(k!, v); break;
-      case 'jobs-concurrency': o.jobsConcurrency = num(k!, v); break;
-      case 'job-claim-idle-ms': o.jobClaimIdleMs = num(k!, v); break;
-      case 'redis-namespace': o.redisNamespace = v; break;
-      case 'console': o.console = v !== 'false'; break;
-      case 'presence-ttl-ms': o.presenceTtlMs = num(k!, v); break;
-      case 'header-timeout-ms': o.timeouts = { ...o.timeouts, headersMs: num(k!, v) }; break;
-      case 'body-timeout-ms': o.timeouts = { ...o.timeouts, bodyMs: num(k!, v) }; break;
-      case 'idle-timeout-ms': o.timeouts = { ...o.timeouts, idleMs: num(k!, v) }; break;
-      case 'direct-route': o.directRoute = v !== 'false'; break;
-      case 'http1-front': o.http1Front = v !== 'false'; break;
-      case 'max-calls-per-connection': o.admission = { ...o.admission, perConnection: Math.max(1, num(k!, v)) }; break;
-      case 'max-queued-per-connection': o.admission = { ...o.admission, perConnectionQueue: num(k!, v) }; break;
-      case 'max-calls-in-flight': o.admission = { ...o.admission, total: Math.max(1, num(k!, v)) }; break;
-      case 'help': throw new Error(USAGE);
-      default: throw new Error(`unknown flag --${k}\n${USAGE}`);
+      case 'port':
+        o.port = num(k!, v);
+        break;
+      case 'host':
+        o.host = v;
+        break;
+      case 'engine':
+        o.engine = v;
+        break;
+      case 'engine-local-socket':
+        o.engineLocalSocket = v;
+        break;
+      case 'engine-http':
+        o.engineHttp = v;
+        break;
+      case 'functions':
+        o.functions = v;
+        break;
+      case 'redis-url':
+        o.redisUrl = v;
+        break;
+      case 'shm-threshold':
+        o.shmThreshold = num(k!, v);
+        break;
+      case 'lease-ttl-ms':
+        o.leaseTtlMs = num(k!, v);
+        break;
+      case 'shm':
+        o.shm = v !== 'false';
+        break;
+      case 'arena-regions':
+        o.arenaRegions = num(k!, v);
+        break;
+      case 'arena-region-bytes':
+        o.arenaRegionBytes = num(k!, v);
+        break;
+      case 'prefix':
+        o.prefix = v;
+        break;
+      case 'lease-namespace':
+        o.leaseNamespace = v;
+        break;
+      case 'drain-ms':
+        o.drainMs = num(k!, v);
+        break;
+      case 'jobs-concurrency':
+        o.jobsConcurrency = num(k!, v);
+        break;
+      case 'job-claim-idle-ms':
+        o.jobClaimIdleMs = num(k!, v);
+        break;
+      case 'redis-namespace':
+        o.redisNamespace = v;
+        break;
+      case 'console':
+        o.console = v !== 'false';
+        break;
+      case 'presence-ttl-ms':
+        o.presenceTtlMs = num(k!, v);
+        break;
+      case 'header-timeout-ms':
+        o.timeouts = { ...o.timeouts, headersMs: num(k!, v) };
+        break;
+      case 'body-timeout-ms':
+        o.timeouts = { ...o.timeouts, bodyMs: num(k!, v) };
+        break;
+      case 'idle-timeout-ms':
+        o.timeouts = { ...o.timeouts, idleMs: num(k!, v) };
+        break;
+      case 'direct-route':
+        o.directRoute = v !== 'false';
+        break;
+      case 'http1-front':
+        o.http1Front = v !== 'false';
+        break;
+      case 'max-calls-per-connection':
+        o.admission = { ...o.admission, perConnection: Math.max(1, num(k!, v)) };
+        break;
+      case 'max-queued-per-connection':
+        o.admission = { ...o.admission, perConnectionQueue: num(k!, v) };
+        break;
+      case 'max-calls-in-flight':
+        o.admission = { ...o.admission, total: Math.max(1, num(k!, v)) };
+        break;
+      case 'help':
+        throw new Error(USAGE);
+      default:
+        throw new Error(`unknown flag --${k}\n${USAGE}`);
     }
   }
   return o;

@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // Assembles and runs one gateway: engine client, lease store (Redis when a
 // URL is given, memory otherwise), function registry, staging arena, reaper,
 // metrics and the Hono app on @hono/node-server. stop() is the graceful
@@ -37,6 +38,7 @@ import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
 import { GatewayPresence } from './upstream/gateway-presence.ts';
 import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
+import { startDelivery, type Delivery } from './delivery/delivery-wiring.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http/http-timeouts.ts';
 
 export interface GatewayOptions {
@@ -86,6 +88,10 @@ export interface GatewayOptions {
   directRoute?: boolean;
   /** Serve plain, complete direct calls on the lean HTTP/1.1 front (direct-front.ts; default true); false: node:http reads every request. */
   http1Front?: boolean;
+  /** Rollout tick: counts pushed, store followed, gates judged (ms, default 200; delivery/). */
+  rolloutTickMs?: number;
+  /** How often usage plans are re-read from the store (ms, default 1000; plans/). */
+  planPollMs?: number;
   /** Calls in flight per connection and per gateway (call-admission.ts); each defaults to DEFAULT_ADMISSION. */
   admission?: Partial<AdmissionLimits>;
 }
@@ -105,6 +111,8 @@ export interface RunningGateway {
   runner: JobRunner;
   deployer: FunctionDeployer;
   presence?: GatewayPresence;
+  /** Rollouts and usage plans (delivery/, plans/). */
+  delivery: Delivery;
   stop(): Promise<void>;
 }
 
@@ -113,7 +121,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const prefix = o.prefix ?? 'tgw';
   const ownerId = newOwnerId();
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
-  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', { localSocket: o.engineLocalSocket, localRetryMs: o.engineLocalRetryMs, httpAddress: o.engineHttp });
+  const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', {
+    localSocket: o.engineLocalSocket,
+    localRetryMs: o.engineLocalRetryMs,
+    httpAddress: o.engineHttp,
+  });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;
   const store = await openLeaseStore(redisUrl, leaseNamespace);
@@ -127,25 +139,49 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const { arena, reaper } = await startStaging(o, engine, store, { ownerId, prefix, leaseTtlMs });
 
   const admission = new CallAdmission(o.admission);
-  const metrics = new GatewayMetrics({
-    admission,
-    arena: arena ? () => arena.status() : undefined,
-    engineUp: () => engine.up,
-    localCalls: () => engine.localCalls,
-    storeUp: () => store.state === 'up',
-    reaped: () => reaper.reapedTotal,
-  }, true);
+  const metrics = new GatewayMetrics(
+    {
+      admission,
+      arena: arena ? () => arena.status() : undefined,
+      engineUp: () => engine.up,
+      localCalls: () => engine.localCalls,
+      storeUp: () => store.state === 'up',
+      reaped: () => reaper.reapedTotal,
+    },
+    true,
+  );
   // Async jobs and deployed bundles: in Redis when configured (shared by replicas), else in this process only.
   const ns = o.redisNamespace ?? 'tgw';
   // Across hosts: heartbeat, and clean up after gateways that died without stopping (gateway-presence.ts).
-  const presence = redisUrl ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) }) : undefined;
+  const presence = redisUrl
+    ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) })
+    : undefined;
   await presence?.start();
   const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
   const deployer = await startDeployer(o, bundles, registry, engine, definitions);
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
   const tracing = otlpUrl ? new GatewayTracing(otlpUrl) : undefined;
-  const invokeDeps = { registry, engine, arena, metrics, shmThreshold: o.shmThreshold ?? 65536, tracing };
+  const delivery = await startDelivery({
+    redisUrl,
+    namespace: ns,
+    owner: ownerId,
+    registry,
+    engine,
+    deployer,
+    tickMs: o.rolloutTickMs,
+    planPollMs: o.planPollMs,
+  });
+  const invokeDeps = {
+    registry,
+    engine,
+    arena,
+    metrics,
+    shmThreshold: o.shmThreshold ?? 65536,
+    tracing,
+    delivery: delivery.manager,
+    plans: delivery.plans,
+  };
   const runner = new JobRunner({
     queue: jobs,
     consumer: ownerId,
@@ -161,7 +197,21 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     reaped: () => reaper.reapedTotal,
     jobs: { queue: jobs },
     deployer,
-    ...(o.console === false ? {} : { console: { engine, registry, metrics, jobs, deployer, sampleMs: o.consoleSampleMs } }),
+    rollouts: delivery.routes,
+    planRoutes: { plans: delivery.plans },
+    ...(o.console === false
+      ? {}
+      : {
+          console: {
+            engine,
+            registry,
+            metrics,
+            jobs,
+            deployer,
+            sampleMs: o.consoleSampleMs,
+            delivery: { rollouts: delivery.store, plans: delivery.plans },
+          },
+        }),
   });
 
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
@@ -170,7 +220,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const listener = admission.listener(o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener));
   const server = createServer(timeoutServerOptions(timeouts), listener);
   const frontHandler = admission.front(directCallFront(directDeps));
-  const front = o.directRoute === false || o.http1Front === false ? undefined : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
+  const front =
+    o.directRoute === false || o.http1Front === false
+      ? undefined
+      : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));
   handleClientErrors(server, timeouts);
   const port = (server.address() as AddressInfo).port;
@@ -190,6 +243,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       await closed;
       await runner.stop(o.drainMs ?? 10_000); // unfinished jobs stay pending (Redis) for another runner
       await jobs.close();
+      await delivery.stop();
       await bundles.close();
       await presence?.stop();
       await reaper.stop();
@@ -200,7 +254,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
       log.info('gateway stopped: regions unregistered and unlinked, leases released');
     })());
 
-  return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, stop };
+  return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
 }
 
 /** Leases in Redis when configured (shared by replicas; inline calls until it is reachable), else in this process. */
@@ -213,7 +267,10 @@ async function openLeaseStore(redisUrl: string | undefined, namespace: string): 
 
 /** The staging arena (unless shm is off) and the reaper of crashed owners' regions, both started. */
 async function startStaging(
-  o: GatewayOptions, engine: EngineClient, store: LeaseStore, who: { ownerId: string; prefix: string; leaseTtlMs: number },
+  o: GatewayOptions,
+  engine: EngineClient,
+  store: LeaseStore,
+  who: { ownerId: string; prefix: string; leaseTtlMs: number },
 ): Promise<{ arena: StagingArena | undefined; reaper: Reaper }> {
   let arena: StagingArena | undefined;
   if (o.shm !== false) {
@@ -236,7 +293,11 @@ async function startStaging(
 
 /** The deployer, attached to its bundle store; while that store is down, the functions folder serves and attaching is retried. */
 async function startDeployer(
-  o: GatewayOptions, bundles: BundleStore, registry: FunctionRegistry, engine: EngineClient, definitions: FunctionDefinition[],
+  o: GatewayOptions,
+  bundles: BundleStore,
+  registry: FunctionRegistry,
+  engine: EngineClient,
+  definitions: FunctionDefinition[],
 ): Promise<FunctionDeployer> {
   const deployer = new FunctionDeployer({ store: bundles, registry, checkTarget: engineTargetCheck(engine) });
   try {

@@ -33,7 +33,11 @@ export function buildClipEncoder(): BuiltModel {
   x = g.gemm(x, 512);
   g.l2Normalize(x, 'image_embeds');
   g.output('image_embeds', ElemType.FLOAT, ['batch', 512]);
-  return { name: g.name, bytes: g.build('CLIP-style image encoder stand-in: random weights, unit-norm 512-d embeddings'), flopsPerSample: g.flops };
+  return {
+    name: g.name,
+    bytes: g.build('CLIP-style image encoder stand-in: random weights, unit-norm 512-d embeddings'),
+    flopsPerSample: g.flops,
+  };
 }
 
 /** Harmful-image filter: small CNN (3→16, pool, 16→32→64) + Gemm to 2 + softmax [safe, harmful]. */
@@ -48,7 +52,11 @@ export function buildHarmfulFilter(): BuiltModel {
   x = g.gemm(x, 2);
   g.softmax(x, 'probabilities');
   g.output('probabilities', ElemType.FLOAT, ['batch', 2]);
-  return { name: g.name, bytes: g.build('Harmful-image filter stand-in: random weights, softmax over [safe, harmful]'), flopsPerSample: g.flops };
+  return {
+    name: g.name,
+    bytes: g.build('Harmful-image filter stand-in: random weights, softmax over [safe, harmful]'),
+    flopsPerSample: g.flops,
+  };
 }
 
 /** Product recommender: MLP 64→256→256→100 with ReLU, sigmoid scores per product. */
@@ -60,7 +68,11 @@ export function buildProductRecommender(): BuiltModel {
   x = g.gemm(x, 100);
   g.sigmoid(x, 'scores');
   g.output('scores', ElemType.FLOAT, ['batch', 100]);
-  return { name: g.name, bytes: g.build('Product recommender stand-in: random-weight MLP, sigmoid score per product'), flopsPerSample: g.flops };
+  return {
+    name: g.name,
+    bytes: g.build('Product recommender stand-in: random-weight MLP, sigmoid score per product'),
+    flopsPerSample: g.flops,
+  };
 }
 
 export const BUNDLED_MODELS: Record<string, () => BuiltModel> = {

@@ -79,7 +79,10 @@ export class GraphBuilder {
   /** Floating-point operations per sample (multiply-add = 2), counted by the layer helpers. */
   flops = 0;
 
-  constructor(readonly name: string, seed: number) {
+  constructor(
+    readonly name: string,
+    seed: number,
+  ) {
     this.rand = prng(seed);
   }
 
@@ -169,7 +172,11 @@ export class GraphBuilder {
     const W = this.randomWeight('conv_w', [outC, c, k, k], c * k * k);
     const B = this.randomBias('conv_b', outC);
     this.flops += 2 * outC * ho * wo * c * k * k;
-    return this.node('Conv', [x, W, B], { kernel_shape: [k, k], strides: [stride, stride], pads: [pad, pad, pad, pad] }, out, [outC, ho, wo]);
+    return this.node('Conv', [x, W, B], { kernel_shape: [k, k], strides: [stride, stride], pads: [pad, pad, pad, pad] }, out, [
+      outC,
+      ho,
+      wo,
+    ]);
   }
 
   relu(x: string, out?: string): string {

@@ -99,10 +99,7 @@ export function liveMappings(): number {
 }
 
 /** shm_open; `exclusive` implies `create`; mode defaults to 0600. */
-export function shmOpen(
-  key: string,
-  opts: { create?: boolean; exclusive?: boolean; readOnly?: boolean; mode?: number } = {},
-): ShmFd {
+export function shmOpen(key: string, opts: { create?: boolean; exclusive?: boolean; readOnly?: boolean; mode?: number } = {}): ShmFd {
   checkKey(key, 'shm_open');
   const mode = opts.mode ?? 0o600;
   if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new RangeError(`invalid mode ${mode}`);

@@ -43,14 +43,19 @@ function exactValues(buf: Uint8Array, start: number, end: number): { int64?: big
         else if (field === UINT64_FIELD) out.uint64 = v;
         break;
       }
-      case 1: pos += 8; break;
+      case 1:
+        pos += 8;
+        break;
       case 2: {
         const [len, q] = varint64(buf, pos);
         pos = q + Number(len);
         break;
       }
-      case 5: pos += 4; break;
-      default: throw new Error(`wire type ${tag & 7n} in InferParameter`);
+      case 5:
+        pos += 4;
+        break;
+      default:
+        throw new Error(`wire type ${tag & 7n} in InferParameter`);
     }
   }
   return out;

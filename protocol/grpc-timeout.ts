@@ -19,7 +19,12 @@ export function parseGrpcTimeout(value: string): number | undefined {
   return m ? (Number(m[1]) * UNIT_MS[m[2]!]!) | 0 : undefined;
 }
 
-const UNITS: ReadonlyArray<readonly [string, number]> = [['m', 1], ['S', 1000], ['M', 60_000], ['H', 3_600_000]];
+const UNITS: ReadonlyArray<readonly [string, number]> = [
+  ['m', 1],
+  ['S', 1000],
+  ['M', 60_000],
+  ['H', 3_600_000],
+];
 
 /** The header value for `ms` from now (at least 1 ms). */
 export function formatGrpcTimeout(ms: number): string {

@@ -14,7 +14,19 @@
 // as aborted.
 import type { Socket } from 'node:net';
 import {
-  DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Flag, FRAME_HEADER_BYTES, FrameType, goawayFrame, H2Error, MAX_WINDOW, putFrameHeader, rstStreamFrame, Setting, settingsFrame, windowUpdateFrame,
+  DEFAULT_MAX_FRAME,
+  DEFAULT_WINDOW,
+  Flag,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  goawayFrame,
+  H2Error,
+  MAX_WINDOW,
+  putFrameHeader,
+  rstStreamFrame,
+  Setting,
+  settingsFrame,
+  windowUpdateFrame,
 } from './h2-frames.ts';
 import { H2Stream, type StreamOwner } from './h2-stream.ts';
 import { FrameReader, unpad } from './h2-frame-reader.ts';
@@ -76,12 +88,21 @@ export class H2ServerConnection implements StreamOwner {
     this.maxBlockBytes = 4 * l.maxHeaderListBytes;
     this.resets = new ResetBudget(l.resetBurst, l.resetsPerSecond, performance.now());
     this.recvWindow = opts.connectionWindow;
-    this.reader = new FrameReader(opts.maxFrameSize, (t, f, sid, p) => this.onFrame(t, f, sid, p), (code, why) => this.fail(code, why));
+    this.reader = new FrameReader(
+      opts.maxFrameSize,
+      (t, f, sid, p) => this.onFrame(t, f, sid, p),
+      (code, why) => this.fail(code, why),
+    );
     socket.setNoDelay(true);
-    this.out(settingsFrame([
-      [Setting.MAX_FRAME_SIZE, opts.maxFrameSize], [Setting.INITIAL_WINDOW_SIZE, opts.streamWindow], [Setting.ENABLE_PUSH, 0],
-      [Setting.MAX_CONCURRENT_STREAMS, l.maxConcurrentStreams], [Setting.MAX_HEADER_LIST_SIZE, l.maxHeaderListBytes],
-    ]));
+    this.out(
+      settingsFrame([
+        [Setting.MAX_FRAME_SIZE, opts.maxFrameSize],
+        [Setting.INITIAL_WINDOW_SIZE, opts.streamWindow],
+        [Setting.ENABLE_PUSH, 0],
+        [Setting.MAX_CONCURRENT_STREAMS, l.maxConcurrentStreams],
+        [Setting.MAX_HEADER_LIST_SIZE, l.maxHeaderListBytes],
+      ]),
+    );
     if (l.idleTimeoutMs > 0) this.idle = setTimeout(() => this.streams.size === 0 && this.shutdown(), l.idleTimeoutMs).unref();
     if (opts.connectionWindow > DEFAULT_WINDOW) this.out(windowUpdateFrame(0, opts.connectionWindow - DEFAULT_WINDOW));
     socket.on('data', (chunk: Buffer) => {
@@ -129,7 +150,8 @@ export class H2ServerConnection implements StreamOwner {
         b.parts.push(p);
         b.bytes += p.length;
         if (b.bytes > this.maxBlockBytes) return this.fail(H2Error.ENHANCE_YOUR_CALM, `header block over ${this.maxBlockBytes} bytes`);
-        if (++b.frames > this.limits.maxContinuations && !(flags & Flag.END_HEADERS)) return this.fail(H2Error.ENHANCE_YOUR_CALM, `more than ${this.limits.maxContinuations} CONTINUATION frames`);
+        if (++b.frames > this.limits.maxContinuations && !(flags & Flag.END_HEADERS))
+          return this.fail(H2Error.ENHANCE_YOUR_CALM, `more than ${this.limits.maxContinuations} CONTINUATION frames`);
         if (!(flags & Flag.END_HEADERS)) return;
         this.block = undefined;
         return this.onHeaderBlock(sid, b.flags, Buffer.concat(b.parts));
@@ -186,7 +208,8 @@ export class H2ServerConnection implements StreamOwner {
     if (how === 'peer-ended') this.fail(H2Error.STREAM_CLOSED, `${what} on stream ${sid} after its END_STREAM`);
     else if (how === 'peer-reset') this.streamError(sid, H2Error.STREAM_CLOSED);
     // §5.1.1: a new stream's id must be above every earlier one (DATA of a stream closed long ago is dropped).
-    else if (how === undefined && what === 'HEADERS') this.fail(H2Error.PROTOCOL_ERROR, `HEADERS opening stream ${sid}, not above stream ${this.lastStreamId}`);
+    else if (how === undefined && what === 'HEADERS')
+      this.fail(H2Error.PROTOCOL_ERROR, `HEADERS opening stream ${sid}, not above stream ${this.lastStreamId}`);
     return undefined; // we reset it: its frames in flight are ignored
   }
 
@@ -233,7 +256,8 @@ export class H2ServerConnection implements StreamOwner {
     if (flags & SELF_DEPENDENT) return this.streamError(sid, H2Error.PROTOCOL_ERROR);
     if (this.streams.size >= this.limits.maxConcurrentStreams) return this.streamError(sid, H2Error.REFUSED_STREAM);
     const length = declaredLength(decoded.fields);
-    if (requestFault(decoded.fields) || Number.isNaN(length) || (flags & Flag.END_STREAM && length)) return this.streamError(sid, H2Error.PROTOCOL_ERROR);
+    if (requestFault(decoded.fields) || Number.isNaN(length) || (flags & Flag.END_STREAM && length))
+      return this.streamError(sid, H2Error.PROTOCOL_ERROR);
     const stream = new H2Stream(sid, toHeaders(decoded.fields), this, this.peerInitialWindow, this.opts.streamWindow);
     stream.declaredLength = length;
     this.streams.set(sid, stream);
@@ -254,7 +278,8 @@ export class H2ServerConnection implements StreamOwner {
   private controlReply(type: number, payload?: Buffer): void {
     this.sendFrame(type, Flag.ACK, 0, payload);
     if (this.socket.writableLength < CONTROL_SLACK) this.queuedControl = 0;
-    else if (++this.queuedControl > this.limits.maxQueuedControl) this.drop(`more than ${this.limits.maxQueuedControl} control replies queued for a peer that does not read`);
+    else if (++this.queuedControl > this.limits.maxQueuedControl)
+      this.drop(`more than ${this.limits.maxQueuedControl} control replies queued for a peer that does not read`);
   }
 
   private onSettings(flags: number, sid: number, p: Buffer): void {
@@ -360,7 +385,8 @@ export class H2ServerConnection implements StreamOwner {
   /** Queue bytes for the socket; everything queued in one tick goes out in one writev. */
   private out(b: Uint8Array): void {
     if (this.socket.destroyed) return;
-    if (this.socket.writableLength > this.limits.maxBufferedBytes) return this.drop(`more than ${this.limits.maxBufferedBytes} bytes queued for a peer that does not read`);
+    if (this.socket.writableLength > this.limits.maxBufferedBytes)
+      return this.drop(`more than ${this.limits.maxBufferedBytes} bytes queued for a peer that does not read`);
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();

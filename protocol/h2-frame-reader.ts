@@ -37,7 +37,8 @@ export class FrameReader {
     this.need = FRAME_HEADER_BYTES;
     while (data.length - off >= FRAME_HEADER_BYTES) {
       const len = (data[off]! << 16) | (data[off + 1]! << 8) | data[off + 2]!;
-      if (len > this.maxFrameSize) return this.fail(H2Error.FRAME_SIZE_ERROR, `frame of ${len} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`);
+      if (len > this.maxFrameSize)
+        return this.fail(H2Error.FRAME_SIZE_ERROR, `frame of ${len} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`);
       if (data.length - off - FRAME_HEADER_BYTES < len) {
         this.need = FRAME_HEADER_BYTES + len;
         break;

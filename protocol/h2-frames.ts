@@ -41,7 +41,14 @@ export const H2Error = {
   ENHANCE_YOUR_CALM: 0xb,
 } as const;
 
-export const Setting = { HEADER_TABLE_SIZE: 1, ENABLE_PUSH: 2, MAX_CONCURRENT_STREAMS: 3, INITIAL_WINDOW_SIZE: 4, MAX_FRAME_SIZE: 5, MAX_HEADER_LIST_SIZE: 6 } as const;
+export const Setting = {
+  HEADER_TABLE_SIZE: 1,
+  ENABLE_PUSH: 2,
+  MAX_CONCURRENT_STREAMS: 3,
+  INITIAL_WINDOW_SIZE: 4,
+  MAX_FRAME_SIZE: 5,
+  MAX_HEADER_LIST_SIZE: 6,
+} as const;
 
 /** RFC 9113's defaults, what a peer has until its SETTINGS say otherwise. */
 export const DEFAULT_WINDOW = 65_535;

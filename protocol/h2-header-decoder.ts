@@ -21,7 +21,9 @@ interface HpackDecompressor {
   _processUpdate(): void;
   _decoder: { decodeInt(): number };
 }
-const hpack = createRequire(import.meta.url)('hpack.js') as { decompressor: { create(o: { table: { maxSize: number } }): HpackDecompressor } };
+const hpack = createRequire(import.meta.url)('hpack.js') as {
+  decompressor: { create(o: { table: { maxSize: number } }): HpackDecompressor };
+};
 
 /** SETTINGS_HEADER_TABLE_SIZE: we advertise the default. */
 export const HEADER_TABLE_SIZE = 4096;
@@ -58,7 +60,8 @@ export class HeaderDecoder {
     d._processUpdate = () => {
       const size = d._decoder.decodeInt();
       if (this.fields.length > 0 || this.over) throw new Error('dynamic table size update after a header field (RFC 7541 §4.2)');
-      if (size > HEADER_TABLE_SIZE) throw new Error(`dynamic table size update to ${size}, above SETTINGS_HEADER_TABLE_SIZE ${HEADER_TABLE_SIZE}`);
+      if (size > HEADER_TABLE_SIZE)
+        throw new Error(`dynamic table size update to ${size}, above SETTINGS_HEADER_TABLE_SIZE ${HEADER_TABLE_SIZE}`);
       d.updateTableSize(size);
     };
   }

@@ -58,9 +58,11 @@ export function parseH2Limits(flags: readonly string[]): H2Limits {
   for (const f of flags) {
     const m = /^([a-z-]+)=(\d+)$/.exec(f);
     const key = m ? H2_LIMIT_NAMES[m[1]!] : undefined;
-    if (!m || !key) throw new Error(`--grpc-h2-limit: expected NAME=INTEGER with NAME one of ${Object.keys(H2_LIMIT_NAMES).join(', ')}; got '${f}'`);
+    if (!m || !key)
+      throw new Error(`--grpc-h2-limit: expected NAME=INTEGER with NAME one of ${Object.keys(H2_LIMIT_NAMES).join(', ')}; got '${f}'`);
     const v = Number(m[2]);
-    if (!Number.isSafeInteger(v) || (v === 0 && key !== 'idleTimeoutMs')) throw new Error(`--grpc-h2-limit: ${m[1]} must be a positive integer, got '${m[2]}'`);
+    if (!Number.isSafeInteger(v) || (v === 0 && key !== 'idleTimeoutMs'))
+      throw new Error(`--grpc-h2-limit: ${m[1]} must be a positive integer, got '${m[2]}'`);
     out[key] = v;
   }
   return out;

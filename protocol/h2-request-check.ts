@@ -13,7 +13,8 @@ function badName(name: string): string | undefined {
   if (name.length === 0) return 'an empty field name';
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);
-    if (c <= 0x20 || c >= 0x7f || (c >= 0x41 && c <= 0x5a) || (c === 0x3a && i > 0)) return `field name '${name}' has a character HTTP/2 forbids (RFC 9113 §8.2.1)`;
+    if (c <= 0x20 || c >= 0x7f || (c >= 0x41 && c <= 0x5a) || (c === 0x3a && i > 0))
+      return `field name '${name}' has a character HTTP/2 forbids (RFC 9113 §8.2.1)`;
   }
   return undefined;
 }
@@ -23,7 +24,8 @@ function badValue(name: string, v: string): string | undefined {
   if (v.length === 0) return undefined;
   const first = v.charCodeAt(0);
   const last = v.charCodeAt(v.length - 1);
-  if (first === 0x20 || first === 0x09 || last === 0x20 || last === 0x09) return `field '${name}' value starts or ends with whitespace (RFC 9113 §8.2.1)`;
+  if (first === 0x20 || first === 0x09 || last === 0x20 || last === 0x09)
+    return `field '${name}' value starts or ends with whitespace (RFC 9113 §8.2.1)`;
   for (let i = 0; i < v.length; i++) {
     const c = v.charCodeAt(i);
     if (c === 0 || c === 0x0a || c === 0x0d) return `field '${name}' value has NUL, CR or LF (RFC 9113 §8.2.1)`;
@@ -45,7 +47,8 @@ export function requestFault(fields: readonly string[]): string | undefined {
     if (why) return why;
     if (name.charCodeAt(0) === 0x3a) {
       if (regular) return `pseudo-header ${name} after a regular field (RFC 9113 §8.3)`;
-      if (!REQUEST_PSEUDO.has(name)) return name === ':status' ? ':status in a request (RFC 9113 §8.3.1)' : `unknown pseudo-header ${name} (RFC 9113 §8.3)`;
+      if (!REQUEST_PSEUDO.has(name))
+        return name === ':status' ? ':status in a request (RFC 9113 §8.3.1)' : `unknown pseudo-header ${name} (RFC 9113 §8.3)`;
       if (name === ':method') {
         if (method !== undefined) return 'duplicate :method (RFC 9113 §8.3.1)';
         method = value;
@@ -66,7 +69,8 @@ export function requestFault(fields: readonly string[]): string | undefined {
     if (name === 'te' && value !== 'trailers') return `te: '${value}', only 'trailers' is allowed (RFC 9113 §8.2.2)`;
   }
   if (method === undefined) return 'no :method (RFC 9113 §8.3.1)';
-  if (method === 'CONNECT') return scheme || path !== undefined || !authority ? 'CONNECT needs :authority and no :scheme or :path (RFC 9113 §8.5)' : undefined;
+  if (method === 'CONNECT')
+    return scheme || path !== undefined || !authority ? 'CONNECT needs :authority and no :scheme or :path (RFC 9113 §8.5)' : undefined;
   if (!scheme) return 'no :scheme (RFC 9113 §8.3.1)';
   if (path === undefined || path === '') return 'no :path or an empty one (RFC 9113 §8.3.1)';
   return undefined;

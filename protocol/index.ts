@@ -47,11 +47,7 @@ export const TO_OBJECT: protobuf.IConversionOptions = {
 
 // Messages on the hot path carry no enums: encode them as they are, skipping
 // fromObject's copy. Everything else goes through fromObject (enum names).
-const DIRECT = new Set([
-  'inference.ModelInferRequest',
-  'inference.ModelInferResponse',
-  'inference.ModelStreamInferResponse',
-]);
+const DIRECT = new Set(['inference.ModelInferRequest', 'inference.ModelInferResponse', 'inference.ModelStreamInferResponse']);
 
 function serializer(t: protobuf.Type): (v: object) => Buffer {
   const direct = DIRECT.has(t.fullName.replace(/^\./, ''));

@@ -62,7 +62,12 @@ export type ModelStatistics = {
   inference_count: number;
   execution_count: number;
   inference_stats: InferStatistics;
-  batch_stats: Array<{ batch_size: number; compute_input: StatisticDuration; compute_infer: StatisticDuration; compute_output: StatisticDuration }>;
+  batch_stats: Array<{
+    batch_size: number;
+    compute_input: StatisticDuration;
+    compute_infer: StatisticDuration;
+    compute_output: StatisticDuration;
+  }>;
   memory_usage: Array<{ type: string; id: number; byte_size: number }>;
 };
 

@@ -25,8 +25,20 @@ export type Datatype =
 
 /** Bytes of one element of each datatype; 0 for BYTES (variable). */
 export const DATATYPE_SIZES: Readonly<Record<Datatype, number>> = {
-  BOOL: 1, UINT8: 1, UINT16: 2, UINT32: 4, UINT64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8,
-  FP16: 2, BF16: 2, FP32: 4, FP64: 8, BYTES: 0,
+  BOOL: 1,
+  UINT8: 1,
+  UINT16: 2,
+  UINT32: 4,
+  UINT64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  FP16: 2,
+  BF16: 2,
+  FP32: 4,
+  FP64: 8,
+  BYTES: 0,
 };
 
 export const DATATYPES: readonly Datatype[] = Object.keys(DATATYPE_SIZES) as Datatype[];
@@ -48,8 +60,16 @@ export function elementCount(shape: readonly number[]): number {
 }
 
 export type TypedArray =
-  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
-  | BigUint64Array | BigInt64Array | Float32Array | Float64Array;
+  | Uint8Array
+  | Int8Array
+  | Uint16Array
+  | Int16Array
+  | Uint32Array
+  | Int32Array
+  | BigUint64Array
+  | BigInt64Array
+  | Float32Array
+  | Float64Array;
 
 /**
  * A typed view over the bytes, without copying when aligned (a copy

@@ -46,7 +46,10 @@ export function inputs() {
 function sourcesHash({ sources, assets }) {
   const h = crypto.createHash('sha256');
   for (const f of [...sources, ...assets, 'package.json']) {
-    h.update(f).update('\0').update(fs.readFileSync(path.join(ROOT, f))).update('\0');
+    h.update(f)
+      .update('\0')
+      .update(fs.readFileSync(path.join(ROOT, f)))
+      .update('\0');
   }
   return h.digest('hex');
 }
@@ -93,7 +96,10 @@ export async function compile({ ifStale = false, quiet = false } = {}) {
   }
   fs.writeFileSync(stamp, hash);
   const ms = performance.now() - t0;
-  if (!quiet) process.stderr.write(`build: ${files.sources.length} modules and ${files.assets.length + 1} assets into dist/ in ${ms.toFixed(0)} ms\n`);
+  if (!quiet)
+    process.stderr.write(
+      `build: ${files.sources.length} modules and ${files.assets.length + 1} assets into dist/ in ${ms.toFixed(0)} ms\n`,
+    );
   return { built: true, ms };
 }
 

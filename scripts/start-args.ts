@@ -51,14 +51,23 @@ export function startArgs(
   return {
     engine: [
       ...ENGINE_NODE_FLAGS,
-      'engine/main.ts', '--model-repository=model_repository',
-      '--http-address=127.0.0.1', '--allow-client-shm=true', `--shm-key-prefix=/${prefix}_`,
+      'engine/main.ts',
+      '--model-repository=model_repository',
+      '--http-address=127.0.0.1',
+      '--allow-client-shm=true',
+      `--shm-key-prefix=/${prefix}_`,
       ...(grpcSocket ? [`--grpc-unix-socket=${grpcSocket}`] : []),
       ...(localSocket ? [`--local-socket=${localSocket}`] : []),
       ...engineExtra,
     ],
-    gateway: ['gateway/main.ts', grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`, `--engine-http=127.0.0.1:${httpPort}`, '--functions=functions',
-      ...(localSocket ? [`--engine-local-socket=${localSocket}`] : []), ...gatewayExtra],
+    gateway: [
+      'gateway/main.ts',
+      grpcSocket ? `--engine=unix:${grpcSocket}` : `--engine=127.0.0.1:${grpcPort}`,
+      `--engine-http=127.0.0.1:${httpPort}`,
+      '--functions=functions',
+      ...(localSocket ? [`--engine-local-socket=${localSocket}`] : []),
+      ...gatewayExtra,
+    ],
     engineEnv: {
       ENGINE_HTTP_RESTRICTED_API: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,
       ENGINE_GRPC_RESTRICTED_PROTOCOL: `${START_RESTRICTED_GROUPS}:${START_KEY_HEADER}=${key}`,

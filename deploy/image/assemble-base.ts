@@ -70,7 +70,9 @@ export function assembleDebian(work: string, o: { rebuild?: boolean } = {}): str
 
 /** Unpack the `package/` folder of an `npm pack` tarball of `spec` into `dest`. */
 function npmPackage(spec: string, work: string, dest: string): void {
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', spec, '--json', '--pack-destination', work], { encoding: 'utf8' })) as Array<{ filename: string }>;
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', spec, '--json', '--pack-destination', work], { encoding: 'utf8' })) as Array<{
+    filename: string;
+  }>;
   fs.mkdirSync(dest, { recursive: true });
   run('tar', ['-xzf', path.join(work, packed!.filename), '-C', dest, '--strip-components=1']);
 }
@@ -83,7 +85,8 @@ export function assembleBase(nodeVersion: string, work: string, o: { rebuild?: b
     return name;
   }
   const npmVersion = BUNDLED_NPM[nodeVersion];
-  if (!npmVersion) throw new Error(`no npm version recorded for Node ${nodeVersion} (add it to BUNDLED_NPM in deploy/image/assemble-base.ts)`);
+  if (!npmVersion)
+    throw new Error(`no npm version recorded for Node ${nodeVersion} (add it to BUNDLED_NPM in deploy/image/assemble-base.ts)`);
   const debian = assembleDebian(work, o);
   const nodeDir = path.join(work, `node-${nodeVersion}`);
   const npmDir = path.join(work, `npm-${npmVersion}`);
@@ -97,7 +100,16 @@ export function assembleBase(nodeVersion: string, work: string, o: { rebuild?: b
     buildah(['add', ctr, path.join(nodeDir, 'bin/node'), '/usr/local/bin/node']);
     buildah(['add', ctr, path.join(nodeDir, 'include'), '/usr/local/include']);
     buildah(['add', ctr, npmDir, '/usr/local/lib/node_modules/npm']);
-    buildah(['run', '--isolation', 'chroot', ctr, '--', 'sh', '-c', 'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version && npm --version']);
+    buildah([
+      'run',
+      '--isolation',
+      'chroot',
+      ctr,
+      '--',
+      'sh',
+      '-c',
+      'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version && npm --version',
+    ]);
     buildah(['config', '--env', `NODE_VERSION=${nodeVersion}`, '--cmd', 'node', ctr]);
     buildah(['commit', '--rm', ctr, name]);
   } catch (e) {

@@ -18,7 +18,8 @@ export const log = (msg: string) => process.stdout.write(`[${((Date.now() - t0) 
 /** Runs a command with its output shown; throws naming the command when it fails. */
 export function run(cmd: string, args: string[], o: { timeoutMs?: number } = {}): void {
   const r = spawnSync(cmd, args, { stdio: 'inherit', timeout: o.timeoutMs });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.slice(0, 3).join(' ')} ... failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.slice(0, 3).join(' ')} ... failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
 }
 
 /** The buildah command line (storage options first) for `args`. */
@@ -27,7 +28,12 @@ export const buildahArgv = (args: string[]): string[] => ['buildah', ...STORAGE,
 /** Runs buildah and returns its standard output. */
 export function buildah(args: string[], o: { timeoutMs?: number } = {}): string {
   fs.mkdirSync(IMAGE_WORK, { recursive: true });
-  return execFileSync('buildah', [...STORAGE, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: o.timeoutMs, maxBuffer: 64 << 20 });
+  return execFileSync('buildah', [...STORAGE, ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: o.timeoutMs,
+    maxBuffer: 64 << 20,
+  });
 }
 
 export function imageExists(name: string): boolean {

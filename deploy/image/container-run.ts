@@ -42,7 +42,12 @@ const comm = (pid: number): string => {
 };
 const ppid = (pid: number): number => {
   try {
-    return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+    return Number(
+      fs
+        .readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ')[1],
+    );
   } catch {
     return 0;
   }
@@ -59,12 +64,19 @@ export function startContainer(ns: string, spec: ContainerSpec, logFile: string)
   const ctr = buildah(['from', '--name', spec.name, spec.image]).trim();
   for (const [k, v] of Object.entries(spec.env ?? {})) buildah(['config', '--env', `${k}=${v}`, ctr]);
   const rootfs = buildah(['mount', ctr]).trim();
-  const vols = Object.entries(spec.volumes ?? {}).flatMap(([host, inside]) => ['--volume', `${host}:${inside.endsWith(':rw') ? inside : `${inside}:ro`}`]);
+  const vols = Object.entries(spec.volumes ?? {}).flatMap(([host, inside]) => [
+    '--volume',
+    `${host}:${inside.endsWith(':rw') ? inside : `${inside}:ro`}`,
+  ]);
   const argv = [...imageConfig(spec.image).entrypoint, ...spec.args];
   const out = fs.openSync(logFile, 'w');
-  const proc = spawn('ip', ['netns', 'exec', ns, ...buildahArgv(['run', '--isolation', 'chroot', '--network', 'host', ...vols, ctr, '--', ...argv])], {
-    stdio: ['ignore', out, out],
-  });
+  const proc = spawn(
+    'ip',
+    ['netns', 'exec', ns, ...buildahArgv(['run', '--isolation', 'chroot', '--network', 'host', ...vols, ctr, '--', ...argv])],
+    {
+      stdio: ['ignore', out, out],
+    },
+  );
   fs.closeSync(out);
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   return { spec, ctr, rootfs, proc, startedAt: Date.now(), exited, logFile };
@@ -72,7 +84,9 @@ export function startContainer(ns: string, spec: ContainerSpec, logFile: string)
 
 /** The container's processes (tini and what it runs): those in `ns` below its `buildah run`. */
 export function containerPids(ns: string, r: Running): number[] {
-  return netnsPids(ns).filter((p) => p !== r.proc.pid && descends(p, r.proc.pid!) && !comm(p).startsWith('buildah') && !comm(p).startsWith('memfd:'));
+  return netnsPids(ns).filter(
+    (p) => p !== r.proc.pid && descends(p, r.proc.pid!) && !comm(p).startsWith('buildah') && !comm(p).startsWith('memfd:'),
+  );
 }
 
 /** SIGTERM to the container's tini; resolves to its exit code and the seconds it took (null code: did not exit in time, killed). */

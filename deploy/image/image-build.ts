@@ -14,7 +14,8 @@ export function dockerfileBases(dockerfile: string): { node: string; debian: str
   const text = fs.readFileSync(dockerfile, 'utf8');
   const node = /^ARG NODE_IMAGE=(node:(\d+\.\d+\.\d+)-bookworm-slim)$/m.exec(text);
   const debian = /^ARG DEBIAN_IMAGE=(debian:bookworm-slim)$/m.exec(text);
-  if (!node || !debian) throw new Error(`${dockerfile}: needs 'ARG NODE_IMAGE=node:<x.y.z>-bookworm-slim' and 'ARG DEBIAN_IMAGE=debian:bookworm-slim'`);
+  if (!node || !debian)
+    throw new Error(`${dockerfile}: needs 'ARG NODE_IMAGE=node:<x.y.z>-bookworm-slim' and 'ARG DEBIAN_IMAGE=debian:bookworm-slim'`);
   return { node: node[1]!, debian: debian[1]!, nodeVersion: node[2]! };
 }
 
@@ -47,18 +48,29 @@ export function chooseBases(dockerfile: string, o: { rebuildBase?: boolean } = {
 export function buildImage(root: string, dockerfile: string, bases: BaseChoice, tag: string): number {
   const t = Date.now();
   const ca = process.env.NODE_EXTRA_CA_CERTS || process.env.SSL_CERT_FILE || '';
-  const caArgs = ca && fs.existsSync(ca) ? ['--volume', `${ca}:/etc/ssl/build-ca.pem:ro`, '--build-arg', 'NODE_EXTRA_CA_CERTS=/etc/ssl/build-ca.pem'] : [];
-  log(`build: buildah bud ${path.relative(root, dockerfile)} on ${bases.node} / ${bases.debian}${caArgs.length ? ` (npm trusts ${ca}, mounted)` : ''}`);
+  const caArgs =
+    ca && fs.existsSync(ca)
+      ? ['--volume', `${ca}:/etc/ssl/build-ca.pem:ro`, '--build-arg', 'NODE_EXTRA_CA_CERTS=/etc/ssl/build-ca.pem']
+      : [];
+  log(
+    `build: buildah bud ${path.relative(root, dockerfile)} on ${bases.node} / ${bases.debian}${caArgs.length ? ` (npm trusts ${ca}, mounted)` : ''}`,
+  );
   const [cmd, ...args] = buildahArgv([
     'bud',
-    '--isolation', 'chroot',
-    '--network', 'host',
+    '--isolation',
+    'chroot',
+    '--network',
+    'host',
     '--layers=false',
-    '--build-arg', `NODE_IMAGE=${bases.node}`,
-    '--build-arg', `DEBIAN_IMAGE=${bases.debian}`,
+    '--build-arg',
+    `NODE_IMAGE=${bases.node}`,
+    '--build-arg',
+    `DEBIAN_IMAGE=${bases.debian}`,
     ...caArgs,
-    '-f', dockerfile,
-    '-t', tag,
+    '-f',
+    dockerfile,
+    '-t',
+    tag,
     root,
   ]);
   run(cmd!, args);

@@ -50,8 +50,18 @@ const bundledModels = fs
  * or fails as soon as the container `r` exits, with the container's output.
  */
 async function probe(r: Running, ports: { http: number; grpc: number; metrics: number }): Promise<Record<string, unknown>> {
-  const args = [`--since=${r.startedAt}`, `--http=${ports.http}`, `--grpc=${ports.grpc}`, `--metrics=${ports.metrics}`, `--models=${bundledModels.join(',')}`, '--budget-s=300'];
-  const p = spawn('ip', ['netns', 'exec', NS, process.execPath, '--import', 'tsx', path.join(ROOT, 'deploy/image/probe.ts'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [
+    `--since=${r.startedAt}`,
+    `--http=${ports.http}`,
+    `--grpc=${ports.grpc}`,
+    `--metrics=${ports.metrics}`,
+    `--models=${bundledModels.join(',')}`,
+    '--budget-s=300',
+  ];
+  const p = spawn('ip', ['netns', 'exec', NS, process.execPath, '--import', 'tsx', path.join(ROOT, 'deploy/image/probe.ts'), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -60,7 +70,9 @@ async function probe(r: Running, ports: { http: number; grpc: number; metrics: n
   const first = await Promise.race([probed.then((code) => ({ code })), r.exited.then((code) => ({ container: code }))]);
   if ('container' in first) {
     p.kill('SIGKILL');
-    throw new Error(`${r.spec.name} exited ${first.container} before it was ready; its output: ${r.logFile}\n${fs.readFileSync(r.logFile, 'utf8').trimEnd().split('\n').slice(-15).join('\n')}`);
+    throw new Error(
+      `${r.spec.name} exited ${first.container} before it was ready; its output: ${r.logFile}\n${fs.readFileSync(r.logFile, 'utf8').trimEnd().split('\n').slice(-15).join('\n')}`,
+    );
   }
   if (first.code !== 0) throw new Error(err.trim() || `probe exited ${first.code}`);
   return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
@@ -77,7 +89,10 @@ async function stopAndCheck(r: Running): Promise<number> {
   // The chart's grace period (60 s), scaled by the load, as every deadline here.
   const timeoutMs = 60_000 * loadFactor();
   const { code, seconds } = await stopContainer(NS, r, timeoutMs);
-  if (code !== 0) throw new Error(`${r.spec.name}: exit ${code === null ? `(none: killed after ${(timeoutMs / 1000).toFixed(0)} s)` : code} on SIGTERM, expected 0; its output: ${r.logFile}`);
+  if (code !== 0)
+    throw new Error(
+      `${r.spec.name}: exit ${code === null ? `(none: killed after ${(timeoutMs / 1000).toFixed(0)} s)` : code} on SIGTERM, expected 0; its output: ${r.logFile}`,
+    );
   log(`${r.spec.name}: exit 0 ${seconds.toFixed(1)} s after SIGTERM`);
   return seconds;
 }
@@ -87,7 +102,11 @@ async function kserveRun(modelDir: string): Promise<void> {
   const args = runtime.spec.containers[0].args as string[];
   const flag = (name: string) => Number(args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1]);
   log(`kserve: ${args.join(' ')}`);
-  const r = startContainer(NS, { name: `${NS}-kserve`, image: TAG, args, volumes: { [modelDir]: '/mnt/models' } }, path.join(IMAGE_WORK, 'kserve.log'));
+  const r = startContainer(
+    NS,
+    { name: `${NS}-kserve`, image: TAG, args, volumes: { [modelDir]: '/mnt/models' } },
+    path.join(IMAGE_WORK, 'kserve.log'),
+  );
   running.push(r);
   const p = await probe(r, { http: flag('http-port'), grpc: flag('grpc-port'), metrics: 8002 });
   checkUids(r, 10001);
@@ -98,7 +117,9 @@ async function kserveRun(modelDir: string): Promise<void> {
 async function main(): Promise<void> {
   summary.load_average_1m_at_start = os.loadavg()[0];
   if (process.getuid?.() !== 0) throw new Error('image:check needs root (buildah with the vfs driver, network namespaces)');
-  for (const tool of ['buildah', 'ip']) if (spawnSync('which', [tool]).status !== 0) throw new Error(`image:check needs '${tool}' (apt-get install -y buildah iproute2 mmdebstrap)`);
+  for (const tool of ['buildah', 'ip'])
+    if (spawnSync('which', [tool]).status !== 0)
+      throw new Error(`image:check needs '${tool}' (apt-get install -y buildah iproute2 mmdebstrap)`);
   fs.mkdirSync(IMAGE_WORK, { recursive: true });
   // What an earlier run left in this check's own storage: containers of a run that died, the last run's image.
   buildah(['rm', '--all']);
@@ -117,7 +138,9 @@ async function main(): Promise<void> {
     const modelDir = path.join(first.rootfs, 'app/model_repository');
     summary.image_bytes = diskBytes(first.rootfs);
     summary.app_bytes = diskBytes(path.join(first.rootfs, 'app'));
-    log(`image: ${(Number(summary.image_bytes) / 2 ** 20).toFixed(0)} MiB unpacked, of which /app ${(Number(summary.app_bytes) / 2 ** 20).toFixed(0)} MiB`);
+    log(
+      `image: ${(Number(summary.image_bytes) / 2 ** 20).toFixed(0)} MiB unpacked, of which /app ${(Number(summary.app_bytes) / 2 ** 20).toFixed(0)} MiB`,
+    );
     await kserveRun(modelDir);
     summary.pod = await podCheck(ROOT, TAG, API_KEY);
   } finally {

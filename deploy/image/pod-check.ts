@@ -19,7 +19,8 @@ import { buildah, IMAGE_WORK, imageConfig, log } from './buildah.ts';
 
 type Obj = Record<string, any>;
 
-const status = (pid: number, field: string): string => new RegExp(`^${field}:\\s+(.*)$`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]?.trim() ?? '';
+const status = (pid: number, field: string): string =>
+  new RegExp(`^${field}:\\s+(.*)$`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]?.trim() ?? '';
 
 /** Every process of a container (its PID 1 and descendants) as uid `uid`, PID 1 being tini. */
 function checkProcesses(name: string, pid1: number, uid: number): number {
@@ -29,7 +30,8 @@ function checkProcesses(name: string, pid1: number, uid: number): number {
     for (const c of childPids(p)) walk(c);
   };
   walk(pid1);
-  if (fs.readFileSync(`/proc/${pid1}/comm`, 'utf8').trim() !== 'tini' || status(pid1, 'NSpid').split(/\s+/).pop() !== '1') throw new Error(`${name}: PID 1 is not tini`);
+  if (fs.readFileSync(`/proc/${pid1}/comm`, 'utf8').trim() !== 'tini' || status(pid1, 'NSpid').split(/\s+/).pop() !== '1')
+    throw new Error(`${name}: PID 1 is not tini`);
   const wrong = all.filter((p) => Number(status(p, 'Uid').split(/\s+/)[0]) !== uid);
   if (wrong.length) throw new Error(`${name}: processes ${wrong.join(', ')} do not run as uid ${uid}`);
   return all.length;
@@ -55,7 +57,8 @@ export async function podCheck(root: string, tag: string, apiKey: string): Promi
     out.redis_ready_s = (await sim.runPod(redis)).redis;
     const ready = await sim.runPod(server);
     Object.assign(out, { engine_ready_s: ready.engine, gateway_ready_s: ready.gateway });
-    for (const c of ['engine', 'gateway']) out[`${c}_processes`] = checkProcesses(c, initPid(sim.containers.get(`tritonish/${c}`)!)!, 10001);
+    for (const c of ['engine', 'gateway'])
+      out[`${c}_processes`] = checkProcesses(c, initPid(sim.containers.get(`tritonish/${c}`)!)!, 10001);
     const features = Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.1 + 1));
     const r = await sim.prober.http(8080, '/fn/product_recommender', {
       method: 'POST',
@@ -63,11 +66,15 @@ export async function podCheck(root: string, tag: string, apiKey: string): Promi
       body: JSON.stringify({ inputs: { user_features: { data: features, shape: [1, 64] } } }),
       timeoutMs: 30_000 * loadFactor(),
     });
-    const scores = r.status === 200 ? (JSON.parse(r.body!) as { outputs?: { scores?: { data: number[] } } }).outputs?.scores?.data : undefined;
+    const scores =
+      r.status === 200 ? (JSON.parse(r.body!) as { outputs?: { scores?: { data: number[] } } }).outputs?.scores?.data : undefined;
     if (scores?.length !== 100) throw new Error(`gateway /fn/product_recommender: ${r.status ?? r.error} ${r.body?.slice(0, 200) ?? ''}`);
     log('pod: init copy exit 0, engine and gateway ready, tini PID 1, uid 10001, a function call through the gateway answers');
     for (const s of await sim.stopAll()) {
-      if (s.code !== 0) throw new Error(`${s.pod}/${s.container}: ${s.code === null ? 'killed after its grace period' : `exit ${s.code ?? s.signal}`} on SIGTERM, expected 0 (logs in ${workDir}/logs)`);
+      if (s.code !== 0)
+        throw new Error(
+          `${s.pod}/${s.container}: ${s.code === null ? 'killed after its grace period' : `exit ${s.code ?? s.signal}`} on SIGTERM, expected 0 (logs in ${workDir}/logs)`,
+        );
       out[`${s.container}_sigterm_exit_s`] = s.seconds;
     }
     return out;

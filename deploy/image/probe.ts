@@ -81,7 +81,8 @@ const infer = await fetch(`${http}/v2/models/product_recommender_model/infer`, {
 });
 const out = (await infer.json()) as { outputs?: Array<{ name: string; shape: number[]; data: number[] }> };
 const scores = out.outputs?.find((o) => o.name === 'scores');
-if (infer.status !== 200 || scores?.data.length !== 100 || !scores.data.every((x) => x > 0 && x < 1)) fail(`inference: HTTP ${infer.status} ${JSON.stringify(out).slice(0, 200)}`);
+if (infer.status !== 200 || scores?.data.length !== 100 || !scores.data.every((x) => x > 0 && x < 1))
+  fail(`inference: HTTP ${infer.status} ${JSON.stringify(out).slice(0, 200)}`);
 result.inference = 'product_recommender_model: 100 scores in (0, 1)';
 
 const text = await (await fetch(metrics)).text();
@@ -102,7 +103,8 @@ if (gateway) {
     body: JSON.stringify({ inputs: { user_features: { data: features, shape: [1, 64] } } }),
   });
   const body = (await r.json()) as { outputs?: Record<string, { data: number[] }> };
-  if (r.status !== 200 || body.outputs?.scores?.data.length !== 100) fail(`gateway /fn/product_recommender: HTTP ${r.status} ${JSON.stringify(body).slice(0, 200)}`);
+  if (r.status !== 200 || body.outputs?.scores?.data.length !== 100)
+    fail(`gateway /fn/product_recommender: HTTP ${r.status} ${JSON.stringify(body).slice(0, 200)}`);
   result.gateway_call = '/fn/product_recommender: 100 scores';
 }
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -43,7 +43,9 @@ export const EVERY_OPTIONAL_OBJECT = [
   'networkPolicy.metrics.allowedNamespaces={monitoring}',
 ];
 /** The same, as JSON values (a function file's text has commas and braces `--set` would split). */
-export const EVERY_OPTIONAL_OBJECT_JSON = [`functions.files=${JSON.stringify({ 'echo.json': JSON.stringify({ name: 'echo', target: { model: 'product_recommender_model' } }) })}`];
+export const EVERY_OPTIONAL_OBJECT_JSON = [
+  `functions.files=${JSON.stringify({ 'echo.json': JSON.stringify({ name: 'echo', target: { model: 'product_recommender_model' } }) })}`,
+];
 
 /** The cases every run checks, for the repository at `root`. */
 export function chartCases(root: string, extraValues: string[] = []): ChartCase[] {
@@ -52,8 +54,14 @@ export function chartCases(root: string, extraValues: string[] = []): ChartCase[
     { label: 'default values', options: {} },
     { label: 'values-production.yaml', options: { values: [prod] } },
     { label: 'values-production.yaml + values-gpu.yaml', options: { values: [prod, path.join(root, 'deploy/helm/values-gpu.yaml')] } },
-    { label: 'every optional object on', options: { set: EVERY_OPTIONAL_OBJECT, extra: EVERY_OPTIONAL_OBJECT_JSON.flatMap((j) => ['--set-json', j]) } },
-    ...documentedInstalls(root, docFiles(root)).map((d) => ({ label: `${d.where} (helm install ${d.release} ...)`, options: { release: d.release, extra: d.args } })),
+    {
+      label: 'every optional object on',
+      options: { set: EVERY_OPTIONAL_OBJECT, extra: EVERY_OPTIONAL_OBJECT_JSON.flatMap((j) => ['--set-json', j]) },
+    },
+    ...documentedInstalls(root, docFiles(root)).map((d) => ({
+      label: `${d.where} (helm install ${d.release} ...)`,
+      options: { release: d.release, extra: d.args },
+    })),
     ...extraValues.map((f) => ({ label: path.relative(process.cwd(), f), options: { values: [f] } })),
   ];
 }
@@ -83,7 +91,9 @@ export function checkChartCase(chartDir: string, c: ChartCase): CaseResult {
   // Every pod the chart makes meets Pod Security "restricted" (a namespace enforcing it admits them).
   for (const o of objects) {
     const pod = o.object.spec?.template?.spec;
-    if (pod) for (const v of podSecurityViolations(pod, 'restricted')) problems.push(`${o.source} ${o.object.kind}/${o.object.metadata.name}: Pod Security restricted, ${v}`);
+    if (pod)
+      for (const v of podSecurityViolations(pod, 'restricted'))
+        problems.push(`${o.source} ${o.object.kind}/${o.object.metadata.name}: Pod Security restricted, ${v}`);
   }
   return { label: c.label, objects: objects.length, problems };
 }
@@ -94,7 +104,8 @@ export function checkChartCase(chartDir: string, c: ChartCase): CaseResult {
  * the pods' checksum of it, replaced by markers so two renders compare equal.
  */
 export function sameGeneratedKey(objects: RenderedObject[]): RenderedObject[] {
-  const generated = (o: RenderedObject) => o.object.kind === 'Secret' && /^[A-Za-z0-9]{48}$/.test(o.object.stringData?.['engine-admin-key'] ?? '');
+  const generated = (o: RenderedObject) =>
+    o.object.kind === 'Secret' && /^[A-Za-z0-9]{48}$/.test(o.object.stringData?.['engine-admin-key'] ?? '');
   if (!objects.some(generated)) return objects;
   return objects.map((o) => {
     if (generated(o)) return { ...o, object: { ...o.object, stringData: { ...o.object.stringData, 'engine-admin-key': '<generated>' } } };

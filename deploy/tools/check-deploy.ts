@@ -20,7 +20,10 @@ const ROOT = path.dirname(DEPLOY);
 export function checkKServe(dir: string): { objects: number; problems: string[] } {
   const problems: string[] = [];
   let objects = 0;
-  for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.yaml')).sort()) {
+  for (const f of fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.yaml'))
+    .sort()) {
     for (const doc of parseAllDocuments(fs.readFileSync(path.join(dir, f), 'utf8'), { version: '1.1' })) {
       const o = doc.toJS() as Record<string, any> | null;
       if (!o) continue;
@@ -29,7 +32,9 @@ export function checkKServe(dir: string): { objects: number; problems: string[] 
       const schema = KSERVE_SCHEMAS[`${o.apiVersion} ${o.kind}`];
       if (!schema) problems.push(`kserve/${f}: no schema for ${o.apiVersion} ${o.kind}`);
       else for (const e of checkSchema(o, schema)) problems.push(`${id}: ${e}`);
-      if (/ServingRuntime$/.test(String(o.kind))) for (const e of priorityConflicts(runtimeClaims(o), BUILT_IN_RUNTIMES)) problems.push(`${id}: KServe's webhook would refuse it: ${e}`);
+      if (/ServingRuntime$/.test(String(o.kind)))
+        for (const e of priorityConflicts(runtimeClaims(o), BUILT_IN_RUNTIMES))
+          problems.push(`${id}: KServe's webhook would refuse it: ${e}`);
     }
   }
   return { objects, problems };
@@ -42,7 +47,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   let objects = 0;
   for (const c of chartCases(ROOT, extra)) {
     const r = checkChartCase(path.join(DEPLOY, 'helm/tritonish'), c);
-    process.stdout.write(`chart, ${r.label}: ${r.objects} objects, ${r.problems.length ? `${r.problems.length} problem(s)` : 'lint clean, valid, Helm 3 = Helm 4'}\n`);
+    process.stdout.write(
+      `chart, ${r.label}: ${r.objects} objects, ${r.problems.length ? `${r.problems.length} problem(s)` : 'lint clean, valid, Helm 3 = Helm 4'}\n`,
+    );
     objects += r.objects;
     problems.push(...r.problems.map((p) => `chart (${r.label}) ${p}`));
   }
@@ -55,12 +62,17 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const k = checkKServe(path.join(DEPLOY, 'kserve'));
   objects += k.objects + 1;
   problems.push(...k.problems);
-  for (const e of checkSchema(parse(fs.readFileSync(path.join(DEPLOY, 'prometheus-adapter/rules.yaml'), 'utf8')), PROMETHEUS_ADAPTER_VALUES)) {
+  for (const e of checkSchema(
+    parse(fs.readFileSync(path.join(DEPLOY, 'prometheus-adapter/rules.yaml'), 'utf8')),
+    PROMETHEUS_ADAPTER_VALUES,
+  )) {
     problems.push(`prometheus-adapter/rules.yaml: ${e}`);
   }
   if (problems.length) {
     process.stderr.write(`${problems.join('\n')}\n${problems.length} problem(s) in ${objects} objects\n`);
     process.exit(1);
   }
-  process.stdout.write(`deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, ServiceMonitor and KServe CRD fields, KServe runtime priorities, Pod Security restricted, an upgrade renders what the install did)\n`);
+  process.stdout.write(
+    `deploy: ${objects} objects valid (Helm 3 and 4 lint --strict, Kubernetes schemas, no unknown fields, ServiceMonitor and KServe CRD fields, KServe runtime priorities, Pod Security restricted, an upgrade renders what the install did)\n`,
+  );
 }

@@ -81,6 +81,15 @@ export function documentedInstalls(root: string, files: string[]): DocumentedIns
 export function docFiles(root: string): string[] {
   const docs = path.join(root, 'docs');
   const walk = (dir: string): string[] =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.md') ? [path.join(dir, e.name)] : []));
-  return ['README.md', ...(fs.existsSync(docs) ? walk(docs).map((f) => path.relative(root, f)).sort() : [])];
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.md') ? [path.join(dir, e.name)] : []));
+  return [
+    'README.md',
+    ...(fs.existsSync(docs)
+      ? walk(docs)
+          .map((f) => path.relative(root, f))
+          .sort()
+      : []),
+  ];
 }

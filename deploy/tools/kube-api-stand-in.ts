@@ -21,7 +21,14 @@ type Obj = Record<string, any>;
 
 /** Kinds the stand-in serves discovery for: group version -> [resource, kind, namespaced]. */
 const RESOURCES: Record<string, Array<[string, string, boolean]>> = {
-  v1: [['secrets', 'Secret', true], ['configmaps', 'ConfigMap', true], ['services', 'Service', true], ['serviceaccounts', 'ServiceAccount', true], ['namespaces', 'Namespace', false], ['persistentvolumeclaims', 'PersistentVolumeClaim', true]],
+  v1: [
+    ['secrets', 'Secret', true],
+    ['configmaps', 'ConfigMap', true],
+    ['services', 'Service', true],
+    ['serviceaccounts', 'ServiceAccount', true],
+    ['namespaces', 'Namespace', false],
+    ['persistentvolumeclaims', 'PersistentVolumeClaim', true],
+  ],
   'apps/v1': [['deployments', 'Deployment', true]],
   'policy/v1': [['poddisruptionbudgets', 'PodDisruptionBudget', true]],
   'autoscaling/v2': [['horizontalpodautoscalers', 'HorizontalPodAutoscaler', true]],
@@ -40,9 +47,16 @@ export function asStored(o: Obj, release: string, namespace = 'default'): Obj {
   const s = structuredClone(o);
   s.metadata.namespace ??= namespace;
   s.metadata.labels = { ...s.metadata.labels, 'app.kubernetes.io/managed-by': 'Helm' };
-  s.metadata.annotations = { ...s.metadata.annotations, 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': s.metadata.namespace };
+  s.metadata.annotations = {
+    ...s.metadata.annotations,
+    'meta.helm.sh/release-name': release,
+    'meta.helm.sh/release-namespace': s.metadata.namespace,
+  };
   if (s.kind === 'Secret' && s.stringData) {
-    s.data = { ...s.data, ...Object.fromEntries(Object.entries(s.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) };
+    s.data = {
+      ...s.data,
+      ...Object.fromEntries(Object.entries(s.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    };
     delete s.stringData;
   }
   return s;
@@ -68,7 +82,11 @@ export class KubeApiStandIn {
     s.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-stand-in-'));
     s.kubeconfig = path.join(s.dir, 'kubeconfig');
     const server = `http://127.0.0.1:${(s.server.address() as AddressInfo).port}`;
-    fs.writeFileSync(s.kubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: stand-in, cluster: {server: "${server}"}}]\ncontexts: [{name: stand-in, context: {cluster: stand-in, namespace: default}}]\ncurrent-context: stand-in\nusers: [{name: stand-in, user: {}}]\n`, { mode: 0o600 });
+    fs.writeFileSync(
+      s.kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: stand-in, cluster: {server: "${server}"}}]\ncontexts: [{name: stand-in, context: {cluster: stand-in, namespace: default}}]\ncurrent-context: stand-in\nusers: [{name: stand-in, user: {}}]\n`,
+      { mode: 0o600 },
+    );
     return s;
   }
 
@@ -92,17 +110,30 @@ export class KubeApiStandIn {
     if (req.method !== 'GET') return status(405, 'MethodNotAllowed');
     const p = new URL(req.url ?? '/', 'http://x').pathname;
     if (p === '/version') return send(200, { major: '1', minor: '33', gitVersion: 'v1.33.0', platform: 'linux/amd64' });
-    if (p === '/api') return send(200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] });
-    if (p === '/apis') {
-      const groups = Object.keys(RESOURCES).filter((gv) => gv !== 'v1').map((gv) => {
-        const [name, version] = gv.split('/');
-        return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+    if (p === '/api')
+      return send(200, {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }],
       });
+    if (p === '/apis') {
+      const groups = Object.keys(RESOURCES)
+        .filter((gv) => gv !== 'v1')
+        .map((gv) => {
+          const [name, version] = gv.split('/');
+          return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+        });
       return send(200, { kind: 'APIGroupList', apiVersion: 'v1', groups });
     }
     const gv = p === '/api/v1' ? 'v1' : p.replace(/^\/apis\//, '');
     if (RESOURCES[gv]) {
-      const resources = RESOURCES[gv]!.map(([name, kind, namespaced]) => ({ name, singularName: kind.toLowerCase(), namespaced, kind, verbs: ['get', 'list'] }));
+      const resources = RESOURCES[gv]!.map(([name, kind, namespaced]) => ({
+        name,
+        singularName: kind.toLowerCase(),
+        namespaced,
+        kind,
+        verbs: ['get', 'list'],
+      }));
       return send(200, { kind: 'APIResourceList', groupVersion: gv, resources });
     }
     const o = this.objects.get(p);
@@ -119,8 +150,22 @@ export class KubeApiStandIn {
  * stand-in has none, so that step is off (deploy:check validates offline).
  * Asynchronous: the stand-in answers from this process's event loop.
  */
-export function helmTemplateAgainst(major: HelmMajor, chartDir: string, api: KubeApiStandIn, o: HelmOptions = {}): Promise<RenderedObject[]> {
-  const args = ['template', o.release ?? 'tritonish', chartDir, '--dry-run=server', '--kubeconfig', api.kubeconfig, ...(major === 4 ? ['--disable-openapi-validation'] : []), ...helmArgs(o)];
+export function helmTemplateAgainst(
+  major: HelmMajor,
+  chartDir: string,
+  api: KubeApiStandIn,
+  o: HelmOptions = {},
+): Promise<RenderedObject[]> {
+  const args = [
+    'template',
+    o.release ?? 'tritonish',
+    chartDir,
+    '--dry-run=server',
+    '--kubeconfig',
+    api.kubeconfig,
+    ...(major === 4 ? ['--disable-openapi-validation'] : []),
+    ...helmArgs(o),
+  ];
   return new Promise((resolve, reject) => {
     execFile(ensureHelm(major), args, { encoding: 'utf8', maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`helm ${major} template --dry-run=server failed: ${(stderr || err.message).trim()}`));

@@ -42,7 +42,8 @@ export function fileUnder(dir: string, name: string, setting: string, flag: stri
       break;
     }
     if (st.isSymbolicLink()) throw bad('passes through a symbolic link');
-    if (i < parts.length - 1 ? !st.isDirectory() : !st.isFile()) throw bad(i < parts.length - 1 ? 'names a folder that is a file' : 'is not a regular file');
+    if (i < parts.length - 1 ? !st.isDirectory() : !st.isFile())
+      throw bad(i < parts.length - 1 ? 'names a folder that is a file' : 'is not a regular file');
   }
   return full;
 }

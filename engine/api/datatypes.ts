@@ -1,13 +1,7 @@
 // KServe v2 datatypes for the engine: the shared codec of protocol/ (sizes,
 // typed views, BYTES framing, FP16/BF16), plus what only the engine needs:
 // the config enum names (TYPE_*) and StatusError INVALID_ARG on bad data.
-import {
-  deserializeBytes as splitBytes,
-  elementCount,
-  elementSize,
-  isDatatype,
-  type Datatype,
-} from '../../protocol/tensor-codec.ts';
+import { deserializeBytes as splitBytes, elementCount, elementSize, isDatatype, type Datatype } from '../../protocol/tensor-codec.ts';
 import { invalidArg } from './status.ts';
 
 export {

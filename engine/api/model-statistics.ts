@@ -15,8 +15,15 @@ export class ModelStatistics implements StatsSink {
   private inferenceCount = 0;
   private executionCount = 0;
   private readonly s = {
-    success: dur(), fail: dur(), queue: dur(), compute_input: dur(), compute_infer: dur(),
-    compute_output: dur(), cache_hit: dur(), cache_miss: dur(), cancel: dur(),
+    success: dur(),
+    fail: dur(),
+    queue: dur(),
+    compute_input: dur(),
+    compute_infer: dur(),
+    compute_output: dur(),
+    cache_hit: dur(),
+    cache_miss: dur(),
+    cancel: dur(),
   };
   /** Failed requests by Triton's failure reason (the metric's `reason` label). */
   private readonly reasons = Object.fromEntries(FAILURE_REASONS.map((r) => [r, 0])) as Record<FailureReason, number>;

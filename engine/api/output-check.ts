@@ -39,7 +39,8 @@ const AS_MADE: OutputRules = { datatype: false, shape: false, wanted: false };
  * send outputs as made; any other backend gets every check.
  */
 export function outputRules(config: Pick<ModelConfig, 'backend' | 'platform'>): OutputRules {
-  const backend = config.platform === 'ensemble' ? 'ensemble' : (config.backend ?? (config.platform === 'onnxruntime_onnx' ? 'onnxruntime' : undefined));
+  const backend =
+    config.platform === 'ensemble' ? 'ensemble' : (config.backend ?? (config.platform === 'onnxruntime_onnx' ? 'onnxruntime' : undefined));
   switch (backend) {
     case 'python':
     case 'js':
@@ -123,7 +124,9 @@ function checkOne(
   const dt = o.datatype as string;
   if (!isDatatype(dt)) return invalidArg(`output '${o.name}' of model '${model}' has an unknown datatype '${String(dt)}'`);
   if (rules.datatype && dt !== want) {
-    return invalidArg(`unexpected datatype ${toConfigType(dt)} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`);
+    return invalidArg(
+      `unexpected datatype ${toConfigType(dt)} for inference output '${o.name}', expecting ${toConfigType(want)} for model '${model}'`,
+    );
   }
   const shape = o.shape as unknown;
   if (!wellFormed(shape)) {
@@ -164,7 +167,9 @@ function checkBytes(model: string, name: string, dt: Datatype, shape: readonly n
   if (dt === 'BYTES') {
     const n = countBytesElements(data);
     if (n !== count) {
-      return invalidArg(`expected ${count} string elements for inference output '${name}' for model '${model}', got ${n < 0 ? 'a malformed buffer' : n}`);
+      return invalidArg(
+        `expected ${count} string elements for inference output '${name}' for model '${model}', got ${n < 0 ? 'a malformed buffer' : n}`,
+      );
     }
     return undefined;
   }

@@ -5,11 +5,15 @@ import type { ParamValue, ShmRef } from './infer-request.ts';
 
 // A string counts only when it is all digits: Number('') and Number(' ') are 0.
 const num = (v: ParamValue | undefined): number | undefined =>
-  v === undefined ? undefined
-    : typeof v === 'bigint' ? Number(v)
-    : typeof v === 'number' ? v
-    : typeof v === 'string' && /^\d+$/.test(v) ? Number(v)
-    : NaN;
+  v === undefined
+    ? undefined
+    : typeof v === 'bigint'
+      ? Number(v)
+      : typeof v === 'number'
+        ? v
+        : typeof v === 'string' && /^\d+$/.test(v)
+          ? Number(v)
+          : NaN;
 
 /**
  * The shared_memory_region / _offset / _byte_size parameters of one tensor,

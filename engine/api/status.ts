@@ -13,7 +13,16 @@ export type StatusCode =
   | 'CANCELLED'
   | 'UNKNOWN';
 
-const STATUS_CODES: ReadonlySet<string> = new Set<StatusCode>(['INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED', 'UNKNOWN']);
+const STATUS_CODES: ReadonlySet<string> = new Set<StatusCode>([
+  'INTERNAL',
+  'NOT_FOUND',
+  'INVALID_ARG',
+  'UNAVAILABLE',
+  'UNSUPPORTED',
+  'ALREADY_EXISTS',
+  'CANCELLED',
+  'UNKNOWN',
+]);
 
 /** A code a model (JS or Python) reported, when it is one of ours. */
 export const isStatusCode = (s: unknown): s is StatusCode => typeof s === 'string' && STATUS_CODES.has(s);

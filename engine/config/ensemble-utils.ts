@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // Triton's ensemble_utils + GetNextSteps as pure functions: build an
 // ensemble's plan once at load (each tensor's producer and consumers, a
 // topological order, per-step batch handling) validating the wiring against
@@ -70,7 +71,14 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
   const mbs = config.max_batch_size;
   const tensors = new Map<string, EnsembleTensorInfo>();
   for (const t of config.input) {
-    tensors.set(t.name, { name: t.name, data_type: t.data_type, dims: innerDims(t), producer: ENSEMBLE_INPUT, consumers: [], isEnsembleOutput: false });
+    tensors.set(t.name, {
+      name: t.name,
+      data_type: t.data_type,
+      dims: innerDims(t),
+      producer: ENSEMBLE_INPUT,
+      consumers: [],
+      isEnsembleOutput: false,
+    });
   }
 
   const { steps, models } = wireSteps(config, lookup, tensors, fail);
@@ -84,7 +92,14 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
   }
 
   const order = topoOrder(steps, tensors, fail);
-  const flow = decoupledFlow(steps, models, order, config.input.map((t) => t.name), config.output.map((t) => t.name), fail);
+  const flow = decoupledFlow(
+    steps,
+    models,
+    order,
+    config.input.map((t) => t.name),
+    config.output.map((t) => t.name),
+    fail,
+  );
   for (const s of steps) s.decoupled = flow.stepDecoupled[s.index]!;
 
   typeSteps(steps, models, order, tensors, mbs, fail);
@@ -96,12 +111,24 @@ export function buildEnsemblePlan(config: ModelConfig, lookup: ConfigLookup, fil
     if (!dimsCompatible(dims, t.dims)) throw fail(`${where}: the step produces shape [${t.dims}], the ensemble declares [${dims}]`);
   }
 
-  const { neededTensors, neededSteps } = neededBy(config.output.map((o) => o.name), steps, tensors);
+  const { neededTensors, neededSteps } = neededBy(
+    config.output.map((o) => o.name),
+    steps,
+    tensors,
+  );
   for (const s of steps) s.neededOutputs = s.outputs.filter((o) => neededTensors.has(o.tensor)).map((o) => o.modelOutput);
   return {
-    name: ens, maxBatchSize: mbs, steps, tensors, order,
-    inputs: config.input.map((t) => t.name), outputs: config.output.map((t) => t.name),
-    neededTensors, neededSteps, decoupled: flow.decoupled, outputDepth: flow.outputDepth,
+    name: ens,
+    maxBatchSize: mbs,
+    steps,
+    tensors,
+    order,
+    inputs: config.input.map((t) => t.name),
+    outputs: config.output.map((t) => t.name),
+    neededTensors,
+    neededSteps,
+    decoupled: flow.decoupled,
+    outputDepth: flow.outputDepth,
   };
 }
 
@@ -120,7 +147,10 @@ function names(list: ModelTensorConfig[]): string {
 
 /** Pass 1: wiring (who produces/consumes what), model existence, map keys; fills `tensors` with the steps' outputs and consumers. */
 function wireSteps(
-  config: ModelConfig, lookup: ConfigLookup, tensors: Map<string, EnsembleTensorInfo>, fail: (w: string) => Error,
+  config: ModelConfig,
+  lookup: ConfigLookup,
+  tensors: Map<string, EnsembleTensorInfo>,
+  fail: (w: string) => Error,
 ): { steps: EnsemblePlanStep[]; models: ModelConfig[] } {
   const ens = config.name;
   const mbs = config.max_batch_size;
@@ -147,7 +177,8 @@ function wireSteps(
       return { modelInput, tensor };
     });
     for (const x of m.input) {
-      if (!x.optional && !(x.name in (s.input_map ?? {}))) throw fail(`${where}: input '${x.name}' of '${s.model_name}' is not mapped in input_map`);
+      if (!x.optional && !(x.name in (s.input_map ?? {})))
+        throw fail(`${where}: input '${x.name}' of '${s.model_name}' is not mapped in input_map`);
     }
     const outputs = Object.entries(s.output_map ?? {}).map(([modelOutput, tensor]) => {
       if (!m.output.some((x) => x.name === modelOutput)) {
@@ -155,18 +186,31 @@ function wireSteps(
       }
       const prev = tensors.get(tensor);
       if (prev) {
-        const by = prev.producer === ENSEMBLE_INPUT ? 'it is an ensemble input' : `step[${prev.producer}] (model '${rawSteps[prev.producer]!.model_name}') also writes it`;
+        const by =
+          prev.producer === ENSEMBLE_INPUT
+            ? 'it is an ensemble input'
+            : `step[${prev.producer}] (model '${rawSteps[prev.producer]!.model_name}') also writes it`;
         throw fail(`${where}: tensor '${tensor}' is written twice: ${by}`);
       }
       tensors.set(tensor, { name: tensor, data_type: '', dims: [], producer: i, consumers: [], isEnsembleOutput: false });
       return { modelOutput, tensor };
     });
-    return { index: i, modelName: s.model_name, modelVersion: version, inputs, outputs, addBatchDim: false, neededOutputs: [], decoupled: false };
+    return {
+      index: i,
+      modelName: s.model_name,
+      modelVersion: version,
+      inputs,
+      outputs,
+      addBatchDim: false,
+      neededOutputs: [],
+      decoupled: false,
+    };
   });
   for (const s of steps) {
     for (const { tensor } of s.inputs) {
       const t = tensors.get(tensor);
-      if (!t) throw fail(`step[${s.index}] (model '${s.modelName}'): input tensor '${tensor}' is not produced by any step nor an ensemble input`);
+      if (!t)
+        throw fail(`step[${s.index}] (model '${s.modelName}'): input tensor '${tensor}' is not produced by any step nor an ensemble input`);
       if (!t.consumers.includes(s.index)) t.consumers.push(s.index);
     }
   }
@@ -175,7 +219,12 @@ function wireSteps(
 
 /** Pass 2, in dependency order: each step's batch mode, then its tensors' types and shapes. */
 function typeSteps(
-  steps: EnsemblePlanStep[], models: ModelConfig[], order: number[], tensors: Map<string, EnsembleTensorInfo>, mbs: number, fail: (w: string) => Error,
+  steps: EnsemblePlanStep[],
+  models: ModelConfig[],
+  order: number[],
+  tensors: Map<string, EnsembleTensorInfo>,
+  mbs: number,
+  fail: (w: string) => Error,
 ): void {
   for (const idx of order) {
     const s = steps[idx]!;
@@ -196,7 +245,9 @@ function typeSteps(
     if (strip) {
       for (const x of [...inCfg.map((p) => p.cfg), ...s.outputs.map((p) => m.output.find((o) => o.name === p.modelOutput)!)]) {
         if (x.dims.length === 0 || x.dims[0] !== -1) {
-          throw fail(`${where}: the ensemble batches (max_batch_size ${mbs}) but '${s.modelName}' does not (max_batch_size 0): its '${x.name}' dims [${x.dims}] must start with -1 for the batch dimension`);
+          throw fail(
+            `${where}: the ensemble batches (max_batch_size ${mbs}) but '${s.modelName}' does not (max_batch_size 0): its '${x.name}' dims [${x.dims}] must start with -1 for the batch dimension`,
+          );
         }
       }
     }

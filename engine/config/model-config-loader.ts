@@ -98,7 +98,12 @@ export function loadModelConfig(src: ConfigSource, raw: ModelConfig, versionDir:
     if (fs.existsSync(f)) onnxIO = readOnnxIO(f);
   }
   return normalizeModelConfig(structuredClone(raw), {
-    modelName: src.modelName, file: rel, strict: src.strict, onnxIO, gpuCount: usableGpuCount(), inferredBackend,
+    modelName: src.modelName,
+    file: rel,
+    strict: src.strict,
+    onnxIO,
+    gpuCount: usableGpuCount(),
+    inferredBackend,
   });
 }
 

@@ -11,12 +11,16 @@ import type { ModelConfig } from '../api/model-config.ts';
 import { describe, LexError, Tokenizer, type Token } from './pbtxt-tokenizer.ts';
 
 const INT_LIMITS: Record<string, [number, number]> = {
-  int32: [-(2 ** 31), 2 ** 31 - 1], sint32: [-(2 ** 31), 2 ** 31 - 1], sfixed32: [-(2 ** 31), 2 ** 31 - 1],
-  uint32: [0, 2 ** 32 - 1], fixed32: [0, 2 ** 32 - 1],
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  sint32: [-(2 ** 31), 2 ** 31 - 1],
+  sfixed32: [-(2 ** 31), 2 ** 31 - 1],
+  uint32: [0, 2 ** 32 - 1],
+  fixed32: [0, 2 ** 32 - 1],
   int64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
   sint64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
   sfixed64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
-  uint64: [0, Number.MAX_SAFE_INTEGER], fixed64: [0, Number.MAX_SAFE_INTEGER],
+  uint64: [0, Number.MAX_SAFE_INTEGER],
+  fixed64: [0, Number.MAX_SAFE_INTEGER],
 };
 const BOOL_WORDS: Record<string, boolean> = { true: true, True: true, t: true, false: false, False: false, f: false };
 const OPENERS: Record<string, string> = { '{': '}', '<': '>' };
@@ -28,7 +32,10 @@ class Parser {
   private tok: Token;
   private readonly lexer: Tokenizer;
 
-  constructor(text: string, private readonly file: string) {
+  constructor(
+    text: string,
+    private readonly file: string,
+  ) {
     this.lexer = new Tokenizer(text);
     this.tok = this.pull('');
   }
@@ -116,9 +123,11 @@ class Parser {
     else this.expect(':', path, `':' after '${name}'`);
 
     const readOne = (elemPath: string): unknown =>
-      field.map ? this.parseMapEntry(field as unknown as protobuf.MapField, elemPath) : isMessage
-        ? this.parseBlock(field.resolvedType as protobuf.Type, elemPath)
-        : this.parseScalar(field, elemPath);
+      field.map
+        ? this.parseMapEntry(field as unknown as protobuf.MapField, elemPath)
+        : isMessage
+          ? this.parseBlock(field.resolvedType as protobuf.Type, elemPath)
+          : this.parseScalar(field, elemPath);
 
     if (!repeated) {
       obj[name] = readOne(path);
@@ -129,8 +138,7 @@ class Parser {
           ((obj[name] ??= {}) as Obj)[k] = val;
         } else ((obj[name] ??= []) as unknown[]).push(v);
       };
-      const count = (): number =>
-        field.map ? Object.keys((obj[name] ?? {}) as Obj).length : ((obj[name] ?? []) as unknown[]).length;
+      const count = (): number => (field.map ? Object.keys((obj[name] ?? {}) as Obj).length : ((obj[name] ?? []) as unknown[]).length);
       if (this.isPunct('[')) {
         const open = this.advance(path);
         if (field.map) obj[name] ??= {};
@@ -201,8 +209,8 @@ class Parser {
         return v;
       }
       case 'bool': {
-        if (t.kind === 'ident' && t.text in BOOL_WORDS) return this.advance(path), BOOL_WORDS[t.text];
-        if (t.kind === 'number' && (t.text === '0' || t.text === '1')) return this.advance(path), t.text === '1';
+        if (t.kind === 'ident' && t.text in BOOL_WORDS) return (this.advance(path), BOOL_WORDS[t.text]);
+        if (t.kind === 'number' && (t.text === '0' || t.text === '1')) return (this.advance(path), t.text === '1');
         throw this.err(t, path, `expected true or false, got ${describe(t)}`);
       }
       case 'float':
@@ -210,7 +218,8 @@ class Parser {
         const neg = this.accept('-', path);
         const n = this.tok;
         let v: number | undefined;
-        if (n.kind === 'number') v = n.text.startsWith('0x') || n.text.startsWith('0X') ? parseInt(n.text, 16) : Number(n.text.replace(/[fF]$/, ''));
+        if (n.kind === 'number')
+          v = n.text.startsWith('0x') || n.text.startsWith('0X') ? parseInt(n.text, 16) : Number(n.text.replace(/[fF]$/, ''));
         else if (n.kind === 'ident' && /^(inf|infinity)f?$/i.test(n.text)) v = Infinity;
         else if (n.kind === 'ident' && /^nanf?$/i.test(n.text)) v = NaN;
         if (v === undefined || (Number.isNaN(v) && n.kind === 'number')) {

@@ -11,7 +11,16 @@ import type { ModelConfig, ModelTensorConfig, ModelInstanceGroup, DynamicBatchin
 import { ENSEMBLE_PLATFORM, isEnsemble, type IOInfo } from './model-config-tensors.ts';
 
 // Importers keep reading these from model-config-utils.ts.
-export { ENSEMBLE_PLATFORM, dimsCompatible, findInput, findOutput, isEnsemble, modelTensorShape, tensorDatatype, type IOInfo } from './model-config-tensors.ts';
+export {
+  ENSEMBLE_PLATFORM,
+  dimsCompatible,
+  findInput,
+  findOutput,
+  isEnsemble,
+  modelTensorShape,
+  tensorDatatype,
+  type IOInfo,
+} from './model-config-tensors.ts';
 
 export interface NormalizeOptions {
   /** The model's directory name. */
@@ -163,7 +172,8 @@ function normalizeInstanceGroups(c: ModelConfig, opts: NormalizeOptions, fail: F
     const gpus = out.gpus ?? [];
     if (out.kind === 'KIND_AUTO') out.kind = gpuCount > 0 ? 'KIND_GPU' : 'KIND_CPU';
     if (out.kind === 'KIND_GPU') {
-      if (gpuCount === 0) throw fail(
+      if (gpuCount === 0)
+        throw fail(
           `${path}.kind`,
           `KIND_GPU but no GPUs are available to onnxruntime (it needs a GPU and onnxruntime-node's CUDA execution provider: see docs/deploy/gpu-hosts.md)`,
         );

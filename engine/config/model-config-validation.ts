@@ -66,8 +66,12 @@ export function validateModelConfig(c: ModelConfig, file: string): void {
 }
 
 export const BATCH_INPUT_KINDS = [
-  'BATCH_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
-  'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', 'BATCH_ITEM_SHAPE', 'BATCH_ITEM_SHAPE_FLATTEN',
+  'BATCH_ELEMENT_COUNT',
+  'BATCH_ACCUMULATED_ELEMENT_COUNT',
+  'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
+  'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE',
+  'BATCH_ITEM_SHAPE',
+  'BATCH_ITEM_SHAPE_FLATTEN',
 ];
 
 /** batch_input: a known kind, one target that is not a request input, one source that is, FP32 or INT32. */
@@ -78,7 +82,8 @@ function validateBatchInputs(c: ModelConfig, fail: Fail): void {
     if (!BATCH_INPUT_KINDS.includes(kind)) throw fail(`${path}.kind`, `unknown kind '${kind}'`);
     const targets = b.target_name ?? [];
     if (targets.length !== 1) throw fail(`${path}.target_name`, `needs exactly one target name, got ${targets.length}`);
-    if (findInput(c, targets[0]!)) throw fail(`${path}.target_name`, `'${targets[0]}' is also a request input; a batch input is built by the server`);
+    if (findInput(c, targets[0]!))
+      throw fail(`${path}.target_name`, `'${targets[0]}' is also a request input; a batch input is built by the server`);
     if (b.data_type !== 'TYPE_FP32' && b.data_type !== 'TYPE_INT32') {
       throw fail(`${path}.data_type`, `batch input '${targets[0]}' must be TYPE_FP32 or TYPE_INT32, got ${b.data_type ?? 'none'}`);
     }
@@ -93,10 +98,12 @@ function validateBatchOutputs(c: ModelConfig, fail: Fail): void {
   (c.batch_output ?? []).forEach((b, i) => {
     const path = `batch_output[${i}]`;
     const kind = b.kind ?? 'BATCH_SCATTER_WITH_INPUT_SHAPE';
-    if (kind !== 'BATCH_SCATTER_WITH_INPUT_SHAPE') throw fail(`${path}.kind`, `unexpected batch output kind '${kind}' (only BATCH_SCATTER_WITH_INPUT_SHAPE)`);
+    if (kind !== 'BATCH_SCATTER_WITH_INPUT_SHAPE')
+      throw fail(`${path}.kind`, `unexpected batch output kind '${kind}' (only BATCH_SCATTER_WITH_INPUT_SHAPE)`);
     const targets = b.target_name ?? [];
     if (targets.length === 0) throw fail(`${path}.target_name`, 'needs at least one target name');
-    for (const t of targets) if (!c.output.some((o) => o.name === t)) throw fail(`${path}.target_name`, `'${t}' is not an output of the model`);
+    for (const t of targets)
+      if (!c.output.some((o) => o.name === t)) throw fail(`${path}.target_name`, `'${t}' is not an output of the model`);
     const sources = b.source_input ?? [];
     if (sources.length !== 1) throw fail(`${path}.source_input`, `needs exactly one source input, got ${sources.length}`);
     if (!findInput(c, sources[0]!)) throw fail(`${path}.source_input`, `'${sources[0]}' is not an input of the model`);
@@ -111,7 +118,8 @@ function validateTensors(list: ModelTensorConfig[], kind: 'input' | 'output', fa
     if (seen.has(t.name)) throw fail(`${path}.name`, `duplicate ${kind} name '${t.name}'`);
     seen.add(t.name);
     if (!t.data_type || t.data_type === 'TYPE_INVALID') throw fail(`${path}.data_type`, `'${t.name}' needs a data_type`);
-    if (t.dims.length === 0 && !t.reshape) throw fail(`${path}.dims`, `'${t.name}' needs dims (use dims: [1] with reshape: { shape: [] } for a scalar)`);
+    if (t.dims.length === 0 && !t.reshape)
+      throw fail(`${path}.dims`, `'${t.name}' needs dims (use dims: [1] with reshape: { shape: [] } for a scalar)`);
     t.dims.forEach((d, j) => {
       if (!Number.isInteger(d) || d < -1 || d === 0) throw fail(`${path}.dims[${j}]`, `must be -1 or at least 1, got ${d}`);
     });
@@ -149,18 +157,28 @@ export function validateAgainstModel(c: ModelConfig, io: { inputs: IOInfo[]; out
       let shape = info.shape;
       if (kind === 'input' && t.allow_ragged_batch && c.max_batch_size > 0) {
         // Ragged batching: the backend concatenates the batch into one 1-D tensor (Triton's onnxruntime backend).
-        if (shape.length !== 1) throw fail(`${path}.allow_ragged_batch`, `'${t.name}' must be 1-D in the model file to take ragged batches, it has shape [${shape}]`);
+        if (shape.length !== 1)
+          throw fail(
+            `${path}.allow_ragged_batch`,
+            `'${t.name}' must be 1-D in the model file to take ragged batches, it has shape [${shape}]`,
+          );
         return;
       }
       if (c.max_batch_size > 0) {
         if (shape[0] !== -1) {
-          throw fail('max_batch_size', `${c.max_batch_size} but ${kind} '${t.name}' has no dynamic batch dim in the model file (shape [${shape}])`);
+          throw fail(
+            'max_batch_size',
+            `${c.max_batch_size} but ${kind} '${t.name}' has no dynamic batch dim in the model file (shape [${shape}])`,
+          );
         }
         shape = shape.slice(1);
       }
       const dims = t.reshape ? (t.reshape.shape ?? []) : t.dims;
       if (!dimsCompatible(shape, dims)) {
-        throw fail(`${path}.${t.reshape ? 'reshape.shape' : 'dims'}`, `[${dims}] does not match [${shape}] of '${t.name}' in the model file`);
+        throw fail(
+          `${path}.${t.reshape ? 'reshape.shape' : 'dims'}`,
+          `[${dims}] does not match [${shape}] of '${t.name}' in the model file`,
+        );
       }
     });
   };

@@ -15,7 +15,11 @@ export interface Token {
 
 /** A bad character or string literal at line:col; the parser adds file and field path. */
 export class LexError extends Error {
-  constructor(readonly line: number, readonly col: number, message: string) {
+  constructor(
+    readonly line: number,
+    readonly col: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -24,7 +28,17 @@ const PUNCT = new Set(['{', '}', '<', '>', '[', ']', ':', ',', ';', '-']);
 const NUMBER_RE = /(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fF]?)/y;
 const IDENT_RE = /[A-Za-z_][A-Za-z0-9_]*/y;
 const SIMPLE_ESCAPES: Record<string, number> = {
-  n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '\\': 92, "'": 39, '"': 34, '?': 63,
+  n: 10,
+  t: 9,
+  r: 13,
+  a: 7,
+  b: 8,
+  f: 12,
+  v: 11,
+  '\\': 92,
+  "'": 39,
+  '"': 34,
+  '?': 63,
 };
 
 /** Pulls tokens on demand; positions are 1-based, columns count code points. */

@@ -41,13 +41,27 @@ export function hasReshape(config: ModelConfig): boolean {
 /** Inputs as the backend sees them: each in its `reshape.shape` (plus the batch dim). */
 export function reshapeInputs<T extends Tensor>(config: ModelConfig, inputs: T[]): T[] {
   if (!config.input.some((t) => t.reshape)) return inputs;
-  return inputs.map((t) => reshaped(config, t, config.input.find((d) => d.name === t.name), true));
+  return inputs.map((t) =>
+    reshaped(
+      config,
+      t,
+      config.input.find((d) => d.name === t.name),
+      true,
+    ),
+  );
 }
 
 /** Outputs as the client sees them: each back in its config `dims` (plus the batch dim). */
 export function reshapeOutputs<T extends Tensor>(config: ModelConfig, outputs: T[]): T[] {
   if (!config.output.some((t) => t.reshape)) return outputs;
-  return outputs.map((t) => reshaped(config, t, config.output.find((d) => d.name === t.name), false));
+  return outputs.map((t) =>
+    reshaped(
+      config,
+      t,
+      config.output.find((d) => d.name === t.name),
+      false,
+    ),
+  );
 }
 
 /** The shape an ensemble tensor has inside the ensemble: the reshape target when the ensemble declares one. */

@@ -47,8 +47,23 @@ type RawSeq = {
   max_sequence_idle_microseconds?: number;
   direct?: { max_queue_delay_microseconds?: number };
   oldest?: { max_candidate_sequences?: number; preferred_batch_size?: number[]; max_queue_delay_microseconds?: number };
-  control_input?: Array<{ name: string; control?: Array<{ kind?: string; int32_false_true?: number[]; fp32_false_true?: number[]; bool_false_true?: boolean[]; data_type?: string }> }>;
-  state?: Array<{ input_name: string; output_name: string; data_type: string; dims?: number[]; initial_state?: Array<{ zero_data?: boolean; data_file?: string }> }>;
+  control_input?: Array<{
+    name: string;
+    control?: Array<{
+      kind?: string;
+      int32_false_true?: number[];
+      fp32_false_true?: number[];
+      bool_false_true?: boolean[];
+      data_type?: string;
+    }>;
+  }>;
+  state?: Array<{
+    input_name: string;
+    output_name: string;
+    data_type: string;
+    dims?: number[];
+    initial_state?: Array<{ zero_data?: boolean; data_file?: string }>;
+  }>;
 };
 
 /** Input names the engine supplies itself (control inputs and state inputs): never in `input`, never asked of clients. */
@@ -105,7 +120,9 @@ export function sequenceSpecOf(
       return;
     }
     const pairs: Array<[Datatype, Array<number | boolean> | undefined]> = [
-      ['INT32', c.int32_false_true], ['FP32', c.fp32_false_true], ['BOOL', c.bool_false_true],
+      ['INT32', c.int32_false_true],
+      ['FP32', c.fp32_false_true],
+      ['BOOL', c.bool_false_true],
     ];
     const given = pairs.filter(([, v]) => v && v.length);
     if (given.length !== 1 || given[0]![1]!.length !== 2) {
@@ -125,11 +142,15 @@ export function sequenceSpecOf(
       const at = `state[${i}].initial_state[0].data_file`;
       const f = init.data_file;
       // Inside the model's initial_state/ folder, as Triton looks for it: no absolute path, no '..'.
-      if (f.startsWith('/') || f.split(/[\\/]/).includes('..')) throw fail(at, `'${f}' must be a path inside the model's ${INITIAL_STATE_DIR}/ folder`);
+      if (f.startsWith('/') || f.split(/[\\/]/).includes('..'))
+        throw fail(at, `'${f}' must be a path inside the model's ${INITIAL_STATE_DIR}/ folder`);
       const bytes = initialData?.get(f);
       if (initialData && !bytes) throw fail(at, `cannot read '${INITIAL_STATE_DIR}/${f}'`);
       if (bytes && datatype !== 'BYTES' && bytes.byteLength !== byteSizeOf(datatype, dims)) {
-        throw fail(at, `'${INITIAL_STATE_DIR}/${f}' holds ${bytes.byteLength} bytes; state '${s.input_name}' (${s.data_type} [${dims}]) needs ${byteSizeOf(datatype, dims)}`);
+        throw fail(
+          at,
+          `'${INITIAL_STATE_DIR}/${f}' holds ${bytes.byteLength} bytes; state '${s.input_name}' (${s.data_type} [${dims}]) needs ${byteSizeOf(datatype, dims)}`,
+        );
       }
       if (bytes) spec.initial = bytes;
     }
@@ -147,7 +168,6 @@ export function sequenceSpecOf(
     states,
   };
 }
-
 
 /** A request's correlation ID and flags (sequence_id: uint64 or string; 0 / '' = none). */
 export interface SequenceFlags {
@@ -169,7 +189,8 @@ export function sequenceFlagsOf(params: Record<string, ParamValue>): SequenceFla
       throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${raw} (not exact)`);
     }
     const n = BigInt(raw);
-    if (n < 0n || n >= 2n ** 64n) throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${raw}`);
+    if (n < 0n || n >= 2n ** 64n)
+      throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${raw}`);
     id = n === 0n ? undefined : n;
   } else if (raw !== undefined) {
     throw invalidArg(`request parameter 'sequence_id' must be an unsigned 64-bit integer or a string, got ${typeof raw} ${String(raw)}`);
@@ -186,13 +207,19 @@ const low32 = (v: number | bigint | boolean | string): number => (typeof v === '
 function scalarBytes(datatype: Datatype, value: number | bigint | boolean | string, rows: number): Uint8Array {
   const n = Math.max(1, rows);
   switch (datatype) {
-    case 'FP32': return new Uint8Array(Float32Array.from({ length: n }, () => Number(value)).buffer);
-    case 'INT32': return new Uint8Array(Int32Array.from({ length: n }, () => low32(value)).buffer);
-    case 'UINT32': return new Uint8Array(Uint32Array.from({ length: n }, () => low32(value)).buffer);
-    case 'BOOL': return Uint8Array.from({ length: n }, () => (value === true || value === 1 || value === 1n ? 1 : 0));
+    case 'FP32':
+      return new Uint8Array(Float32Array.from({ length: n }, () => Number(value)).buffer);
+    case 'INT32':
+      return new Uint8Array(Int32Array.from({ length: n }, () => low32(value)).buffer);
+    case 'UINT32':
+      return new Uint8Array(Uint32Array.from({ length: n }, () => low32(value)).buffer);
+    case 'BOOL':
+      return Uint8Array.from({ length: n }, () => (value === true || value === 1 || value === 1n ? 1 : 0));
     // BigInt64Array stores a uint64 ID past 2^63 as its two's complement, as a C cast would.
-    case 'INT64': return new Uint8Array(BigInt64Array.from({ length: n }, () => BigInt.asIntN(64, BigInt(value))).buffer);
-    case 'UINT64': return new Uint8Array(BigUint64Array.from({ length: n }, () => BigInt(value)).buffer);
+    case 'INT64':
+      return new Uint8Array(BigInt64Array.from({ length: n }, () => BigInt.asIntN(64, BigInt(value))).buffer);
+    case 'UINT64':
+      return new Uint8Array(BigUint64Array.from({ length: n }, () => BigInt(value)).buffer);
     case 'BYTES': {
       const s = Buffer.from(String(value));
       const out = new Uint8Array(n * (4 + s.length));
@@ -202,7 +229,8 @@ function scalarBytes(datatype: Datatype, value: number | bigint | boolean | stri
       }
       return out;
     }
-    default: throw invalidArg(`control datatype ${datatype} is not supported`);
+    default:
+      throw invalidArg(`control datatype ${datatype} is not supported`);
   }
 }
 
@@ -210,12 +238,17 @@ function scalarBytes(datatype: Datatype, value: number | bigint | boolean | stri
  * The control tensors for one request: shape [1] per batch row ([batch, 1]
  * when the model batches). READY is always true for a request that runs.
  */
-export function controlTensors(spec: SequenceSpec, flags: { id: CorrelationId; start: boolean; end: boolean }, batched: boolean): InferInput[] {
+export function controlTensors(
+  spec: SequenceSpec,
+  flags: { id: CorrelationId; start: boolean; end: boolean },
+  batched: boolean,
+): InferInput[] {
   return spec.controls.map((c) => {
     let value: number | bigint | boolean | string;
     if (c.kind === 'CONTROL_SEQUENCE_CORRID') {
       if (c.datatype === 'BYTES') value = String(flags.id);
-      else if (typeof flags.id === 'string') throw invalidArg(`sequence_id '${flags.id}' is a string but the model's CONTROL_SEQUENCE_CORRID '${c.name}' is ${c.datatype}`);
+      else if (typeof flags.id === 'string')
+        throw invalidArg(`sequence_id '${flags.id}' is a string but the model's CONTROL_SEQUENCE_CORRID '${c.name}' is ${c.datatype}`);
       else value = flags.id;
     } else {
       const on = c.kind === 'CONTROL_SEQUENCE_START' ? flags.start : c.kind === 'CONTROL_SEQUENCE_END' ? flags.end : true;
@@ -234,8 +267,12 @@ export function initialState(s: StateSpec, batched: boolean): Tensor {
 
 /** The request given to the model: controls and states added, state outputs asked for. */
 export function withSequenceInputs(
-  req: InferRequest, spec: SequenceSpec, flags: { id: CorrelationId; start: boolean; end: boolean },
-  state: Map<string, Tensor> | undefined, batched: boolean, allOutputs: string[],
+  req: InferRequest,
+  spec: SequenceSpec,
+  flags: { id: CorrelationId; start: boolean; end: boolean },
+  state: Map<string, Tensor> | undefined,
+  batched: boolean,
+  allOutputs: string[],
 ): InferRequest {
   const inputs: InferInput[] = [...req.inputs, ...controlTensors(spec, flags, batched)];
   for (const s of spec.states) {

@@ -13,7 +13,15 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 /** Triton's group names, in its order. */
 export const RESTRICTED_GROUPS = [
-  'health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace', 'logging',
+  'health',
+  'metadata',
+  'inference',
+  'shared-memory',
+  'model-config',
+  'model-repository',
+  'statistics',
+  'trace',
+  'logging',
 ] as const;
 export type RestrictedGroup = (typeof RESTRICTED_GROUPS)[number];
 
@@ -59,7 +67,10 @@ export function parseRestrictedFeature(
 }
 
 /** Parse every value of one option; later options may not repeat a group. */
-export function parseRestrictedFeatures(args: string[], option: 'http-restricted-api' | 'grpc-restricted-protocol'): Map<RestrictedGroup, Restriction> {
+export function parseRestrictedFeatures(
+  args: string[],
+  option: 'http-restricted-api' | 'grpc-restricted-protocol',
+): Map<RestrictedGroup, Restriction> {
   const out = new Map<RestrictedGroup, Restriction>();
   for (const a of args) parseRestrictedFeature(a, option, out);
   return out;
@@ -88,14 +99,21 @@ export function httpApiGroup(path: string): RestrictedGroup | undefined {
   const rest = s.slice(2);
   if (rest.length === 0) return 'metadata';
   switch (rest[0]) {
-    case 'health': return 'health';
-    case 'logging': return 'logging';
-    case 'trace': return 'trace';
-    case 'repository': return 'model-repository';
+    case 'health':
+      return 'health';
+    case 'logging':
+      return 'logging';
+    case 'trace':
+      return 'trace';
+    case 'repository':
+      return 'model-repository';
     case 'systemsharedmemory':
-    case 'cudasharedmemory': return 'shared-memory';
-    case 'models': return modelPathGroup(rest.slice(1));
-    default: return undefined;
+    case 'cudasharedmemory':
+      return 'shared-memory';
+    case 'models':
+      return modelPathGroup(rest.slice(1));
+    default:
+      return undefined;
   }
 }
 
@@ -106,28 +124,46 @@ function modelPathGroup(p: string[]): RestrictedGroup | undefined {
   let kind = p.slice(1);
   if (kind[0] === 'versions' && kind.length >= 2) kind = kind.slice(2);
   switch (kind.join('/')) {
-    case '': return 'metadata';
-    case 'ready': return 'health';
+    case '':
+      return 'metadata';
+    case 'ready':
+      return 'health';
     case 'infer':
     case 'generate':
-    case 'generate_stream': return 'inference';
-    case 'config': return 'model-config';
-    case 'stats': return 'statistics';
-    case 'trace/setting': return 'trace';
-    default: return undefined;
+    case 'generate_stream':
+      return 'inference';
+    case 'config':
+      return 'model-config';
+    case 'stats':
+      return 'statistics';
+    case 'trace/setting':
+      return 'trace';
+    default:
+      return undefined;
   }
 }
 
 /** The group of each GRPCInferenceService RPC and the standard health Check (Triton's grpc_server.cc). */
 export const GRPC_RPC_GROUPS: Readonly<Record<string, RestrictedGroup>> = {
-  ServerLive: 'health', ServerReady: 'health', ModelReady: 'health', Check: 'health',
-  ServerMetadata: 'metadata', ModelMetadata: 'metadata',
-  ModelInfer: 'inference', ModelStreamInfer: 'inference',
+  ServerLive: 'health',
+  ServerReady: 'health',
+  ModelReady: 'health',
+  Check: 'health',
+  ServerMetadata: 'metadata',
+  ModelMetadata: 'metadata',
+  ModelInfer: 'inference',
+  ModelStreamInfer: 'inference',
   ModelConfig: 'model-config',
   ModelStatistics: 'statistics',
-  RepositoryIndex: 'model-repository', RepositoryModelLoad: 'model-repository', RepositoryModelUnload: 'model-repository',
-  SystemSharedMemoryStatus: 'shared-memory', SystemSharedMemoryRegister: 'shared-memory', SystemSharedMemoryUnregister: 'shared-memory',
-  CudaSharedMemoryStatus: 'shared-memory', CudaSharedMemoryRegister: 'shared-memory', CudaSharedMemoryUnregister: 'shared-memory',
+  RepositoryIndex: 'model-repository',
+  RepositoryModelLoad: 'model-repository',
+  RepositoryModelUnload: 'model-repository',
+  SystemSharedMemoryStatus: 'shared-memory',
+  SystemSharedMemoryRegister: 'shared-memory',
+  SystemSharedMemoryUnregister: 'shared-memory',
+  CudaSharedMemoryStatus: 'shared-memory',
+  CudaSharedMemoryRegister: 'shared-memory',
+  CudaSharedMemoryUnregister: 'shared-memory',
   TraceSetting: 'trace',
   LogSettings: 'logging',
 };
@@ -148,7 +184,10 @@ export function failedRestriction(
 }
 
 /** The environment variable that may carry one more value of each option (kept off the command line, which other local users can read). */
-export const RESTRICTED_ENV = { 'http-restricted-api': 'ENGINE_HTTP_RESTRICTED_API', 'grpc-restricted-protocol': 'ENGINE_GRPC_RESTRICTED_PROTOCOL' } as const;
+export const RESTRICTED_ENV = {
+  'http-restricted-api': 'ENGINE_HTTP_RESTRICTED_API',
+  'grpc-restricted-protocol': 'ENGINE_GRPC_RESTRICTED_PROTOCOL',
+} as const;
 
 /**
  * The groups of one option: its command-line values, and the value in its

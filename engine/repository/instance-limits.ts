@@ -44,9 +44,12 @@ export function checkInstanceCount(c: ModelConfig, file: string, versionDir: str
   const groups = c.instance_group ?? [];
   const field = groups.length === 1 ? 'instance_group[0].count' : 'instance_group[*].count';
   const { perModel, total } = check.limits;
-  if (n > perModel) throw invalidArg(`${file}: ${field}: ${n} instances is over the maximum of ${perModel} per model (--max-instances-per-model)`);
+  if (n > perModel)
+    throw invalidArg(`${file}: ${field}: ${n} instances is over the maximum of ${perModel} per model (--max-instances-per-model)`);
   if (check.others + n > total) {
-    throw invalidArg(`${file}: ${field}: ${n} instances with the ${check.others} other models hold is over the maximum of ${total} in all (--max-instances-total)`);
+    throw invalidArg(
+      `${file}: ${field}: ${n} instances with the ${check.others} other models hold is over the maximum of ${total} in all (--max-instances-total)`,
+    );
   }
   if (check.budgetBytes !== undefined) {
     const weights = modelFileBytes(versionDir, c.default_model_filename);

@@ -143,7 +143,11 @@ export class ModelRepositoryManager {
     for (const n of names) {
       try {
         const raw = readRawConfig(this.source(n));
-        if (backendNameOf(raw) === 'ensemble') steps.set(n, (raw.ensemble_scheduling?.step ?? []).map((s) => s.model_name));
+        if (backendNameOf(raw) === 'ensemble')
+          steps.set(
+            n,
+            (raw.ensemble_scheduling?.step ?? []).map((s) => s.model_name),
+          );
       } catch {
         // Only orders the loads: an unreadable config fails that model's own load with the plain ones, with its reason.
       }
@@ -162,7 +166,9 @@ export class ModelRepositoryManager {
     // Ensembles first: they hold requests on their composing models.
     const entries = [...this.models.values()].sort((a, b) => Number(this.isEnsembleEntry(b)) - Number(this.isEnsembleEntry(a)));
     for (const e of entries) {
-      await this.withLock(e, () => this.unloadLocked(e, false, Math.max(0, until - Date.now()))).catch((err: unknown) => log.error(`unload of '${e.name}' at shutdown failed`, err));
+      await this.withLock(e, () => this.unloadLocked(e, false, Math.max(0, until - Date.now()))).catch((err: unknown) =>
+        log.error(`unload of '${e.name}' at shutdown failed`, err),
+      );
     }
   }
 
@@ -241,17 +247,31 @@ export class ModelRepositoryManager {
           if (this.readyVersion(s.model_name)) continue;
           await this.load(s.model_name).catch((err: unknown) => {
             const se = toStatusError(err);
-            throw new StatusError(se.code, `${rel}: ensemble '${name}': step[${i}] (model '${s.model_name}'): composing model failed to load: ${se.message}`, err);
+            throw new StatusError(
+              se.code,
+              `${rel}: ensemble '${name}': step[${i}] (model '${s.model_name}'): composing model failed to load: ${se.message}`,
+              err,
+            );
           });
         }
       }
       const versions = versionsToLoad(raw, versionsOnDisk(dir), rel);
       if (!versions.length) throw invalidArg(`${rel}: no version folder (e.g. ${name}/1/) to load`);
       const deps = {
-        shm: this.opts.shm, infer: this.opts.infer, modelControl: this.opts.modelControl, rateLimiter: this.opts.rateLimiter, lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
-        backendConfig: this.opts.backendConfig, fingerprint: this.opts.fingerprintVersions, warmForBudget: this.opts.budget !== undefined,
+        shm: this.opts.shm,
+        infer: this.opts.infer,
+        modelControl: this.opts.modelControl,
+        rateLimiter: this.opts.rateLimiter,
+        lookupConfig: (n: string, v: number) => this.readyVersion(n, v)?.config,
+        backendConfig: this.opts.backendConfig,
+        fingerprint: this.opts.fingerprintVersions,
+        warmForBudget: this.opts.budget !== undefined,
         chargedBytes: this.opts.budget ? () => Math.round(this.opts.budget!.bytesOf(name)) : undefined,
-        instances: () => ({ limits: { ...DEFAULT_INSTANCE_LIMITS, ...this.opts.instanceLimits }, others: this.instancesBesides(name), budgetBytes: this.opts.budget?.budgetBytes }),
+        instances: () => ({
+          limits: { ...DEFAULT_INSTANCE_LIMITS, ...this.opts.instanceLimits },
+          others: this.instancesBesides(name),
+          budgetBytes: this.opts.budget?.budgetBytes,
+        }),
       };
       const loadAll = async () => {
         for (const v of versions) loaded.push(await loadModelVersion(src, raw, v, deps));
@@ -261,14 +281,26 @@ export class ModelRepositoryManager {
       if (!budget || raw.platform === 'ensemble') await loadAll();
       else {
         const onDemand = this.opts.controlMode === 'on-demand';
-        await budgetedLoad(budget, {
-          name, dir, versions, raw, waitMs: onDemand ? (this.opts.onDemandTimeoutMs ?? 30_000) : 0,
-          candidates: () => evictionCandidates(this, budget, name),
-          evict: onDemand ? (n) => this.evict(n) : undefined,
-        }, loadAll);
+        await budgetedLoad(
+          budget,
+          {
+            name,
+            dir,
+            versions,
+            raw,
+            waitMs: onDemand ? (this.opts.onDemandTimeoutMs ?? 30_000) : 0,
+            candidates: () => evictionCandidates(this, budget, name),
+            evict: onDemand ? (n) => this.evict(n) : undefined,
+          },
+          loadAll,
+        );
       }
     } catch (err) {
-      await Promise.all(loaded.map((v) => v.unload().catch((ue: unknown) => log.warn(`unload of '${name}' v${v.version} after its failed load: ${(ue as Error).message}`))));
+      await Promise.all(
+        loaded.map((v) =>
+          v.unload().catch((ue: unknown) => log.warn(`unload of '${name}' v${v.version} after its failed load: ${(ue as Error).message}`)),
+        ),
+      );
       const se = toStatusError(err);
       // A StatusError's message was written for clients; anything else thrown while loading names its cause itself.
       const reason = err instanceof StatusError ? se.message : String((err as Error)?.message ?? err);
@@ -329,7 +361,8 @@ export class ModelRepositoryManager {
     const e = this.models.get(name);
     if (!e) return Promise.resolve(false);
     return this.withLock(e, async () => {
-      if (this.opts.budget?.inUse(name) || [...e.versions.values()].some((v) => v.scheduler.inflightCount() > 0) || e.versions.size === 0) return false;
+      if (this.opts.budget?.inUse(name) || [...e.versions.values()].some((v) => v.scheduler.inflightCount() > 0) || e.versions.size === 0)
+        return false;
       await this.unloadLocked(e, true);
       return true;
     });
@@ -391,7 +424,8 @@ export class ModelRepositoryManager {
   get(name: string, version?: string): ModelVersion {
     checkModelName(name);
     const e = this.models.get(name);
-    if (!e || (e.versions.size === 0 && e.status.state !== 'UNAVAILABLE')) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!e || (e.versions.size === 0 && e.status.state !== 'UNAVAILABLE'))
+      throw notFound(`Request for unknown model: '${name}' is not found`);
     let v: number | undefined;
     if (version) {
       v = Number(version);
@@ -399,8 +433,13 @@ export class ModelRepositoryManager {
     }
     const mv = this.readyVersion(name, v);
     if (mv) return mv;
-    if (e.versions.size === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions${e.status.reason ? `: ${e.status.reason}` : ''}`);
-    throw unavailable(v !== undefined ? `Request for unknown model: '${name}' version ${v} is not at ready state` : `Request for unknown model: '${name}' has no available versions`);
+    if (e.versions.size === 0)
+      throw unavailable(`Request for unknown model: '${name}' has no available versions${e.status.reason ? `: ${e.status.reason}` : ''}`);
+    throw unavailable(
+      v !== undefined
+        ? `Request for unknown model: '${name}' version ${v} is not at ready state`
+        : `Request for unknown model: '${name}' has no available versions`,
+    );
   }
 
   /** All loaded versions (statistics). */

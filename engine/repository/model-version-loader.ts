@@ -111,7 +111,9 @@ async function fingerprintOrNone(modelDir: string, versionDir: string, config: M
   try {
     return await fingerprintVersion(modelDir, versionDir, config);
   } catch (err) {
-    log.warn(`model '${config.name}': cannot fingerprint its files for the response cache (${(err as Error).message}); its entries last for this load only`);
+    log.warn(
+      `model '${config.name}': cannot fingerprint its files for the response cache (${(err as Error).message}); its entries last for this load only`,
+    );
     return undefined;
   }
 }

@@ -33,7 +33,14 @@ export async function runWarmup(config: ModelConfig, scheduler: Scheduler, model
     });
     for (let i = 0; i < Math.max(1, w.count ?? 1); i++) {
       // Samples are in the config's dims: the backend gets them reshaped, like any request.
-      const req: InferRequest = { modelName: config.name, id: `warmup:${w.name}`, inputs: reshapeInputs(config, inputs), outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() };
+      const req: InferRequest = {
+        modelName: config.name,
+        id: `warmup:${w.name}`,
+        inputs: reshapeInputs(config, inputs),
+        outputs: [],
+        parameters: {},
+        arrivalNs: process.hrtime.bigint(),
+      };
       try {
         await scheduler.enqueue(req);
       } catch (err) {
@@ -64,9 +71,19 @@ export async function runSyntheticWarmup(config: ModelConfig, instances: readonl
   });
   const t0 = performance.now();
   const results = await Promise.allSettled(
-    instances.map((inst) => inst.execute([{ modelName: config.name, id: 'warmup:synthetic', inputs, outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() }])),
+    instances.map((inst) =>
+      inst.execute([
+        { modelName: config.name, id: 'warmup:synthetic', inputs, outputs: [], parameters: {}, arrivalNs: process.hrtime.bigint() },
+      ]),
+    ),
   );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) log.warn(`model '${config.name}': synthetic warmup at batch ${batch} failed (${(failed.reason as Error)?.message}); charged what it holds without it`);
-  else log.info(`model '${config.name}': synthetic warmup at batch ${batch} on ${instances.length} instance(s) in ${(performance.now() - t0).toFixed(0)} ms`);
+  if (failed)
+    log.warn(
+      `model '${config.name}': synthetic warmup at batch ${batch} failed (${(failed.reason as Error)?.message}); charged what it holds without it`,
+    );
+  else
+    log.info(
+      `model '${config.name}': synthetic warmup at batch ${batch} on ${instances.length} instance(s) in ${(performance.now() - t0).toFixed(0)} ms`,
+    );
 }

@@ -73,7 +73,10 @@ export class RepositoryPoller {
     try {
       const dirs = new Set(this.target.modelDirs());
       for (const [name, e] of this.target.entries()) {
-        if (!dirs.has(name) && !e.tmpDir) await this.target.unload(name).catch((err: unknown) => log.warn(`poll: unload of removed '${name}' failed: ${(err as Error).message}`));
+        if (!dirs.has(name) && !e.tmpDir)
+          await this.target
+            .unload(name)
+            .catch((err: unknown) => log.warn(`poll: unload of removed '${name}' failed: ${(err as Error).message}`));
       }
       const changed: string[] = [];
       for (const name of dirs) {

@@ -50,11 +50,7 @@ export type BatchDecision =
  */
 const NO_SIZES: ReadonlySet<number> = new Set();
 
-export function decideBatch(
-  pending: ReadonlyArray<PendingItem>,
-  policy: BatchPolicy,
-  nowNs: bigint,
-): BatchDecision {
+export function decideBatch(pending: ReadonlyArray<PendingItem>, policy: BatchPolicy, nowNs: bigint): BatchDecision {
   if (pending.length === 0) return { action: 'idle' };
   const maxBatch = Math.max(1, policy.maxBatchSize);
   // No preferred sizes (the common case): no set built per decision.
@@ -106,11 +102,7 @@ export function decideBatch(
  * shapes apart from dim 0 (the whole shape when the model does not batch).
  * Inputs named in `raggedInputs` (allow_ragged_batch) do not need equal shapes.
  */
-export function batchShapeKey(
-  request: InferRequest,
-  maxBatchSize: number,
-  raggedInputs: ReadonlySet<string> = new Set(),
-): string {
+export function batchShapeKey(request: InferRequest, maxBatchSize: number, raggedInputs: ReadonlySet<string> = new Set()): string {
   const parts = request.inputs.map((input) => {
     const dims = maxBatchSize > 0 ? input.shape.slice(1) : input.shape;
     const shape = raggedInputs.has(input.name) ? '*' : dims.join(',');

@@ -207,11 +207,7 @@ export class DynamicBatchScheduler implements Scheduler {
       const entries = this.queue.ordered();
       const items: PendingItem[] = new Array(entries.length);
       for (let i = 0; i < entries.length; i++) items[i] = entries[i]!.item.decision;
-      const decision = decideBatch(
-        items,
-        this.core.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy,
-        now,
-      );
+      const decision = decideBatch(items, this.core.stopping ? { ...this.policy, maxQueueDelayNs: 0n } : this.policy, now);
       if (decision.action === 'send') {
         const batch = this.queue.take(decision.count).map((e) => e.item);
         void this.dispatch(instance, batch, decision.batchSize, now);
@@ -252,10 +248,11 @@ export class DynamicBatchScheduler implements Scheduler {
       this.stats.queued(Number(now - p.entry!.enqueuedNs));
       this.detach(p);
     }
-    if (trace.enabled) trace(
-      `model '${this.modelName}' executing batch of ${batch.length} requests (size ${batchSize}) on '${instance.name}'`,
-      batch[0]!.request.id,
-    );
+    if (trace.enabled)
+      trace(
+        `model '${this.modelName}' executing batch of ${batch.length} requests (size ${batchSize}) on '${instance.name}'`,
+        batch[0]!.request.id,
+      );
     const result = await runOnInstance(
       instance,
       batch.map((p) => p.request),

@@ -121,7 +121,12 @@ export class EnsembleRun {
     const ready = nextReadySteps(this.plan, f.tensors, f.started).filter((i) => this.plan.neededSteps.has(i));
     for (const i of ready) this.startStep(f, i);
     if (!f.answer && f.depth === this.plan.outputDepth && this.wanted.every((n) => f.tensors.has(n))) {
-      f.answer = { modelName: this.plan.name, modelVersion: this.version, id: this.request.id, outputs: this.wanted.map((name) => ({ ...f.tensors.get(name)!, name })) };
+      f.answer = {
+        modelName: this.plan.name,
+        modelVersion: this.version,
+        id: this.request.id,
+        outputs: this.wanted.map((name) => ({ ...f.tensors.get(name)!, name })),
+      };
     }
     // Nothing runs in it and nothing can start: only a pending flow still needs its tensors (to say which is missing).
     if (f.running === 0 && f.depth !== this.plan.outputDepth) f.tensors.clear();
@@ -170,7 +175,11 @@ export class EnsembleRun {
     const se = toStatusError(err);
     // Triton's text: the prefix, then the step's own message (clients match on the prefix).
     trace(`'${this.plan.name}' step ${i} (model '${this.plan.steps[i]!.modelName}') failed`, this.request.id);
-    this.onEnd({ outcome: new StatusError(se.code, `in ensemble '${this.plan.name}', ${se.message}`, se.detail), firstDispatch: this.firstDispatch, sums: this.sums });
+    this.onEnd({
+      outcome: new StatusError(se.code, `in ensemble '${this.plan.name}', ${se.message}`, se.detail),
+      firstDispatch: this.firstDispatch,
+      sums: this.sums,
+    });
   }
 
   private startStep(f: Flow, i: number): void {

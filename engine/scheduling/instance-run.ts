@@ -57,7 +57,12 @@ async function runWithout(
  * decoupled instance that is already free (ExecuteResult.streams), the
  * outcomes once every stream ended. Never rejects.
  */
-export async function finalOutcomes(result: ExecuteResult, count: number, instance: string, modelName: string): Promise<Array<InferResponse | StatusError>> {
+export async function finalOutcomes(
+  result: ExecuteResult,
+  count: number,
+  instance: string,
+  modelName: string,
+): Promise<Array<InferResponse | StatusError>> {
   if (!result.streams) return result.responses;
   try {
     const got = await result.streams;
@@ -70,11 +75,7 @@ export async function finalOutcomes(result: ExecuteResult, count: number, instan
   }
 }
 
-async function runChecked(
-  instance: ExecutionInstance,
-  requests: InferRequest[],
-  modelName: string,
-): Promise<ExecuteResult | StatusError> {
+async function runChecked(instance: ExecutionInstance, requests: InferRequest[], modelName: string): Promise<ExecuteResult | StatusError> {
   try {
     const result = await instance.execute(requests);
     if (result?.streams) return result;

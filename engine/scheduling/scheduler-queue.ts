@@ -92,9 +92,7 @@ export class SchedulerQueue<T> {
     const p = priority ?? 0;
     if (p === 0) return this.defaultLevel;
     if (!Number.isInteger(p) || p < 0 || p > this.priorityLevels) {
-      throw invalidArg(
-        `request priority ${p} for model '${this.modelName}' must be between 0 and ${this.priorityLevels}`,
-      );
+      throw invalidArg(`request priority ${p} for model '${this.modelName}' must be between 0 and ${this.priorityLevels}`);
     }
     return p;
   }

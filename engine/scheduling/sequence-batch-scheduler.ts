@@ -87,7 +87,10 @@ export class SequenceBatchScheduler implements Scheduler {
     const perInstance = Math.max(1, opts.config.max_batch_size);
     this.slots =
       this.spec.strategy === 'direct'
-        ? new SequenceSlots<SeqData>(this.instances.map(() => perInstance), true)
+        ? new SequenceSlots<SeqData>(
+            this.instances.map(() => perInstance),
+            true,
+          )
         : new SequenceSlots<SeqData>([this.spec.maxCandidates], false);
     this.holdFor = opts.delayUntilQueued ?? delaySchedulerFromEnv();
     this.policy = {
@@ -117,14 +120,20 @@ export class SequenceBatchScheduler implements Scheduler {
     try {
       // Each request is one step of one sequence: a statically batched request cannot be (Triton's check and words).
       if (requestBatchSize(request, this.config.max_batch_size) > 1) {
-        throw invalidArg(`inference request to model '${this.modelName}' must specify batch-size 1 due to requirements of sequence batcher`);
+        throw invalidArg(
+          `inference request to model '${this.modelName}' must specify batch-size 1 due to requirements of sequence batcher`,
+        );
       }
       flags = sequenceFlagsOf(request.parameters);
       if (flags.id === undefined) {
         throw invalidArg(`inference request to model '${this.modelName}' must specify a non-zero or non-empty correlation ID`);
       }
       const id = flags.id;
-      const admission = this.slots.admit(id, sequenceKey(id), flags.start, flags.end, now, this.modelName, () => ({ queue: [], running: false, state: new Map() }));
+      const admission = this.slots.admit(id, sequenceKey(id), flags.start, flags.end, now, this.modelName, () => ({
+        queue: [],
+        running: false,
+        state: new Map(),
+      }));
       seq = admission.seq;
       if (admission.restarted) log.warn(`sequence ${id} for model '${this.modelName}' restarted by a new START before its END`);
     } catch (err) {
@@ -182,7 +191,14 @@ export class SequenceBatchScheduler implements Scheduler {
       }
       this.stats.queued(Number(now - p.enqueuedNs));
       try {
-        const req = withSequenceInputs(p.request, this.spec, { id: seq.id, start: p.start, end: p.end }, seq.data.state, batched, allOutputs);
+        const req = withSequenceInputs(
+          p.request,
+          this.spec,
+          { id: seq.id, start: p.start, end: p.end },
+          seq.data.state,
+          batched,
+          allOutputs,
+        );
         items.push({ seq, p, req });
       } catch (err) {
         this.settle(seq, p, err as StatusError);
@@ -190,7 +206,11 @@ export class SequenceBatchScheduler implements Scheduler {
     }
     if (items.length) {
       trace(`model '${this.modelName}' executing ${items.length} sequence request(s) on '${instance.name}'`, items[0]!.p.request.id);
-      const result = await runOnInstance(instance, items.map((x) => x.req), this.modelName);
+      const result = await runOnInstance(
+        instance,
+        items.map((x) => x.req),
+        this.modelName,
+      );
       if (result instanceof StatusError) {
         for (const x of items) this.settle(x.seq, x.p, result);
       } else {

@@ -17,7 +17,13 @@ const labelCache = new Map<string, string[]>();
 export type ModelLookup = (name: string, version: number) => { config: ModelConfig; dir: string } | undefined;
 
 /** The labels of `output`: its own label_filename, else (ensembles) those of the step output that writes it. */
-export function labelsOf(config: ModelConfig, output: string, modelDir: string | undefined, lookup?: ModelLookup, depth = 0): string[] | undefined {
+export function labelsOf(
+  config: ModelConfig,
+  output: string,
+  modelDir: string | undefined,
+  lookup?: ModelLookup,
+  depth = 0,
+): string[] | undefined {
   const file = config.output.find((o) => o.name === output)?.label_filename;
   if (!file && lookup && depth < 16) {
     for (const step of config.ensemble_scheduling?.step ?? []) {

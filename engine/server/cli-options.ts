@@ -103,20 +103,53 @@ const s = { type: 'string' } as const;
 
 /** Every flag the engine takes (test/unit/cli-options.test.ts checks each is in USAGE and docs/reference.md). */
 export const ENGINE_FLAGS = {
-  'model-repository': s, 'model-store': s, 'grpc-port': s, 'grpc-unix-socket': s, 'local-socket': s, 'http-port': s, 'metrics-port': s,
-  'http-address': s, 'allow-grpc': s, 'allow-http': s, 'allow-metrics': s,
-  'model-control-mode': s, 'load-model': { type: 'string', multiple: true },
-  'repository-poll-secs': s, 'strict-model-config': s, 'strict-readiness': s,
-  'allow-client-shm': s, 'shm-key-prefix': s, 'shm-max-regions': s, 'shm-max-bytes': s, 'log-verbose': s, 'backend-config': { type: 'string', multiple: true },
-  'server-name': s, 'trace-config': { type: 'string', multiple: true },
-  'cache-config': { type: 'string', multiple: true }, 'rate-limit': s,
-  'rate-limit-resource': { type: 'string', multiple: true }, 'model-memory-budget': s,
-  'pin-model': { type: 'string', multiple: true }, 'on-demand-load-timeout-secs': s, 'exit-timeout-secs': s, 'adaptive-instances': s, help: { type: 'boolean' },
-  'http-restricted-api': { type: 'string', multiple: true }, 'grpc-restricted-protocol': { type: 'string', multiple: true },
-  'trace-dir': s, 'log-dir': s, 'log-file': s, 'exit-on-error': s,
-  'http-header-timeout-ms': s, 'http-body-timeout-ms': s, 'http-idle-timeout-ms': s,
-  'backend-directory': s, 'stream-max-queued-bytes': s, 'grpc-h2-limit': { type: 'string', multiple: true },
-  'max-instances-per-model': s, 'max-instances-total': s,
+  'model-repository': s,
+  'model-store': s,
+  'grpc-port': s,
+  'grpc-unix-socket': s,
+  'local-socket': s,
+  'http-port': s,
+  'metrics-port': s,
+  'http-address': s,
+  'allow-grpc': s,
+  'allow-http': s,
+  'allow-metrics': s,
+  'model-control-mode': s,
+  'load-model': { type: 'string', multiple: true },
+  'repository-poll-secs': s,
+  'strict-model-config': s,
+  'strict-readiness': s,
+  'allow-client-shm': s,
+  'shm-key-prefix': s,
+  'shm-max-regions': s,
+  'shm-max-bytes': s,
+  'log-verbose': s,
+  'backend-config': { type: 'string', multiple: true },
+  'server-name': s,
+  'trace-config': { type: 'string', multiple: true },
+  'cache-config': { type: 'string', multiple: true },
+  'rate-limit': s,
+  'rate-limit-resource': { type: 'string', multiple: true },
+  'model-memory-budget': s,
+  'pin-model': { type: 'string', multiple: true },
+  'on-demand-load-timeout-secs': s,
+  'exit-timeout-secs': s,
+  'adaptive-instances': s,
+  help: { type: 'boolean' },
+  'http-restricted-api': { type: 'string', multiple: true },
+  'grpc-restricted-protocol': { type: 'string', multiple: true },
+  'trace-dir': s,
+  'log-dir': s,
+  'log-file': s,
+  'exit-on-error': s,
+  'http-header-timeout-ms': s,
+  'http-body-timeout-ms': s,
+  'http-idle-timeout-ms': s,
+  'backend-directory': s,
+  'stream-max-queued-bytes': s,
+  'grpc-h2-limit': { type: 'string', multiple: true },
+  'max-instances-per-model': s,
+  'max-instances-total': s,
 } as const;
 
 /** Parse argv (without node and script) into engine options and the log verbosity. */
@@ -134,7 +167,8 @@ export function parseEngineArgs(
   const repo = values['model-repository'] ?? values['model-store'];
   if (!repo) throw new Error(`--model-repository is required\n${USAGE}`);
   const mode = (values['model-control-mode'] ?? 'none') as ControlMode;
-  if (!['none', 'poll', 'explicit', 'on-demand'].includes(mode)) throw new Error(`--model-control-mode: expected none, poll, explicit or on-demand, got '${mode}'`);
+  if (!['none', 'poll', 'explicit', 'on-demand'].includes(mode))
+    throw new Error(`--model-control-mode: expected none, poll, explicit or on-demand, got '${mode}'`);
   const loadModels = values['load-model'] ?? [];
   if (loadModels.length && mode !== 'explicit' && mode !== 'on-demand') throw new Error('--load-model needs --model-control-mode=explicit');
   return {

@@ -70,7 +70,10 @@ export class InferPipeline {
   async runOnModel(req: InferRequest): Promise<InferResponse> {
     req.arrivalNs ??= process.hrtime.bigint();
     // Step 2, on-demand: in on-demand mode the model is loaded first (the only await before begin).
-    const mv = this.d.controlMode === 'on-demand' ? await readyOnDemand(this.d.repository, req, this.d.onDemandTimeoutMs) : this.d.repository.get(req.modelName, req.modelVersion);
+    const mv =
+      this.d.controlMode === 'on-demand'
+        ? await readyOnDemand(this.d.repository, req, this.d.onDemandTimeoutMs)
+        : this.d.repository.get(req.modelName, req.modelVersion);
     // In use from here to the answer (no await between the lookup and begin).
     this.d.budget?.begin(req.modelName);
     try {
@@ -97,7 +100,14 @@ export class InferPipeline {
       const a = this.d.shm.acquire(t.shm, { tensor: t.name, kind: 'input' });
       held.push(a);
       t.data = a.bytes;
-      t.shmLocation = { key: a.key, offset: a.absoluteOffset, byteSize: t.shm.byteSize, regionOffset: a.regionOffset, regionSize: a.regionSize, fd: a.fd };
+      t.shmLocation = {
+        key: a.key,
+        offset: a.absoluteOffset,
+        byteSize: t.shm.byteSize,
+        regionOffset: a.regionOffset,
+        regionSize: a.regionSize,
+        fd: a.fd,
+      };
       t.shmCheck = a.check;
     }
   }
@@ -137,7 +147,14 @@ export class InferPipeline {
     for (const o of req.outputs) {
       if (!o.classification) continue;
       const i = res.outputs.findIndex((t) => t.name === o.name);
-      if (i >= 0) res.outputs[i] = classify(res.outputs[i]!, o.classification, mv.config, path.join(this.d.modelRepository, res.modelName), this.labelLookup);
+      if (i >= 0)
+        res.outputs[i] = classify(
+          res.outputs[i]!,
+          o.classification,
+          mv.config,
+          path.join(this.d.modelRepository, res.modelName),
+          this.labelLookup,
+        );
     }
   }
 

@@ -35,7 +35,9 @@ export function validateRequest(config: ModelConfig, req: InferRequest): void {
     if (config.max_batch_size > 0) {
       const b = t.shape[0]!;
       if (b < 1 || b > config.max_batch_size) {
-        throw invalidArg(`inference request batch-size must be <= ${config.max_batch_size} for '${model}' (input '${t.name}' has batch ${b})`);
+        throw invalidArg(
+          `inference request batch-size must be <= ${config.max_batch_size} for '${model}' (input '${t.name}' has batch ${b})`,
+        );
       }
       if (batch !== undefined && b !== batch) {
         throw invalidArg(`input '${t.name}' batch size ${b} does not match the other inputs' ${batch} for model '${model}'`);

@@ -1,11 +1,10 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // The engine's ServerApi (Triton's TRITONSERVER_Server), a thin facade: owns
 // the repository manager, the shared-memory manager and the sharing parts,
 // answers the metadata, repository, shm, trace and log APIs, and hands each
 // request to the pipeline (infer-pipeline.ts) under its deadline. All on the
 // main thread; models run on their instances.
-import type {
-  LoadParameters, ModelIndexEntry, ModelMetadata, ModelStatistics, ServerApi, ShmRegionStatus,
-} from '../api/server-api.ts';
+import type { LoadParameters, ModelIndexEntry, ModelMetadata, ModelStatistics, ServerApi, ShmRegionStatus } from '../api/server-api.ts';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { FailureReason } from '../api/scheduler.ts';
@@ -38,9 +37,19 @@ export class InferenceServer implements ServerApi {
   readonly name: string;
   readonly version = SERVER_VERSION;
   readonly extensions = [
-    'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
-    'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data',
-    'parameters', 'statistics', 'trace', 'logging', 'generate',
+    'classification',
+    'model_repository',
+    'model_repository(unload_dependents)',
+    'schedule_policy',
+    'model_configuration',
+    'system_shared_memory',
+    'cuda_shared_memory',
+    'binary_tensor_data',
+    'parameters',
+    'statistics',
+    'trace',
+    'logging',
+    'generate',
   ];
   readonly shm: SharedMemoryManager;
   readonly repository: ModelRepositoryManager;
@@ -71,9 +80,17 @@ export class InferenceServer implements ServerApi {
     this.rateLimiter = opts.rateLimit === 'execution_count' ? new RateLimiter(opts.rateLimitResources) : undefined;
     this.budget = opts.modelMemoryBudget ? new MemoryBudget(opts.modelMemoryBudget, opts.pinnedModels) : undefined;
     this.autoscaler = opts.adaptiveInstances
-      ? new InstanceAutoscaler({ versions: () => this.repository.allVersions(), budget: this.budget, rateLimiter: this.rateLimiter, windowMs: opts.adaptiveWindowMs, policy: opts.adaptivePolicy })
+      ? new InstanceAutoscaler({
+          versions: () => this.repository.allVersions(),
+          budget: this.budget,
+          rateLimiter: this.rateLimiter,
+          windowMs: opts.adaptiveWindowMs,
+          policy: opts.adaptivePolicy,
+        })
       : undefined;
-    this.cache = opts.cacheConfig ? new CacheManager(createResponseCache(opts.cacheConfig), (n, v) => this.repository.readyVersion(n, v)) : undefined;
+    this.cache = opts.cacheConfig
+      ? new CacheManager(createResponseCache(opts.cacheConfig), (n, v) => this.repository.readyVersion(n, v))
+      : undefined;
     this.shm = new SharedMemoryManager({ keyPrefix: opts.shmKeyPrefix, maxRegions: opts.shmMaxRegions, maxTotalBytes: opts.shmMaxBytes });
     // A region leaves the table at unregister, or at its last release when in use then: workers drop their mappings of its key.
     this.shm.onRemoved = (key) => {
@@ -166,7 +183,10 @@ export class InferenceServer implements ServerApi {
     const meta = (t: ModelConfig['input'][number]) => ({ name: t.name, datatype: fromConfigType(t.data_type), shape: fullShape(c, t) });
     return {
       name,
-      versions: this.repository.allVersions().filter((v) => v.name === name && v.state === 'READY').map((v) => String(v.version)),
+      versions: this.repository
+        .allVersions()
+        .filter((v) => v.name === name && v.state === 'READY')
+        .map((v) => String(v.version)),
       platform: c.platform || c.backend || '',
       inputs: c.input.map(meta),
       outputs: c.output.map(meta),
@@ -222,7 +242,11 @@ export class InferenceServer implements ServerApi {
     // Without a timeout the pipeline's own promise is the answer (no wrapper frame, no closures per request).
     if (!req.timeoutUs) return this.pipeline.run(req);
     try {
-      return answerByDeadline(req, () => this.pipeline.run(req), () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config);
+      return answerByDeadline(
+        req,
+        () => this.pipeline.run(req),
+        () => this.repository.readyVersion(req.modelName, Number(req.modelVersion) || undefined)?.config,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -272,9 +296,7 @@ export class InferenceServer implements ServerApi {
 
   cudaShmRegister(name: string): void {
     this.checkClientShm();
-    throw unsupported(
-      `CUDA shared memory region '${name}' cannot be registered: this engine was built without CUDA shared-memory support`,
-    );
+    throw unsupported(`CUDA shared memory region '${name}' cannot be registered: this engine was built without CUDA shared-memory support`);
   }
 
   cudaShmUnregister(_name: string): void {
@@ -295,6 +317,4 @@ export class InferenceServer implements ServerApi {
     if (model) this.repository.get(model);
     return update ? this.tracing.update(model, update) : this.tracing.settings(model);
   }
-
 }
-

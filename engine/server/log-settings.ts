@@ -38,7 +38,8 @@ export class LogSettings {
           setLogLevels({ [BOOLS[key]]: v });
         });
       } else if (k === 'log_verbose_level') {
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff) throw invalidArg(`expect unsigned integer for '${k}'`);
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)
+          throw invalidArg(`expect unsigned integer for '${k}'`);
         apply.push(() => setLogVerbose(v));
       } else if (k === 'log_format') {
         if (typeof v !== 'string' || !FORMATS.has(v)) throw invalidArg(`invalid argument for --log_format, got: ${String(v)}`);
@@ -51,7 +52,10 @@ export class LogSettings {
     if (file !== undefined) this.changeFile(file);
     for (const f of apply) f();
     return {
-      log_file: currentLogFile(), ...this.levels, log_verbose_level: logVerbose(), log_format: this.format,
+      log_file: currentLogFile(),
+      ...this.levels,
+      log_verbose_level: logVerbose(),
+      log_format: this.format,
     };
   }
 

@@ -30,7 +30,9 @@ export function resolveRawInput(config: ModelConfig, req: InferRequest): void {
   for (const d of decl.dims) {
     if (d === -1) {
       if (dynamicAxis !== -1) {
-        throw invalidArg(`${prefix}The shape of the raw input '${decl.name}' can not be deduced because there are more than one variable-sized dimension`);
+        throw invalidArg(
+          `${prefix}The shape of the raw input '${decl.name}' can not be deduced because there are more than one variable-sized dimension`,
+        );
       }
       dynamicAxis = shape.length;
     } else {

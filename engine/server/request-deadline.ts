@@ -53,10 +53,13 @@ export function answerByDeadline(
   else client?.addEventListener('abort', onClientAbort, { once: true });
   req.signal = cancel;
   return new Promise<InferResponse>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      cancel.abort();
-      reject(unavailable(REQUEST_TIMEOUT_EXPIRED));
-    }, Math.max(0, Math.ceil(leftMs)));
+    const timer = setTimeout(
+      () => {
+        cancel.abort();
+        reject(unavailable(REQUEST_TIMEOUT_EXPIRED));
+      },
+      Math.max(0, Math.ceil(leftMs)),
+    );
     // Settling twice is a no-op: after the deadline the late outcome is dropped.
     run()
       .then(resolve, reject)

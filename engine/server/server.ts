@@ -49,12 +49,35 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
   const engine = new InferenceServer(opts);
   const host = opts.host ?? '0.0.0.0';
   // Frontends first so liveness answers while models load; readiness follows loading.
-  const grpc = opts.grpcPort === -1 ? undefined : await startGrpcServer(engine, { port: opts.grpcPort ?? 8001, host, unixSocket: opts.grpcUnixSocket, restricted: opts.grpcRestricted, streamMaxQueuedBytes: opts.streamMaxQueuedBytes, h2Limits: opts.grpcH2Limits });
-  const http = opts.httpPort === -1 ? undefined : await startHttpServer(engine, { port: opts.httpPort ?? 8000, host, restricted: opts.httpRestricted, timeouts: opts.httpTimeouts, streamMaxQueuedBytes: opts.streamMaxQueuedBytes });
-  const metrics = opts.metricsPort === -1 ? undefined : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
+  const grpc =
+    opts.grpcPort === -1
+      ? undefined
+      : await startGrpcServer(engine, {
+          port: opts.grpcPort ?? 8001,
+          host,
+          unixSocket: opts.grpcUnixSocket,
+          restricted: opts.grpcRestricted,
+          streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
+          h2Limits: opts.grpcH2Limits,
+        });
+  const http =
+    opts.httpPort === -1
+      ? undefined
+      : await startHttpServer(engine, {
+          port: opts.httpPort ?? 8000,
+          host,
+          restricted: opts.httpRestricted,
+          timeouts: opts.httpTimeouts,
+          streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
+        });
+  const metrics =
+    opts.metricsPort === -1
+      ? undefined
+      : await startMetricsServer(engine, { port: opts.metricsPort ?? 8002, host, timeouts: opts.httpTimeouts });
   const local = opts.localSocket ? await startLocalServer(engine, { path: opts.localSocket, restricted: opts.grpcRestricted }) : undefined;
   if (local) log.info(`started the local channel at ${local.path}`);
-  if (grpc) log.info(`started GRPCInferenceService at ${host}:${grpc.port}${opts.grpcUnixSocket ? ` and unix:${opts.grpcUnixSocket}` : ''}`);
+  if (grpc)
+    log.info(`started GRPCInferenceService at ${host}:${grpc.port}${opts.grpcUnixSocket ? ` and unix:${opts.grpcUnixSocket}` : ''}`);
   try {
     await engine.start();
   } catch (err) {

@@ -3,7 +3,19 @@
 import type { ModelIndexEntry } from '../api/server-api.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 
-type BudgetFields = Pick<ModelIndexEntry, 'resident_bytes' | 'load_bytes' | 'cold_loads' | 'cold_load_ms_total' | 'last_cold_load_ms' | 'cold_load_room_ms_total' | 'cold_load_backend_ms_total' | 'cold_load_warmup_ms_total' | 'evictions_caused' | 'evicted'>;
+type BudgetFields = Pick<
+  ModelIndexEntry,
+  | 'resident_bytes'
+  | 'load_bytes'
+  | 'cold_loads'
+  | 'cold_load_ms_total'
+  | 'last_cold_load_ms'
+  | 'cold_load_room_ms_total'
+  | 'cold_load_backend_ms_total'
+  | 'cold_load_warmup_ms_total'
+  | 'evictions_caused'
+  | 'evicted'
+>;
 
 /** Empty without a budget; resident and load bytes only while the model is loaded. */
 export function budgetFields(budget: MemoryBudget | undefined, name: string): BudgetFields {

@@ -45,7 +45,10 @@ export function estimateBytes(dir: string, versions: number[], raw: ModelConfig)
     }
     return s;
   };
-  const instances = Math.max(1, (raw.instance_group ?? []).reduce((a, g) => a + Math.max(1, g.count ?? 1), 0));
+  const instances = Math.max(
+    1,
+    (raw.instance_group ?? []).reduce((a, g) => a + Math.max(1, g.count ?? 1), 0),
+  );
   return versions.reduce((a, v) => a + filesBytes(path.join(dir, String(v))), 0) * instances;
 }
 
@@ -56,7 +59,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * turn; throws UNAVAILABLE when no room comes within ctx.waitMs. Between tries
  * the lock is free, so other loads and charges go on meanwhile.
  */
-export async function makeRoom(budget: MemoryBudget, ctx: BudgetedLoadContext, need: number, then: () => void = () => {}, what = `needs ${need} bytes`): Promise<void> {
+export async function makeRoom(
+  budget: MemoryBudget,
+  ctx: BudgetedLoadContext,
+  need: number,
+  then: () => void = () => {},
+  what = `needs ${need} bytes`,
+): Promise<void> {
   const until = performance.now() + ctx.waitMs;
   for (;;) {
     const done = await budget.exclusive(async () => {

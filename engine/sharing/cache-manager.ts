@@ -51,7 +51,11 @@ export class CacheManager {
    * Answer from the cache, or run the request and keep its response. Lookup
    * and insert time are the model's cache_hit / cache_miss durations.
    */
-  async serve(model: IdentifiedVersion & { stats: ModelStatistics }, req: InferRequest, run: () => Promise<InferResponse>): Promise<InferResponse> {
+  async serve(
+    model: IdentifiedVersion & { stats: ModelStatistics },
+    req: InferRequest,
+    run: () => Promise<InferResponse>,
+  ): Promise<InferResponse> {
     const t0 = process.hrtime.bigint();
     const outputs0 = req.outputs.length ? req.outputs.map((o) => o.name) : model.config.output.map((o) => o.name);
     const key = cacheKey(model.name, model.version, cacheIdentity(model, this.lookup), req, outputs0);
@@ -67,7 +71,10 @@ export class CacheManager {
     const res = await run();
     const t2 = process.hrtime.bigint();
     // Only what a read would accept is kept (a model's answer need not fit its config: see output-check.ts).
-    if (!res.outputs.some((o) => o.shm) && !checkOutputs(model.config, res.outputs, outputs0, requestBatch(model.config, req), EVERY_CHECK)) {
+    if (
+      !res.outputs.some((o) => o.shm) &&
+      !checkOutputs(model.config, res.outputs, outputs0, requestBatch(model.config, req), EVERY_CHECK)
+    ) {
       void this.store.set(key, encodeTensors(res.outputs));
     }
     model.stats.cacheMiss(Number(t1 - t0) + Number(process.hrtime.bigint() - t2));
@@ -79,7 +86,9 @@ export class CacheManager {
     const tensors = decodeTensors(bytes);
     const problem = tensors ? checkOutputs(config, tensors, wanted, requestBatch(config, req), EVERY_CHECK) : undefined;
     if (tensors && !problem) return tensors;
-    log.warn(`response cache: discarding an entry for model '${config.name}' that ${problem ? `does not fit its config: ${problem.message}` : 'does not decode'}`);
+    log.warn(
+      `response cache: discarding an entry for model '${config.name}' that ${problem ? `does not fit its config: ${problem.message}` : 'does not decode'}`,
+    );
     void this.store.discard(key);
     return undefined;
   }

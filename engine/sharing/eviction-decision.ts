@@ -26,7 +26,12 @@ export interface EvictionPlan {
  * evict idle unpinned models by least recent use until it fits. When even
  * evicting every idle model would not make room, evict nothing.
  */
-export function chooseEvictions(candidates: readonly EvictionCandidate[], needBytes: number, usedBytes: number, budgetBytes: number): EvictionPlan {
+export function chooseEvictions(
+  candidates: readonly EvictionCandidate[],
+  needBytes: number,
+  usedBytes: number,
+  budgetBytes: number,
+): EvictionPlan {
   if (usedBytes + needBytes <= budgetBytes) return { evict: [], fits: true };
   const idle = candidates.filter((c) => !c.busy && !c.pinned).sort((a, b) => a.lastUsedMs - b.lastUsedMs || (a.name < b.name ? -1 : 1));
   const evict: string[] = [];

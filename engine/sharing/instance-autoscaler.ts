@@ -8,7 +8,13 @@ import os from 'node:os';
 import type { ModelVersion } from '../repository/model-lifecycle.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import type { ModelStatistics } from '../api/server-api.ts';
-import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstancePolicy, type InstanceWindow, type Streak } from './instance-count-decision.ts';
+import {
+  decideInstances,
+  DEFAULT_INSTANCE_POLICY,
+  type InstancePolicy,
+  type InstanceWindow,
+  type Streak,
+} from './instance-count-decision.ts';
 import { log, tracer } from '../../common/logger.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import type { ExecutionInstance } from '../api/scheduler.ts';
@@ -50,7 +56,8 @@ function machineCpu(): { idle: number; total: number } {
   return { idle, total };
 }
 
-const execNsOf = (s: ModelStatistics) => s.batch_stats.reduce((a, b) => a + b.compute_input.ns + b.compute_infer.ns + b.compute_output.ns, 0);
+const execNsOf = (s: ModelStatistics) =>
+  s.batch_stats.reduce((a, b) => a + b.compute_input.ns + b.compute_infer.ns + b.compute_output.ns, 0);
 
 export class InstanceAutoscaler {
   private timer: NodeJS.Timeout | undefined;
@@ -88,7 +95,12 @@ export class InstanceAutoscaler {
         if (mv.state !== 'READY' || !mv.pool) continue;
         const range = instanceRange(mv);
         const s = mv.stats.snapshot();
-        const cur: Seen = { queueCount: s.inference_stats.queue.count, queueNs: s.inference_stats.queue.ns, execNs: execNsOf(s), atNs: now };
+        const cur: Seen = {
+          queueCount: s.inference_stats.queue.count,
+          queueNs: s.inference_stats.queue.ns,
+          execNs: execNsOf(s),
+          atNs: now,
+        };
         const prev = this.seen.get(mv);
         this.seen.set(mv, cur);
         if (!prev) continue;
@@ -101,14 +113,19 @@ export class InstanceAutoscaler {
         const windowNs = Number(now - prev.atNs);
         const bytes = this.opts.budget?.bytesOf(mv.name) ?? 0;
         windows.push({
-          mv, name: mv.name, instances, ...range, requests,
+          mv,
+          name: mv.name,
+          instances,
+          ...range,
+          requests,
           meanQueueNs: requests > 0 ? (cur.queueNs - prev.queueNs) / requests : 0,
           busyFraction: windowNs > 0 ? (cur.execNs - prev.execNs) / (windowNs * instances) : 0,
           instanceBytes: instances > 0 ? Math.ceil(bytes / instances) : 0,
         });
       }
       const cpu = machineCpu();
-      const idleCores = cpu.total > this.lastCpu.total ? ((cpu.idle - this.lastCpu.idle) / (cpu.total - this.lastCpu.total)) * os.cpus().length : 0;
+      const idleCores =
+        cpu.total > this.lastCpu.total ? ((cpu.idle - this.lastCpu.idle) / (cpu.total - this.lastCpu.total)) * os.cpus().length : 0;
       this.lastCpu = cpu;
       const budget = this.opts.budget;
       const policy: InstancePolicy = {

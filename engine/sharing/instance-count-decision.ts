@@ -62,7 +62,11 @@ export interface InstanceDecision {
 }
 
 /** Decide this window's changes; `streaks` holds each model's streak from the last call (absent = none). */
-export function decideInstances(models: readonly InstanceWindow[], streaks: ReadonlyMap<string, Streak>, policy: InstancePolicy): InstanceDecision {
+export function decideInstances(
+  models: readonly InstanceWindow[],
+  streaks: ReadonlyMap<string, Streak>,
+  policy: InstancePolicy,
+): InstanceDecision {
   const next = new Map<string, Streak>();
   const changes: InstanceDecision['changes'] = [];
   let coresInUse = models.filter((m) => m.requests > 0).reduce((a, m) => a + m.instances, 0);

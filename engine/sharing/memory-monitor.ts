@@ -99,8 +99,13 @@ export class MemoryMonitor {
     }
     let residual = this.rss() - budget.baselineRssBytes - inProcess;
     if (trace.enabled) {
-      const charges = budget.loadedNames().map((n) => `${n} ${mib(budget.bytesOf(n))}`).join(', ');
-      trace(`pass: RSS over baseline ${mib(residual + inProcess)} MiB, in-process books ${mib(inProcess)} MiB (${charges}), ran: ${executed.join(', ') || 'none'}`);
+      const charges = budget
+        .loadedNames()
+        .map((n) => `${n} ${mib(budget.bytesOf(n))}`)
+        .join(', ');
+      trace(
+        `pass: RSS over baseline ${mib(residual + inProcess)} MiB, in-process books ${mib(inProcess)} MiB (${charges}), ran: ${executed.join(', ') || 'none'}`,
+      );
     }
     if (residual > slack && executed.length) {
       for (const name of executed) budget.adjust(name, residual / executed.length);
@@ -120,7 +125,8 @@ export class MemoryMonitor {
     const { budget, evict } = this.deps;
     const plan = budget.plan(0, evict ? this.deps.candidates() : []);
     if (!evict || !plan.fits || plan.evict.length === 0) {
-      if (!this.warned) log.warn(`memory budget: models hold ${budget.usedBytes()} bytes of ${budget.budgetBytes} and none can be evicted now`);
+      if (!this.warned)
+        log.warn(`memory budget: models hold ${budget.usedBytes()} bytes of ${budget.budgetBytes} and none can be evicted now`);
       this.warned = true;
       return;
     }

@@ -37,7 +37,10 @@ export class MemoryRelease {
   /** GCs run so far (tests). */
   collections = 0;
 
-  constructor(private readonly delayMs = 1000, private readonly thresholdBytes = LARGE_REQUEST_BYTES) {}
+  constructor(
+    private readonly delayMs = 1000,
+    private readonly thresholdBytes = LARGE_REQUEST_BYTES,
+  ) {}
 
   /** A request that carried `bytes` inline has finished. */
   note(bytes: number): void {

@@ -13,7 +13,16 @@ import { SerialLock } from '../../common/serial-lock.ts';
 // Importers keep reading the budget's report types from here.
 export type { BudgetStatus, ModelCost, ModelLoadStats } from '../api/sharing-status.ts';
 
-const noStats = (): ModelLoadStats => ({ coldLoads: 0, coldLoadNsTotal: 0, lastColdLoadNs: 0, evictionsCaused: 0, evicted: 0, coldRoomNsTotal: 0, coldBackendNsTotal: 0, coldWarmupNsTotal: 0 });
+const noStats = (): ModelLoadStats => ({
+  coldLoads: 0,
+  coldLoadNsTotal: 0,
+  lastColdLoadNs: 0,
+  evictionsCaused: 0,
+  evicted: 0,
+  coldRoomNsTotal: 0,
+  coldBackendNsTotal: 0,
+  coldWarmupNsTotal: 0,
+});
 
 export class MemoryBudget {
   private readonly cost = new Map<string, ModelCost>();
@@ -208,7 +217,15 @@ export class MemoryBudget {
       models: [...names]
         .map((name) => {
           const c = this.cost.get(name);
-          return { name, resident: !!c, bytes: c?.bytes ?? 0, loadBytes: c?.loadBytes ?? 0, rssDeltaBytes: c?.rssDeltaBytes ?? 0, externalBytes: c?.externalBytes ?? 0, ...this.statsOf(name) };
+          return {
+            name,
+            resident: !!c,
+            bytes: c?.bytes ?? 0,
+            loadBytes: c?.loadBytes ?? 0,
+            rssDeltaBytes: c?.rssDeltaBytes ?? 0,
+            externalBytes: c?.externalBytes ?? 0,
+            ...this.statsOf(name),
+          };
         })
         .sort((a, b) => (a.name < b.name ? -1 : 1)),
     };

@@ -21,7 +21,11 @@ export interface OnDemandRepository {
 
 /** The request's ready model version, loading it first; the wait counts as its queue time. */
 export async function readyOnDemand(
-  repo: { readyVersion(name: string, version?: number): ModelVersion | undefined; ensureLoaded(name: string, timeoutMs: number): Promise<void>; get(name: string, version?: string): ModelVersion },
+  repo: {
+    readyVersion(name: string, version?: number): ModelVersion | undefined;
+    ensureLoaded(name: string, timeoutMs: number): Promise<void>;
+    get(name: string, version?: string): ModelVersion;
+  },
   req: InferRequest,
   timeoutMs: number,
 ): Promise<ModelVersion> {
@@ -51,7 +55,10 @@ export async function loadOnDemand(repo: OnDemandRepository, name: string, timeo
   }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable(`timed out after ${timeoutMs} ms waiting for model '${name}' to load on demand`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(unavailable(`timed out after ${timeoutMs} ms waiting for model '${name}' to load on demand`)),
+      timeoutMs,
+    );
   });
   try {
     await Promise.race([p, timeout]);
@@ -83,7 +90,11 @@ export function evictionCandidates(repo: OnDemandRepository, budget: MemoryBudge
       name: e.name,
       bytes: budget.bytesOf(e.name),
       lastUsedMs: 0, // the budget fills in its own record
-      busy: budget.inUse(e.name) || versions.some((v) => v.scheduler.inflightCount() > 0) || repo.loading.has(e.name) || neededByActive.has(e.name),
+      busy:
+        budget.inUse(e.name) ||
+        versions.some((v) => v.scheduler.inflightCount() > 0) ||
+        repo.loading.has(e.name) ||
+        neededByActive.has(e.name),
       pinned: budget.pinnedByFlag(e.name) || versions.some((v) => /^(true|1|yes)$/i.test(v.config.parameters?.pinned?.string_value ?? '')),
     });
   }

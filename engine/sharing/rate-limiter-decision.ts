@@ -38,7 +38,14 @@ export function parseResourceFlag(v: string): ResourceFlag {
   const parts = v.split(':');
   const count = Number(parts[1]);
   const device = parts[2] === undefined ? undefined : Number(parts[2]);
-  if (parts.length < 2 || parts.length > 3 || !parts[0] || !Number.isInteger(count) || count < 0 || (device !== undefined && !(Number.isInteger(device) && device >= 0))) {
+  if (
+    parts.length < 2 ||
+    parts.length > 3 ||
+    !parts[0] ||
+    !Number.isInteger(count) ||
+    count < 0 ||
+    (device !== undefined && !(Number.isInteger(device) && device >= 0))
+  ) {
     throw new Error(`--rate-limit-resource: expected <name>:<count>[:<device>], got '${v}'`);
   }
   return { name: parts[0], count, device };
@@ -55,9 +62,12 @@ export function resourceCapacities(instances: readonly LimitedInstance[], flags:
   for (const inst of instances) {
     for (const n of inst.needs) {
       const key = poolKey(n, inst.device);
-      const flag = flags.find((f) => f.name === n.name && f.device === (n.global ? undefined : inst.device)) ?? flags.find((f) => f.name === n.name && f.device === undefined);
+      const flag =
+        flags.find((f) => f.name === n.name && f.device === (n.global ? undefined : inst.device)) ??
+        flags.find((f) => f.name === n.name && f.device === undefined);
       if (flag) {
-        if (flag.count < n.count) throw new Error(`rate limiter: resource '${n.name}' has ${flag.count} copies but an instance needs ${n.count}`);
+        if (flag.count < n.count)
+          throw new Error(`rate limiter: resource '${n.name}' has ${flag.count} copies but an instance needs ${n.count}`);
         cap.set(key, flag.count);
       } else {
         cap.set(key, Math.max(cap.get(key) ?? 0, n.count));

@@ -39,7 +39,11 @@ export class RateLimiter {
    * wrapped instances and the function that forgets them at unload. Throws
    * INVALID_ARG when a flag leaves too few copies for one of them.
    */
-  register(modelName: string, config: ModelConfig, instances: readonly ExecutionInstance[]): { instances: ExecutionInstance[]; unregister: () => void } {
+  register(
+    modelName: string,
+    config: ModelConfig,
+    instances: readonly ExecutionInstance[],
+  ): { instances: ExecutionInstance[]; unregister: () => void } {
     const specs = instanceSpecs(config, instances);
     const regs: Registered[] = instances.map((inst, i) => ({ name: `${modelName}/${inst.name}`, ...specs[i]!, pass: this.minPass() }));
     try {
@@ -150,9 +154,10 @@ function instanceSpecs(config: ModelConfig, instances: readonly ExecutionInstanc
     const gpus = g?.gpus ?? [];
     return {
       device: gpus.length ? gpus[k % gpus.length]! : 0,
-      needs: (rl?.resources ?? []).filter((r) => (r.count ?? 0) > 0).map((r) => ({ name: r.name, global: r.global ?? false, count: r.count ?? 0 })),
+      needs: (rl?.resources ?? [])
+        .filter((r) => (r.count ?? 0) > 0)
+        .map((r) => ({ name: r.name, global: r.global ?? false, count: r.count ?? 0 })),
       priority: Math.max(1, rl?.priority ?? 1),
     };
   });
 }
-

@@ -12,7 +12,13 @@ import { isDatatype } from '../api/datatypes.ts';
  * request: never part of a model's answer, so never part of the key.
  */
 export const SCHEDULING_PARAMETERS: ReadonlySet<string> = new Set([
-  'priority', 'timeout', 'sequence_id', 'sequence_start', 'sequence_end', 'binary_data_output', 'triton_enable_empty_final_response',
+  'priority',
+  'timeout',
+  'sequence_id',
+  'sequence_start',
+  'sequence_end',
+  'binary_data_output',
+  'triton_enable_empty_final_response',
 ]);
 
 /**
@@ -37,7 +43,9 @@ export function cacheKey(model: string, version: number, identity: string, req: 
     h.update(t.data);
   }
   field('parameters');
-  for (const k of Object.keys(req.parameters).filter((k) => !SCHEDULING_PARAMETERS.has(k)).sort()) {
+  for (const k of Object.keys(req.parameters)
+    .filter((k) => !SCHEDULING_PARAMETERS.has(k))
+    .sort()) {
     const v = req.parameters[k]!;
     field(k);
     field(`${typeof v}:${String(v)}`);

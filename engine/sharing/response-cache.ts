@@ -65,7 +65,15 @@ export function parseCacheConfig(values: string[]): CacheConfig | undefined {
     return { kind: 'local', size };
   }
   if (kind === 'redis') {
-    return { kind: 'redis', host: kv.host ?? '127.0.0.1', port: num('port', 6379)!, password: kv.password, db: num('db'), ttlMs: num('ttl_ms', DEFAULT_REDIS_TTL_MS), prefix: kv.prefix };
+    return {
+      kind: 'redis',
+      host: kv.host ?? '127.0.0.1',
+      port: num('port', 6379)!,
+      password: kv.password,
+      db: num('db'),
+      ttlMs: num('ttl_ms', DEFAULT_REDIS_TTL_MS),
+      prefix: kv.prefix,
+    };
   }
   throw new Error(`--cache-config: unknown cache '${kind}' (local or redis)`);
 }
@@ -149,8 +157,14 @@ export class RedisResponseCache implements ResponseCacheStore {
     // ioredis (~20 MiB resident) is loaded only when a Redis cache is configured.
     const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     this.redis = new RedisClient({
-      host: cfg.host, port: cfg.port, password: cfg.password, db: cfg.db,
-      enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 250, connectTimeout: 1000,
+      host: cfg.host,
+      port: cfg.port,
+      password: cfg.password,
+      db: cfg.db,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 250,
+      connectTimeout: 1000,
       retryStrategy: (n) => Math.min(100 * n, 2000),
     });
     this.redis.on('error', (err: Error) => {

@@ -3,16 +3,7 @@
 // SharedMemoryManager, system shm part): register/unregister/status for the
 // frontends, acquire/release for the code that reads inputs from or writes
 // outputs into a region.
-import {
-  checkSize,
-  isValidShmKey,
-  shmClose,
-  shmMap,
-  shmOpen,
-  type ShmFd,
-  type ShmSysError,
-  type ShmMapping,
-} from '../../native/index.ts';
+import { checkSize, isValidShmKey, shmClose, shmMap, shmOpen, type ShmFd, type ShmSysError, type ShmMapping } from '../../native/index.ts';
 import type { ShmRegionStatus } from '../api/server-api.ts';
 import { StatusError, alreadyExists, internal, invalidArg, notFound, unavailable } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
@@ -241,9 +232,7 @@ export class SharedMemoryManager {
     }
     if (maxTotalBytes !== undefined) {
       if (byteSize > maxTotalBytes) {
-        throw invalidArg(
-          `shared memory region '${name}': byte_size ${byteSize} exceeds the limit of ${maxTotalBytes} registered bytes`,
-        );
+        throw invalidArg(`shared memory region '${name}': byte_size ${byteSize} exceeds the limit of ${maxTotalBytes} registered bytes`);
       }
       if (this.#totalBytes + byteSize > maxTotalBytes) {
         throw unavailable(

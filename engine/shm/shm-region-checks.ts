@@ -63,7 +63,11 @@ export function intactProblem(region: CheckedRegion, needEnd: number, what: stri
  * its order and words), with exact arithmetic: over HTTP both may be any
  * uint64 (`wide` keeps values past 2^53 exactly).
  */
-export function boundsProblem(region: CheckedRegion, ref: { offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } }, what: string): StatusError | undefined {
+export function boundsProblem(
+  region: CheckedRegion,
+  ref: { offset: number; byteSize: number; wide?: { offset: bigint; byteSize: bigint } },
+  what: string,
+): StatusError | undefined {
   if (!ref.wide && (!isCount(ref.offset) || !isCount(ref.byteSize))) {
     return invalidArg(`shared memory offset and byte size must be non-negative integers for ${what}`);
   }

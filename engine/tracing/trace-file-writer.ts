@@ -27,18 +27,33 @@ function tensorToJson(t: Tensor): Record<string, string> {
 function tensorData(t: Tensor): string {
   const b = Uint8Array.from(t.data).buffer;
   switch (t.datatype) {
-    case 'FP32': return [...new Float32Array(b)].join(',');
-    case 'FP64': return [...new Float64Array(b)].join(',');
-    case 'INT8': return [...new Int8Array(b)].join(',');
-    case 'INT16': return [...new Int16Array(b)].join(',');
-    case 'INT32': return [...new Int32Array(b)].join(',');
-    case 'INT64': return [...new BigInt64Array(b)].join(',');
-    case 'UINT8': case 'BOOL': return [...new Uint8Array(b)].join(',');
-    case 'UINT16': return [...new Uint16Array(b)].join(',');
-    case 'UINT32': return [...new Uint32Array(b)].join(',');
-    case 'UINT64': return [...new BigUint64Array(b)].join(',');
-    case 'BYTES': return deserializeBytes(t.data, t.name).map((x) => Buffer.from(x).toString()).join(',');
-    default: return '';
+    case 'FP32':
+      return [...new Float32Array(b)].join(',');
+    case 'FP64':
+      return [...new Float64Array(b)].join(',');
+    case 'INT8':
+      return [...new Int8Array(b)].join(',');
+    case 'INT16':
+      return [...new Int16Array(b)].join(',');
+    case 'INT32':
+      return [...new Int32Array(b)].join(',');
+    case 'INT64':
+      return [...new BigInt64Array(b)].join(',');
+    case 'UINT8':
+    case 'BOOL':
+      return [...new Uint8Array(b)].join(',');
+    case 'UINT16':
+      return [...new Uint16Array(b)].join(',');
+    case 'UINT32':
+      return [...new Uint32Array(b)].join(',');
+    case 'UINT64':
+      return [...new BigUint64Array(b)].join(',');
+    case 'BYTES':
+      return deserializeBytes(t.data, t.name)
+        .map((x) => Buffer.from(x).toString())
+        .join(',');
+    default:
+      return '';
   }
 }
 
@@ -48,7 +63,11 @@ export class TraceFileWriter {
   private index = 0;
 
   /** `noFollow`: a file a client named; a symbolic link planted there is refused, not followed. */
-  constructor(readonly file: string, private readonly logFrequency: number, private readonly noFollow = false) {}
+  constructor(
+    readonly file: string,
+    private readonly logFrequency: number,
+    private readonly noFollow = false,
+  ) {}
 
   add(t: RequestTrace): void {
     this.buffered.push(...traceToJson(t));

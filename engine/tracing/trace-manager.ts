@@ -14,7 +14,12 @@ export type TraceSettings = Record<string, string[]>;
 
 /** Triton's defaults; `opentelemetry_url` is where OTLP/HTTP spans go in opentelemetry mode. */
 export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
-  trace_file: [''], trace_level: ['OFF'], trace_rate: ['1000'], trace_count: ['-1'], log_frequency: ['0'], trace_mode: ['triton'],
+  trace_file: [''],
+  trace_level: ['OFF'],
+  trace_rate: ['1000'],
+  trace_count: ['-1'],
+  log_frequency: ['0'],
+  trace_mode: ['triton'],
   opentelemetry_url: ['http://localhost:4318/v1/traces'],
 };
 
@@ -24,22 +29,29 @@ const LEVELS = new Set(['OFF', 'TIMESTAMPS', 'TENSORS']);
 function checkSetting(k: string, v: string[]): string[] {
   const int = (min: number) => {
     const n = Number(v[0]);
-    if (v.length !== 1 || !Number.isInteger(n) || n < min) throw invalidArg(`trace setting '${k}' must be an integer >= ${min}, got '${v.join(',')}'`);
+    if (v.length !== 1 || !Number.isInteger(n) || n < min)
+      throw invalidArg(`trace setting '${k}' must be an integer >= ${min}, got '${v.join(',')}'`);
     return [String(n)];
   };
   switch (k) {
     case 'trace_level': {
       const bad = v.find((x) => !LEVELS.has(x.toUpperCase()));
-      if (bad !== undefined || !v.length) throw invalidArg(`trace setting 'trace_level' must be OFF, TIMESTAMPS or TENSORS, got '${v.join(',')}'`);
+      if (bad !== undefined || !v.length)
+        throw invalidArg(`trace setting 'trace_level' must be OFF, TIMESTAMPS or TENSORS, got '${v.join(',')}'`);
       return v.map((x) => x.toUpperCase());
     }
-    case 'trace_rate': return int(1);
-    case 'trace_count': return int(-1);
-    case 'log_frequency': return int(0);
+    case 'trace_rate':
+      return int(1);
+    case 'trace_count':
+      return int(-1);
+    case 'log_frequency':
+      return int(0);
     case 'trace_mode':
-      if (v.length !== 1 || !['triton', 'opentelemetry'].includes(v[0]!)) throw invalidArg(`trace setting 'trace_mode' must be triton or opentelemetry`);
+      if (v.length !== 1 || !['triton', 'opentelemetry'].includes(v[0]!))
+        throw invalidArg(`trace setting 'trace_mode' must be triton or opentelemetry`);
       return v;
-    default: return v.slice(0, 1);
+    default:
+      return v.slice(0, 1);
   }
 }
 
@@ -53,10 +65,15 @@ export function traceSettingsFromFlags(flags: string[]): TraceSettings {
     const value = rest.join('=');
     if (!key || rest.length === 0) throw new Error(`--trace-config: expected [mode,]setting=value, got '${f}'`);
     const name =
-      key === 'file' ? 'trace_file'
-        : key === 'log-frequency' || key === 'log_frequency' ? 'log_frequency'
-          : key === 'url' && mode === 'opentelemetry' ? 'opentelemetry_url'
-            : ['level', 'rate', 'count', 'mode'].includes(key) ? `trace_${key}` : undefined;
+      key === 'file'
+        ? 'trace_file'
+        : key === 'log-frequency' || key === 'log_frequency'
+          ? 'log_frequency'
+          : key === 'url' && mode === 'opentelemetry'
+            ? 'opentelemetry_url'
+            : ['level', 'rate', 'count', 'mode'].includes(key)
+              ? `trace_${key}`
+              : undefined;
     if (!name) throw new Error(`--trace-config: unknown setting '${mode ? `${mode},` : ''}${key}'`);
     if (name === 'trace_level') out.trace_level = [...(out.trace_level ?? []).filter((l) => l !== 'OFF'), value.toUpperCase()];
     else out[name] = [value];
@@ -89,7 +106,11 @@ export class TraceManager {
   private otel?: OtelTraceExporter;
   private nextId = 1;
 
-  constructor(initial: TraceSettings = {}, private readonly serviceName = 'triton-engine', private readonly paths: TracePathPolicy = {}) {
+  constructor(
+    initial: TraceSettings = {},
+    private readonly serviceName = 'triton-engine',
+    private readonly paths: TracePathPolicy = {},
+  ) {
     this.global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
     this.startFile = this.global.trace_file![0]!;
     this.startUrl = this.global.opentelemetry_url![0]!;
@@ -116,7 +137,7 @@ export class TraceManager {
 
   /** Current settings of a model (its overrides over the global ones), or the global ones. */
   settings(model?: string): TraceSettings {
-    return { ...this.global, ...(model ? this.perModel.get(model) ?? {} : {}) };
+    return { ...this.global, ...(model ? (this.perModel.get(model) ?? {}) : {}) };
   }
 
   /** Apply an update ([] clears a model's override); finished traces in buffered files are written first. */
@@ -138,7 +159,14 @@ export class TraceManager {
   }
 
   /** A trace for this request when it is sampled (or its ensemble's is), else undefined. */
-  begin(model: string, version: string, requestId: string | undefined, parent: RequestTrace | undefined, traceparent: string | undefined, startNs: bigint): RequestTrace | undefined {
+  begin(
+    model: string,
+    version: string,
+    requestId: string | undefined,
+    parent: RequestTrace | undefined,
+    traceparent: string | undefined,
+    startNs: bigint,
+  ): RequestTrace | undefined {
     // Read the level without merging the settings: every request comes here, most untraced.
     const level = this.perModel.get(model)?.trace_level ?? this.global.trace_level ?? ['OFF'];
     if (!parent && (level.includes('OFF') || level.length === 0)) return undefined;
@@ -153,7 +181,15 @@ export class TraceManager {
       // trace_count counts down the traces still to collect, as Triton's does.
       if (count > 0) (this.perModel.get(model)?.trace_count ? this.perModel.get(model)! : this.global).trace_count = [String(count - 1)];
     }
-    const t = new RequestTrace(this.nextId++, model, version, requestId, parent, parent ? undefined : traceparent, level.includes('TENSORS'));
+    const t = new RequestTrace(
+      this.nextId++,
+      model,
+      version,
+      requestId,
+      parent,
+      parent ? undefined : traceparent,
+      level.includes('TENSORS'),
+    );
     if (this.modeOf(t) === 'opentelemetry') this.exporter(this.settings(rootOf(t).modelName)).begin(t, startNs);
     return t;
   }
@@ -171,7 +207,12 @@ export class TraceManager {
     return trace ? this.runTraced(req, trace, arrival, enqueue) : enqueue();
   }
 
-  private async runTraced(req: InferRequest, trace: RequestTrace, arrival: bigint, enqueue: () => Promise<InferResponse>): Promise<InferResponse> {
+  private async runTraced(
+    req: InferRequest,
+    trace: RequestTrace,
+    arrival: bigint,
+    enqueue: () => Promise<InferResponse>,
+  ): Promise<InferResponse> {
     req.trace = trace;
     trace.mark('REQUEST_START', arrival);
     // Copies: the request's bytes may be handed to a worker or a shm region may go away.

@@ -107,7 +107,11 @@ export class OtelTraceExporter {
     const ce = t.time('COMPUTE_END');
     // An ensemble's compute is its steps', each with its own span.
     if (cs !== undefined && ce !== undefined && t.children === 0) {
-      const compute = this.tracer.startSpan('compute', { startTime: hrToEpoch(cs) }, otel().api.trace.setSpan(otel().api.ROOT_CONTEXT, span));
+      const compute = this.tracer.startSpan(
+        'compute',
+        { startTime: hrToEpoch(cs) },
+        otel().api.trace.setSpan(otel().api.ROOT_CONTEXT, span),
+      );
       const ie = t.time('COMPUTE_INPUT_END');
       const os = t.time('COMPUTE_OUTPUT_START');
       if (ie !== undefined) compute.addEvent('COMPUTE_INPUT_END', hrToEpoch(ie));

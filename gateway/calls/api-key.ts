@@ -17,7 +17,11 @@ const acceptedCache = new Map<string, { value: string; digests: Buffer[] }>();
 function acceptedDigests(name: string, value: string): Buffer[] {
   const hit = acceptedCache.get(name);
   if (hit && hit.value === value) return hit.digests;
-  const digests = value.split(',').map((s) => s.trim()).filter(Boolean).map(digest);
+  const digests = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(digest);
   acceptedCache.set(name, { value, digests });
   return digests;
 }

@@ -9,11 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelIndex, ModelMetadataResponse } from '../../client/grpc-client.ts';
 import { gatewayError } from '../core/errors.ts';
-import {
-  FunctionDefinitionSchema,
-  describeIssues,
-  type FunctionDefinition,
-} from './function-schema.ts';
+import { FunctionDefinitionSchema, describeIssues, type FunctionDefinition } from './function-schema.ts';
 import { gatewayLog as log } from '../../common/logger.ts';
 
 /** What the registry needs from the engine (EngineClient implements it). */
@@ -48,7 +44,10 @@ export function loadFunctionDirectory(dir: string): FunctionDefinition[] {
   const errors: string[] = [];
   const defs: FunctionDefinition[] = [];
   const seen = new Map<string, string>();
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const full = path.join(dir, file);
     let raw: unknown;
     try {

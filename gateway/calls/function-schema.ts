@@ -12,7 +12,11 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const TargetSchema = z
   .object({
     model: z.string().regex(NAME).describe('model or ensemble name in the engine'),
-    version: z.string().regex(/^(\d+)?$/).default('').describe("model version; '' is the engine's choice"),
+    version: z
+      .string()
+      .regex(/^(\d+)?$/)
+      .default('')
+      .describe("model version; '' is the engine's choice"),
   })
   .strict();
 
@@ -27,7 +31,11 @@ export const AuthSchema = z
 
 export const LimitsSchema = z
   .object({
-    maxBodyBytes: z.number().int().positive().default(64 * 1024 * 1024),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
     timeoutMs: z.number().int().positive().default(30_000),
   })
   .strict();

@@ -92,7 +92,8 @@ export class FunctionStream {
 
   private onResponse(m: ModelStreamInferResponse): void {
     if (this.items.ended) return;
-    if (m.error_message) return this.push({ error: gatewayError('STREAM_RESPONSE_ERROR', { name: this.fn.name, reason: m.error_message }) });
+    if (m.error_message)
+      return this.push({ error: gatewayError('STREAM_RESPONSE_ERROR', { name: this.fn.name, reason: m.error_message }) });
     const res = m.infer_response;
     if (!res || (res.outputs ?? []).length === 0) return; // an empty final-flag response carries nothing
     const raw = res.raw_output_contents ?? [];

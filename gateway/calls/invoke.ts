@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // POST /fn/<name>, top to bottom with one error exit (thrown catalog errors
 // reach app.ts's onError): resolve the function, check the key and the size,
 // read the inputs (a large raw body streams straight into a staging slice),
@@ -16,14 +17,23 @@ import type { FunctionRegistry, ResolvedFunction, TensorSpec } from './function-
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { GatewayTracing } from '../core/otel.ts';
 import {
-  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, predictOutputBytes, rawBodySpec,
-  type InputTensor, type OutputTensor,
+  bytesInput,
+  isJsonType,
+  isRawType,
+  jsonBodyInputs,
+  mediaType,
+  multipartBodyInputs,
+  predictOutputBytes,
+  rawBodySpec,
+  type InputTensor,
+  type OutputTensor,
 } from './payload-codec.ts';
 import { binaryOutput, selectOutputs } from './output-select.ts';
 import { replyJsonText } from './reply-text.ts';
 import type { StagingArena, StagingSlice } from '../staging/staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from '../../common/logger.ts';
+import type { CallMeta, CallRouter, PlanGate } from './call-route.ts';
 
 const trace = tracer('invoke');
 
@@ -36,6 +46,10 @@ export interface InvokeDeps {
   shmThreshold: number;
   /** OpenTelemetry spans per call (GATEWAY_OTLP_URL); absent = no tracing. */
   tracing?: GatewayTracing;
+  /** Canary split, gates and shadow traffic (gateway/delivery/); absent = every call on the function as resolved. */
+  delivery?: CallRouter;
+  /** Usage plans per API key (gateway/plans/); absent = no rate limits or quotas. */
+  plans?: PlanGate;
 }
 
 /** An input with where its bytes live: a staging slice or (absent) inline. */
@@ -66,7 +80,12 @@ const shmParams = (region: string, offset: number, size: number) => ({
 });
 
 /** Read the inputs of a call, staging a large raw body straight into a slice when possible. */
-export async function readInputs(c: Context, fn: ResolvedFunction, deps: InvokeDeps, slices: CallSlices): Promise<{ inputs: Placed[]; outputs?: string[] }> {
+export async function readInputs(
+  c: Context,
+  fn: ResolvedFunction,
+  deps: InvokeDeps,
+  slices: CallSlices,
+): Promise<{ inputs: Placed[]; outputs?: string[] }> {
   const limit = fn.definition.limits.maxBodyBytes;
   const len = contentLength(c);
   if (len !== undefined && len > limit) throw tooLarge(c, fn.name, limit);
@@ -112,7 +131,13 @@ export function callOutputs(fn: ResolvedFunction, wanted: string[] | undefined, 
   return { specs, binary: binaryOutput(fn, specs, c.req.header('accept')) };
 }
 
-export function buildRequest(fn: ResolvedFunction, id: string, inputs: Placed[], outputs: InferRequestedOutputTensor[], staged: boolean): ModelInferRequest {
+export function buildRequest(
+  fn: ResolvedFunction,
+  id: string,
+  inputs: Placed[],
+  outputs: InferRequestedOutputTensor[],
+  staged: boolean,
+): ModelInferRequest {
   const tensors: InferInputTensor[] = inputs.map((t) => ({
     name: t.spec.tensor,
     datatype: t.spec.datatype,
@@ -153,7 +178,11 @@ function placeOutputs(fn: ResolvedFunction, specs: TensorSpec[], inputs: Placed[
   return { requested, at };
 }
 
-export function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: Map<string, { slice: StagingSlice; offset: number; size: number }>): OutputTensor[] {
+export function collectOutputs(
+  res: ModelInferResponse,
+  specs: TensorSpec[],
+  at: Map<string, { slice: StagingSlice; offset: number; size: number }>,
+): OutputTensor[] {
   const byTensor = new Map(specs.map((s) => [s.tensor, s]));
   const raw = res.raw_output_contents ?? [];
   const aligned = raw.length === res.outputs.length;
@@ -205,6 +234,21 @@ export async function runFunction(
   id: string,
   slices: CallSlices,
   traceparent?: string,
+  meta?: CallMeta,
+): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm'; side?: string }> {
+  if (deps.delivery)
+    return deps.delivery.run(fn, id, meta, inputs, specs, (f) => runOnEngine(deps, f, inputs, specs, id, slices, traceparent));
+  return runOnEngine(deps, fn, inputs, specs, id, slices, traceparent);
+}
+
+async function runOnEngine(
+  deps: InvokeDeps,
+  fn: ResolvedFunction,
+  inputs: Placed[],
+  specs: TensorSpec[],
+  id: string,
+  slices: CallSlices,
+  traceparent?: string,
 ): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm' }> {
   const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
   let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
@@ -219,8 +263,7 @@ export async function runFunction(
     // A staged call can fail because the engine lost our regions (it restarted): re-register, retry inline once.
     // Only then: any other failure (a corrupt image) would do the work twice and send the body over gRPC.
     const used = [...inputs.map((t) => t.at?.region), ...[...at.values()].map((p) => p.slice.region)];
-    const retry = staged && deps.arena && mayBeRegionLost(e)
-      && retryInline(used, await deps.arena.verifyRegistration().catch(() => [])); // cannot re-register: no retry, the call's own error is thrown
+    const retry = staged && deps.arena && mayBeRegionLost(e) && retryInline(used, await deps.arena.verifyRegistration().catch(() => [])); // cannot re-register: no retry, the call's own error is thrown
     if (!retry) throw e;
     trace(`staged call failed (${e.message}); regions re-registered, retrying inline`, id);
     staged = false;
@@ -232,7 +275,10 @@ export async function runFunction(
   if (deps.metrics) {
     const dir = staged ? deps.metrics.stagedBytes : deps.metrics.inlineBytes;
     dir.inc({ direction: 'in' }, total);
-    dir.inc({ direction: 'out' }, outputs.reduce((n, o) => n + o.bytes.byteLength, 0));
+    dir.inc(
+      { direction: 'out' },
+      outputs.reduce((n, o) => n + o.bytes.byteLength, 0),
+    );
   }
   return { outputs, transfer: staged ? 'shm' : 'inline' };
 }
@@ -242,17 +288,21 @@ export async function invoke(c: Context<GatewayEnv>, deps: InvokeDeps, name: str
   const fn = await deps.registry.resolve(name);
   c.set('fn', fn.name);
   checkApiKey(fn.definition, (h) => c.req.header(h));
-  const id = c.req.header('x-request-id') ?? crypto.randomUUID();
+  const given = c.req.header('x-request-id');
+  const id = given ?? crypto.randomUUID();
   c.header('X-Request-Id', id);
+  if (deps.plans) await deps.plans.admit((h) => c.req.header(h), given);
   const slices = new CallSlices(deps.arena);
   const span = deps.tracing?.startCall(fn.name, id, c.req.header('traceparent'));
   let status = 500;
   try {
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs, binary } = callOutputs(fn, wanted, c);
-    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    const meta = { pin: c.req.header('x-deploy-side'), clientId: given !== undefined };
+    const { outputs, transfer, side } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent, meta);
     status = 200;
     c.set('transfer', transfer);
+    if (side) c.header('X-Deploy-Side', side);
     if (binary) {
       const o = outputs.find((x) => x.spec.tensor === binary.tensor);
       if (!o) throw gatewayError('ENGINE_ERROR', { name: fn.name });

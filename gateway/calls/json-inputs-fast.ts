@@ -80,7 +80,15 @@ function fillScanned(m: [number, number], numbers: Float64Array, out: Typed, at:
 }
 
 /** Write the numbers of `v` (dims `dims` from `depth`) into `out` at `at`; the next index, or -1 when the general path must decide. */
-function fill(v: unknown, dims: number[], depth: number, out: Typed, at: number, range: [number, number] | undefined, numbers: Float64Array | undefined): number {
+function fill(
+  v: unknown,
+  dims: number[],
+  depth: number,
+  out: Typed,
+  at: number,
+  range: [number, number] | undefined,
+  numbers: Float64Array | undefined,
+): number {
   if (!Array.isArray(v)) {
     // A marker: an array of numbers only, so it fits only the innermost level.
     const m = numbers && markerOf(v);
@@ -137,7 +145,11 @@ function tensorOf(spec: TensorSpec, writer: Writer, value: unknown, numbers: Flo
 }
 
 /** The inputs (and requested outputs) of a plain JSON body, or undefined when the general path must decide. */
-export function fastJsonInputs(fn: ResolvedFunction, body: unknown, numbers?: Float64Array): { inputs: InputTensor[]; outputs?: string[] } | undefined {
+export function fastJsonInputs(
+  fn: ResolvedFunction,
+  body: unknown,
+  numbers?: Float64Array,
+): { inputs: InputTensor[]; outputs?: string[] } | undefined {
   const plan = planFor(fn);
   if (!plan || !isPlain(body)) return undefined;
   let outputs: string[] | undefined;

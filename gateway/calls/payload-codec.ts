@@ -92,7 +92,8 @@ export function valueInput(fn: ResolvedFunction, spec: TensorSpec, value: unknow
     if (o.datatype !== undefined && o.datatype !== spec.datatype) {
       invalid(fn, spec, `datatype ${o.datatype} does not match the expected ${spec.datatype}`);
     }
-    if (o.data !== null && typeof o.data === 'object' && !Array.isArray(o.data)) invalid(fn, spec, "'data' must hold values, not an object");
+    if (o.data !== null && typeof o.data === 'object' && !Array.isArray(o.data))
+      invalid(fn, spec, "'data' must hold values, not an object");
     const t = valueInput(fn, { ...spec }, o.data);
     if (!o.shape) return t;
     const count = elementCount(t.shape);
@@ -237,7 +238,9 @@ export interface OutputTensor {
 }
 
 /** The JSON reply for outputs. */
-export function outputsJson(outputs: OutputTensor[]): { outputs: Record<string, { shape: number[]; datatype: string; data: Array<number | boolean | string> }> } {
+export function outputsJson(outputs: OutputTensor[]): {
+  outputs: Record<string, { shape: number[]; datatype: string; data: Array<number | boolean | string> }>;
+} {
   const o: Record<string, { shape: number[]; datatype: string; data: Array<number | boolean | string> }> = {};
   for (const t of outputs) o[t.spec.name] = { shape: t.shape, datatype: t.datatype, data: decodeValues(t.datatype, t.bytes) };
   return { outputs: o };

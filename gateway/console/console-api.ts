@@ -50,7 +50,9 @@ export function configDigest(cfg: Record<string, unknown> | undefined) {
     platform: String(cfg.platform || cfg.backend || ''),
     maxBatchSize: Number(cfg.max_batch_size ?? 0),
     instances: groups.map((g) => ({ count: Number(g.count ?? 1), kind: kindName(g.kind) })),
-    dynamicBatching: db ? { preferred: (db.preferred_batch_size ?? []).map(Number), maxQueueDelayUs: Number(db.max_queue_delay_microseconds ?? 0) } : null,
+    dynamicBatching: db
+      ? { preferred: (db.preferred_batch_size ?? []).map(Number), maxQueueDelayUs: Number(db.max_queue_delay_microseconds ?? 0) }
+      : null,
     ensembleSteps: steps?.map((s) => s.model_name) ?? null,
   };
 }
@@ -114,12 +116,23 @@ export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void 
       const [index, stats, loads] = await Promise.all([
         d.engine.listModels(false), // every model, so an evicted one shows with its figures
         d.engine.modelStatistics().catch(() => []), // without statistics the page still lists models (no memory figure)
-        d.engine.modelLoads?.().catch((e: Error) => { loadsError = e.message; return undefined; }),
+        d.engine.modelLoads?.().catch((e: Error) => {
+          loadsError = e.message;
+          return undefined;
+        }),
       ]);
       models = await Promise.all(
         index.map(async (m) => {
           const cfg = m.state === 'READY' ? await d.engine.modelConfig(m.name, m.version).catch(() => undefined) : undefined; // unloaded meanwhile: listed without its config
-          return { name: m.name, version: m.version, state: m.state, reason: m.reason, config: configDigest(cfg), memoryBytes: memoryBytes(stats, m.name, m.version), ...loadFigures(loads, m.name, m.version) };
+          return {
+            name: m.name,
+            version: m.version,
+            state: m.state,
+            reason: m.reason,
+            config: configDigest(cfg),
+            memoryBytes: memoryBytes(stats, m.name, m.version),
+            ...loadFigures(loads, m.name, m.version),
+          };
         }),
       );
     } catch (e) {
@@ -143,7 +156,9 @@ export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void 
     const history = await d.deployer.history().catch(() => (active ? [active.version] : []));
     return c.json({
       enabled: true,
-      active: active ? { version: active.version, functions: active.functions.map((f) => ({ name: f.name, model: f.target.model })) } : null,
+      active: active
+        ? { version: active.version, functions: active.functions.map((f) => ({ name: f.name, model: f.target.model })) }
+        : null,
       history: [...history].reverse(),
     });
   });

@@ -30,9 +30,7 @@ const localOnlyNote = html`<p id="console-access" class="note" role="note">No co
 
 function layout(assets: Map<string, Asset>, page: PageId, body: Html, scripts: string[], access: PageAccess): Html {
   const title = PAGES.find((p) => p.id === page)!.title;
-  const nav = PAGES.map(
-    (p) => html`<li><a href="${p.path}"${p.id === page ? raw(' aria-current="page"') : ''}>${p.title}</a></li>`,
-  );
+  const nav = PAGES.map((p) => html`<li><a href="${p.path}"${p.id === page ? raw(' aria-current="page"') : ''}>${p.title}</a></li>`);
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -139,7 +137,21 @@ const deploys = html`
   <button type="submit">Roll back</button>
   <p class="note">Kept in this page's memory only and sent as Authorization: Bearer with the rollback.</p>
   <p id="rollback-status" role="status"></p>
-</form>`;
+</form>
+<section aria-labelledby="rollouts-h">
+  <h2 id="rollouts-h">Rollouts</h2>
+  <p class="note">Canary and shadow rollouts (POST /admin/rollouts): the canary's share now, each step's calls, errors and p95 on both sides, and the gates' decision.</p>
+  <div id="rollouts"><p>loading…</p></div>
+</section>
+<section aria-labelledby="plans-h">
+  <h2 id="plans-h">Usage plans</h2>
+  <p class="note">Plans per API key (by key id: 16 hex digits of the key's SHA-256) and the calls counted this period.</p>
+  <div class="scroll"><table id="plans" class="cards">
+    <caption class="sr-only">Usage plans</caption>
+    <thead><tr><th scope="col">Key id</th><th scope="col">Plan</th><th scope="col">Rate</th><th scope="col">Quota</th><th scope="col">Used</th></tr></thead>
+    <tbody></tbody>
+  </table></div>
+</section>`;
 
 const jobs = html`
 <p class="note">Recent asynchronous calls (Prefer: respond-async or X-Callback-Url), newest first: ids and states only, never results. Reading a job (GET /jobs/&lt;id&gt;) of a function with an API key needs the key its call was made with.</p>
@@ -159,7 +171,7 @@ export function renderPage(assets: Map<string, Asset>, page: PageId, access: Pag
     case 'try':
       return layout(assets, page, tryIt, ['console.js', 'try-it.js'], access);
     case 'deploys':
-      return layout(assets, page, deploys, ['console.js'], access);
+      return layout(assets, page, deploys, ['console.js', 'rollouts.js'], access);
     case 'jobs':
       return layout(assets, page, jobs, ['console.js'], access);
   }

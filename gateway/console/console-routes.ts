@@ -15,6 +15,7 @@ import { loadAssets } from './console-assets.ts';
 import { mountConsoleApi, type ConsoleApiDeps } from './console-api.ts';
 import { PAGES, renderPage } from './console-pages.ts';
 import { ConsoleSampler, readSnapshot } from './console-sampler.ts';
+import { mountDeliveryConsole, type DeliveryConsoleDeps } from '../delivery/console-delivery.ts';
 
 export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   /** Token the read-only API needs (default: GATEWAY_CONSOLE_TOKEN at request time); unset: loopback clients only. */
@@ -23,8 +24,9 @@ export interface ConsoleDeps extends Omit<ConsoleApiDeps, 'sampler'> {
   adminToken?: () => string | undefined;
   /** Chart sampling interval (ms, default 2000). */
   sampleMs?: number;
+  /** Rollouts and usage plans for the Deploys page (gateway/delivery/). */
+  delivery?: DeliveryConsoleDeps;
 }
-
 
 /** Mount the console on `app`; returns stop() for the sampler. */
 export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): void } {
@@ -46,7 +48,10 @@ export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): v
     app.get(p.path, (c) => {
       c.header('Cache-Control', 'no-cache');
       // Only our own scripts run; images may be the blob: URL of an uploaded file; uPlot sizes with inline styles.
-      c.header('Content-Security-Policy', "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      c.header(
+        'Content-Security-Policy',
+        "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+      );
       c.header('X-Content-Type-Options', 'nosniff');
       c.header('Referrer-Policy', 'no-referrer');
       return c.html(renderPage(assets, p.id, { localOnly: !consoleToken() }));
@@ -72,5 +77,6 @@ export function mountConsole(app: Hono<GatewayEnv>, d: ConsoleDeps): { stop(): v
     await next();
   });
   mountConsoleApi(app, { ...d, sampler });
+  if (d.delivery) mountDeliveryConsole(app, d.delivery);
   return { stop: () => sampler.stop() };
 }

@@ -29,7 +29,10 @@ export class ConsoleSampler {
   private busy = false;
   private lastLook = 0;
 
-  constructor(private readonly source: () => Promise<Snapshot>, o: SamplerOptions = {}) {
+  constructor(
+    private readonly source: () => Promise<Snapshot>,
+    o: SamplerOptions = {},
+  ) {
     this.intervalMs = o.intervalMs ?? 2000;
     this.keep = o.keep ?? 90;
     this.idleStopMs = o.idleStopMs ?? 60_000;

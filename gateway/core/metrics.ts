@@ -116,7 +116,14 @@ export class GatewayMetrics {
     });
     const admission = src.admission;
     if (admission) {
-      new Gauge({ name: 'gateway_calls_in_flight', help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)', registers, collect() { this.set(admission.inFlight); } });
+      new Gauge({
+        name: 'gateway_calls_in_flight',
+        help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)',
+        registers,
+        collect() {
+          this.set(admission.inFlight);
+        },
+      });
       new Gauge({
         name: 'gateway_calls_refused_busy',
         help: 'Requests refused with 503 GATEWAY_BUSY, by the bound that refused them (per connection queue, or per gateway)',
@@ -139,7 +146,10 @@ export class GatewayMetrics {
     const key = `${fn}\u0000${code}\u0000${transfer}`;
     let c = this.children.get(key);
     if (!c) {
-      c = { calls: this.calls.labels({ function: fn, code: String(code), transfer }), latency: this.latency.labels({ function: fn, transfer }) };
+      c = {
+        calls: this.calls.labels({ function: fn, code: String(code), transfer }),
+        latency: this.latency.labels({ function: fn, transfer }),
+      };
       this.children.set(key, c);
     }
     c.calls.inc();

@@ -34,10 +34,14 @@ export class GatewayTracing {
   /** Start the span of one /fn call. */
   startCall(fn: string, requestId: string, incoming: string | undefined): CallSpan {
     const parent = incoming ? propagator.extract(ROOT_CONTEXT, { traceparent: incoming }, getter) : ROOT_CONTEXT;
-    const span: Span = this.tracer.startSpan(`POST /fn/${fn}`, {
-      kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': 'POST', 'http.route': '/fn/:name', 'gateway.function': fn, 'gateway.request_id': requestId },
-    }, parent);
+    const span: Span = this.tracer.startSpan(
+      `POST /fn/${fn}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': 'POST', 'http.route': '/fn/:name', 'gateway.function': fn, 'gateway.request_id': requestId },
+      },
+      parent,
+    );
     const carrier: Record<string, string> = {};
     propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, setter);
     return {

@@ -24,7 +24,11 @@ export function checkAdminToken(expected: string | undefined, authorization: str
   if (!sameToken(m[1]!.trim(), expected)) throw gatewayError('ADMIN_TOKEN_INVALID');
 }
 
-export function mountAdminRoutes(app: Hono<GatewayEnv>, deployer: FunctionDeployer, adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN): void {
+export function mountAdminRoutes(
+  app: Hono<GatewayEnv>,
+  deployer: FunctionDeployer,
+  adminToken: () => string | undefined = () => process.env.GATEWAY_ADMIN_TOKEN,
+): void {
   const auth: MiddlewareHandler<GatewayEnv> = async (c, next) => {
     checkAdminToken(adminToken(), c.req.header('authorization'));
     await next();

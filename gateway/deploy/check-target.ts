@@ -19,7 +19,10 @@ export function engineTargetCheck(engine: Pick<MetadataSource, 'modelMetadata'>)
     if (problems.length) return problems;
     const fn = resolveFunction(def, md, false);
     for (const input of Object.keys(def.webhook?.inputs ?? {})) {
-      if (!fn.inputs.some((s) => s.name === input)) problems.push(`webhook input '${input}' is not an input of the function (it has ${fn.inputs.map((s) => `'${s.name}'`).join(', ')})`);
+      if (!fn.inputs.some((s) => s.name === input))
+        problems.push(
+          `webhook input '${input}' is not an input of the function (it has ${fn.inputs.map((s) => `'${s.name}'`).join(', ')})`,
+        );
     }
     return problems;
   };

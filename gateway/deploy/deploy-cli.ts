@@ -40,7 +40,10 @@ export function parseDeployArgs(argv: string[], env = process.env): DeployArgs {
 
 /** The bundle a folder stands for: every *.json (name order), parsed but not validated (the gateway does that). */
 export function readBundle(folder: string, version?: string): { version?: string; functions: unknown[] } {
-  const files = fs.readdirSync(folder).filter((f) => f.endsWith('.json')).sort();
+  const files = fs
+    .readdirSync(folder)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   const functions = files.map((f) => {
     const full = path.join(folder, f);
     try {

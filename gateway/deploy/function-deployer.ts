@@ -152,7 +152,9 @@ export class FunctionDeployer {
       let b = await this.o.store.active();
       const seed = !b && this.current ? this.reseedSnapshot() : undefined;
       if (seed && (await this.o.store.restore(seed))) {
-        log.warn(`function bundle store was empty (Redis lost its data?); re-seeded it with bundle ${this.current!.version} and ${seed.history.length - 1} earlier activation(s) for rollback`);
+        log.warn(
+          `function bundle store was empty (Redis lost its data?); re-seeded it with bundle ${this.current!.version} and ${seed.history.length - 1} earlier activation(s) for rollback`,
+        );
         b = await this.o.store.active();
       }
       if (b && b.version !== this.current?.version) {

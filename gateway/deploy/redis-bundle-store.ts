@@ -10,7 +10,14 @@
 // Ownership: owns a command connection, a subscriber connection and the poll
 // timer. Event loop only.
 import { Redis } from 'ioredis';
-import { BundleVersionConflict, HISTORY_LIMIT, bundleJson, type BundleSnapshot, type BundleStore, type VersionedBundle } from './bundle-store.ts';
+import {
+  BundleVersionConflict,
+  HISTORY_LIMIT,
+  bundleJson,
+  type BundleSnapshot,
+  type BundleStore,
+  type VersionedBundle,
+} from './bundle-store.ts';
 
 // KEYS = bundles, history; ARGV = version, json, limit, channel, onlyIfEmpty. Returns 'ok' | 'conflict' | 'kept'.
 const PUT = `
@@ -90,7 +97,12 @@ export class RedisBundleStore implements BundleStore {
     this.keys = [`${ns}:deploy:bundles`, `${ns}:deploy:history`];
     this.channel = `${ns}:deploy:events`;
     this.pollMs = opts.pollMs ?? 5000;
-    this.redis = new Redis(url, { connectTimeout: 2000, maxRetriesPerRequest: 1, commandTimeout: 2000, retryStrategy: (n) => Math.min(100 * n, 1000) });
+    this.redis = new Redis(url, {
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 2000,
+      retryStrategy: (n) => Math.min(100 * n, 1000),
+    });
     this.redis.on('error', () => undefined); // ioredis reconnects; failures surface through the commands that fail (DEPLOY_UNAVAILABLE)
     this.redis.defineCommand('tgwBundlePut', { numberOfKeys: 2, lua: PUT });
     this.redis.defineCommand('tgwBundleRollback', { numberOfKeys: 2, lua: ROLLBACK });

@@ -79,7 +79,11 @@ export class CallAdmission {
     const body = JSON.stringify(gatewayError('GATEWAY_BUSY', { scope, limit, retryAfterS: this.limits.retryAfterS }).toJSON());
     return {
       status: 503,
-      headers: { 'content-type': 'application/json', 'retry-after': String(this.limits.retryAfterS), 'content-length': String(Buffer.byteLength(body)) },
+      headers: {
+        'content-type': 'application/json',
+        'retry-after': String(this.limits.retryAfterS),
+        'content-length': String(Buffer.byteLength(body)),
+      },
       body,
     };
   }

@@ -56,16 +56,27 @@ export interface CallRequest {
 }
 
 /** The function name when this request is the direct route's to serve (the checks above), else undefined. */
-export function directTarget(deps: DirectCallDeps, method: string | undefined, url: string | undefined, header: (name: string) => string | undefined): string | undefined {
+export function directTarget(
+  deps: DirectCallDeps,
+  method: string | undefined,
+  url: string | undefined,
+  header: (name: string) => string | undefined,
+): string | undefined {
   const m = method === 'POST' ? DIRECT_TARGET.exec(url ?? '') : null;
   if (!m || m[1] === '.' || m[1] === '..') return undefined;
   const host = header('host');
   const accept = header('accept');
   if (
-    host === undefined || !PLAIN_HOST.test(host) || !isJsonType(mediaType(header('content-type'))) || header('prefer') !== undefined
-    || header('x-callback-url') !== undefined || (accept !== undefined && accept.includes('application/octet-stream'))
-    || !deps.gate.open() || (deps.jobs && isWebhook(deps, m[1]!))
-  ) return undefined;
+    host === undefined ||
+    !PLAIN_HOST.test(host) ||
+    !isJsonType(mediaType(header('content-type'))) ||
+    header('prefer') !== undefined ||
+    header('x-callback-url') !== undefined ||
+    (accept !== undefined && accept.includes('application/octet-stream')) ||
+    !deps.gate.open() ||
+    (deps.jobs && isWebhook(deps, m[1]!))
+  )
+    return undefined;
   return m[1]!;
 }
 
@@ -74,7 +85,15 @@ function isWebhook(deps: DirectCallDeps, name: string): boolean {
   const v = deps.registry.version;
   let hooks = webhookNames.get(deps);
   if (hooks?.version !== v) {
-    hooks = { version: v, names: new Set(deps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
+    hooks = {
+      version: v,
+      names: new Set(
+        deps.registry
+          .definitions()
+          .filter((d) => d.webhook)
+          .map((d) => d.name),
+      ),
+    };
     webhookNames.set(deps, hooks);
   }
   return hooks.names.has(name);
@@ -120,7 +139,13 @@ export async function resolveDirect(deps: DirectCallDeps, name: string): Promise
   return pre;
 }
 
-async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: ServerResponse, name: string, fallback: RequestListener): Promise<void> {
+async function routeCall(
+  deps: DirectCallDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  fallback: RequestListener,
+): Promise<void> {
   const pre = await resolveDirect(deps, name);
   if (!pre) return void fallback(req, res);
   const request: CallRequest = {
@@ -138,7 +163,11 @@ async function routeCall(deps: DirectCallDeps, req: IncomingMessage, res: Server
 }
 
 /** The whole call: its reply's status, headers (in writing order) and body. Never rejects. */
-export async function serveCall(deps: DirectCallDeps, req: CallRequest, pre: Resolved): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+export async function serveCall(
+  deps: DirectCallDeps,
+  req: CallRequest,
+  pre: Resolved,
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   const t0 = performance.now();
   served++;
   deps.gate.enter();
@@ -152,7 +181,12 @@ export async function serveCall(deps: DirectCallDeps, req: CallRequest, pre: Res
     } catch (e) {
       body = errorBody(e, req.url, reply);
     }
-    const headers = { ...reply.headers, 'content-type': 'application/json', 'x-payload-transfer': reply.transfer, 'content-length': String(Buffer.byteLength(body)) };
+    const headers = {
+      ...reply.headers,
+      'content-type': 'application/json',
+      'x-payload-transfer': reply.transfer,
+      'content-length': String(Buffer.byteLength(body)),
+    };
     return { status: reply.status, headers, body };
   } finally {
     deps.gate.leave();
@@ -166,8 +200,10 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
   const fn = pre.fn;
   named(fn.name);
   checkApiKey(fn.definition, req.header);
-  const id = req.header('x-request-id') ?? crypto.randomUUID();
+  const given = req.header('x-request-id');
+  const id = given ?? crypto.randomUUID();
   reply.headers['x-request-id'] = id;
+  if (deps.plans) await deps.plans.admit(req.header, given);
   const slices = new CallSlices(deps.arena);
   const span = deps.tracing?.startCall(fn.name, id, req.header('traceparent'));
   let status = 500;
@@ -187,9 +223,11 @@ async function call(deps: DirectCallDeps, req: CallRequest, pre: Resolved, reply
     }
     const { inputs, outputs: wanted } = fast ?? jsonInputs(fn, parsed.value);
     const specs = selectOutputs(fn, undefined, wanted); // no query on this route (declined above)
-    const { outputs, transfer } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent);
+    const meta = { pin: req.header('x-deploy-side'), clientId: given !== undefined };
+    const { outputs, transfer, side } = await runFunction(deps, fn, inputs, specs, id, slices, span?.traceparent, meta);
     status = 200;
     reply.transfer = transfer;
+    if (side) reply.headers['x-deploy-side'] = side;
     return replyJsonText(fn, outputs);
   } catch (e) {
     status = e instanceof GatewayError ? e.status : 500;
@@ -238,8 +276,7 @@ function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: str
       else parts.push(chunk);
     };
     const onEnd = () => done();
-    const onClosed = (e?: Error) =>
-      done(gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }, e));
+    const onClosed = (e?: Error) => done(gatewayError('BODY_INVALID', { reason: 'the connection closed before the body ended' }, e));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onClosed);
@@ -250,6 +287,7 @@ function readNodeBody(req: IncomingMessage, reply: Reply, limit: number, fn: str
 /** app.ts's onError for the direct route: the catalog reply, INTERNAL for anything else. */
 function errorBody(e: unknown, url: string, reply: Reply): string {
   if (e instanceof GatewayError) {
+    if (e.headers) Object.assign(reply.headers, e.headers);
     if (e.status >= 500) log.warn(`POST ${url}: ${e.code}: ${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
     reply.status = e.status;
     return JSON.stringify(e.toJSON());

@@ -5,7 +5,13 @@ import { z } from 'zod';
 import { ERROR_CATALOG } from '../core/errors.ts';
 import type { ResolvedFunction } from '../calls/function-registry.ts';
 import { rowsReplySchemaFor } from '../calls/reply-rows.ts';
-import { CallReplySchema, ErrorReplySchema, FunctionBundleSchema, InputValueSchema, TensorDescriptionSchema } from '../calls/function-schema.ts';
+import {
+  CallReplySchema,
+  ErrorReplySchema,
+  FunctionBundleSchema,
+  InputValueSchema,
+  TensorDescriptionSchema,
+} from '../calls/function-schema.ts';
 
 function json(schema: z.ZodType): Record<string, unknown> {
   return z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
@@ -35,7 +41,8 @@ const errorResponses = () => {
   );
 };
 
-const replySchema = (fn: ResolvedFunction) => (fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' });
+const replySchema = (fn: ResolvedFunction) =>
+  fn.definition.rows ? json(rowsReplySchemaFor(fn, fn.definition.rows)) : { $ref: '#/components/schemas/CallReply' };
 
 /** The 200 reply of a streaming function (its target is decoupled; gateway/http/stream-routes.ts). */
 function streamReply(fn: ResolvedFunction): Record<string, unknown> {
@@ -54,7 +61,11 @@ function streamReply(fn: ResolvedFunction): Record<string, unknown> {
 }
 
 /** The whole document for the functions that resolve now (`streaming`: names of the streaming ones). */
-export function openApiDocument(functions: ResolvedFunction[], version: string, streaming: ReadonlySet<string> = new Set()): Record<string, unknown> {
+export function openApiDocument(
+  functions: ResolvedFunction[],
+  version: string,
+  streaming: ReadonlySet<string> = new Set(),
+): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   for (const fn of functions) {
     const raw = fn.inputs.length === 1 && (fn.inputs[0]!.datatype === 'UINT8' || fn.inputs[0]!.datatype === 'BYTES');
@@ -64,12 +75,15 @@ export function openApiDocument(functions: ResolvedFunction[], version: string, 
         schema: {
           type: 'object',
           required: fn.inputs.map((s) => s.name),
-          properties: Object.fromEntries(fn.inputs.map((s) => [s.name, { type: 'string', description: `${s.datatype} [${s.shape.join(', ')}]` }])),
+          properties: Object.fromEntries(
+            fn.inputs.map((s) => [s.name, { type: 'string', description: `${s.datatype} [${s.shape.join(', ')}]` }]),
+          ),
         },
       },
     };
     if (raw) {
-      for (const t of ['application/octet-stream', 'image/jpeg', 'image/png']) content[t] = { schema: { type: 'string', format: 'binary' } };
+      for (const t of ['application/octet-stream', 'image/jpeg', 'image/png'])
+        content[t] = { schema: { type: 'string', format: 'binary' } };
     }
     paths[`/fn/${fn.name}`] = {
       post: {
@@ -78,32 +92,41 @@ export function openApiDocument(functions: ResolvedFunction[], version: string, 
         ...(fn.definition.auth ? { security: [{ apiKey: [] }, { bearer: [] }] } : {}),
         requestBody: { required: true, content },
         responses: {
-          '200': streaming.has(fn.name) ? streamReply(fn) : {
-            description: 'outputs (JSON), or one output as raw bytes with Accept: application/octet-stream',
-            headers: { 'X-Payload-Transfer': { schema: { type: 'string', enum: ['inline', 'shm'] } } },
-            content: {
-              'application/json': { schema: replySchema(fn) },
-              'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
-            },
-          },
+          '200': streaming.has(fn.name)
+            ? streamReply(fn)
+            : {
+                description: 'outputs (JSON), or one output as raw bytes with Accept: application/octet-stream',
+                headers: { 'X-Payload-Transfer': { schema: { type: 'string', enum: ['inline', 'shm'] } } },
+                content: {
+                  'application/json': { schema: replySchema(fn) },
+                  'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+                },
+              },
           ...errorResponses(),
         },
       },
     };
   }
   paths['/fn'] = { get: { summary: 'list functions with their inputs and outputs', responses: { '200': { description: 'functions' } } } };
-  for (const p of ['/healthz', '/readyz', '/metrics']) paths[p] = { get: { responses: { '200': { description: 'ok' }, '503': { description: 'not ready' } } } };
+  for (const p of ['/healthz', '/readyz', '/metrics'])
+    paths[p] = { get: { responses: { '200': { description: 'ok' }, '503': { description: 'not ready' } } } };
   paths['/jobs/{id}'] = {
     get: {
       summary: 'state of an async call: queued | running | succeeded | failed | dead, with its result or error',
-      description: "For a function with an API key: send the key the call was made with (JOB_KEY_MISSING / JOB_KEY_INVALID otherwise).",
+      description: 'For a function with an API key: send the key the call was made with (JOB_KEY_MISSING / JOB_KEY_INVALID otherwise).',
       security: [{}, { apiKey: [] }, { bearer: [] }],
       responses: { '200': { description: 'job' }, ...errorResponses() },
     },
   };
   const admin = { security: [{ bearer: [] }] };
   paths['/admin/functions'] = {
-    get: { ...admin, summary: 'the active bundle, in the form PUT accepts', responses: { '200': { description: 'bundle', content: { 'application/json': { schema: { $ref: '#/components/schemas/FunctionBundle' } } } } } },
+    get: {
+      ...admin,
+      summary: 'the active bundle, in the form PUT accepts',
+      responses: {
+        '200': { description: 'bundle', content: { 'application/json': { schema: { $ref: '#/components/schemas/FunctionBundle' } } } },
+      },
+    },
     put: {
       ...admin,
       summary: 'validate a whole bundle, then swap it in atomically (a refused bundle lists every error and changes nothing)',
@@ -111,13 +134,24 @@ export function openApiDocument(functions: ResolvedFunction[], version: string, 
       responses: { '200': { description: 'deployed' }, ...errorResponses() },
     },
   };
-  paths['/admin/functions/rollback'] = { post: { ...admin, summary: 'restore the previous bundle version', responses: { '200': { description: 'rolled back' }, ...errorResponses() } } };
+  paths['/admin/functions/rollback'] = {
+    post: {
+      ...admin,
+      summary: 'restore the previous bundle version',
+      responses: { '200': { description: 'rolled back' }, ...errorResponses() },
+    },
+  };
   return {
     openapi: '3.1.0',
     info: { title: 'function gateway', version },
     paths,
     components: {
-      schemas: { CallReply: json(CallReplySchema), Error: json(ErrorReplySchema), Tensor: json(TensorDescriptionSchema), FunctionBundle: json(FunctionBundleSchema) },
+      schemas: {
+        CallReply: json(CallReplySchema),
+        Error: json(ErrorReplySchema),
+        Tensor: json(TensorDescriptionSchema),
+        FunctionBundle: json(FunctionBundleSchema),
+      },
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         bearer: { type: 'http', scheme: 'bearer' },

@@ -28,7 +28,6 @@ export function streamMode(accept: string | undefined): Mode {
   return 'json';
 }
 
-
 /** One stream item in the wire form of `mode` (sse or ndjson). */
 export function encodeItem(mode: Mode, item: StreamItem): string {
   if ('error' in item) return mode === 'sse' ? sseEvent(item.error.toJSON(), 'error') : `${JSON.stringify(item.error.toJSON())}\n`;
@@ -62,7 +61,13 @@ async function streamInvoke(c: Context<GatewayEnv>, deps: InvokeDeps, fn: Resolv
     // A large raw body may land in a staging slice; it goes to the engine inline (the stream sends bytes).
     const { inputs, outputs: wanted } = await readInputs(c, fn, deps, slices);
     const { specs } = callOutputs(fn, wanted, c);
-    const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);
+    const req = buildRequest(
+      fn,
+      id,
+      inputs,
+      specs.map((s) => ({ name: s.tensor })),
+      false,
+    );
     stream = new FunctionStream(deps, fn, req, specs, c.req.header('traceparent'));
   } catch (e) {
     slices.releaseAll();

@@ -44,7 +44,14 @@ export function callbackSecret(secretEnv: string | undefined, env: NodeJS.Proces
   return (secretEnv ? env[secretEnv] : undefined) || env.GATEWAY_WEBHOOK_SECRET || undefined;
 }
 
-async function accept(c: Context, deps: AsyncDeps, fn: ResolvedFunction, call: StoredCall, callbackUrl: string | undefined, apiKey?: string): Promise<Response> {
+async function accept(
+  c: Context,
+  deps: AsyncDeps,
+  fn: ResolvedFunction,
+  call: StoredCall,
+  callbackUrl: string | undefined,
+  apiKey?: string,
+): Promise<Response> {
   const env = deps.env ?? process.env;
   const a = fn.definition.async ?? DEFAULT_ASYNC;
   let callback: CallbackSpec | undefined;
@@ -111,7 +118,16 @@ export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareH
   let hooks = { version: '', names: new Set<string>() };
   const webhookNames = () => {
     const v = invokeDeps.registry.version;
-    if (hooks.version !== v) hooks = { version: v, names: new Set(invokeDeps.registry.definitions().filter((d) => d.webhook).map((d) => d.name)) };
+    if (hooks.version !== v)
+      hooks = {
+        version: v,
+        names: new Set(
+          invokeDeps.registry
+            .definitions()
+            .filter((d) => d.webhook)
+            .map((d) => d.name),
+        ),
+      };
     return hooks.names;
   };
   return async (c, next) => {
@@ -131,7 +147,14 @@ export function asyncCalls(invokeDeps: InvokeDeps, deps: AsyncDeps): MiddlewareH
     const call: StoredCall = { contentType: c.req.header('content-type') ?? 'application/octet-stream', body: body.toString('base64') };
     const output = c.req.query('output');
     if (output) call.output = output;
-    return accept(c, deps, fn, call, c.req.header('x-callback-url'), presentedKey((h) => c.req.header(h)));
+    return accept(
+      c,
+      deps,
+      fn,
+      call,
+      c.req.header('x-callback-url'),
+      presentedKey((h) => c.req.header(h)),
+    );
   };
 }
 
@@ -151,7 +174,12 @@ export function mountJobRoutes(app: Hono<GatewayEnv>, deps: AsyncDeps, definitio
       throw gatewayError('JOBS_UNAVAILABLE', {}, e);
     }
     if (!rec) throw gatewayError('JOB_NOT_FOUND', { id });
-    checkJobAccess(rec, presentedKey((h) => c.req.header(h)), definition(rec.fn), deps.env ?? process.env);
+    checkJobAccess(
+      rec,
+      presentedKey((h) => c.req.header(h)),
+      definition(rec.fn),
+      deps.env ?? process.env,
+    );
     c.header('Cache-Control', 'no-store');
     return c.json(publicView(rec));
   });

@@ -35,7 +35,12 @@ function sameHash(a: string, b: string): boolean {
  * `rec`. `def` is the job's function as defined now (undefined: no longer
  * defined, or an ensemble without a definition).
  */
-export function checkJobAccess(rec: Pick<JobRecord, 'id' | 'keyHash'>, key: string | undefined, def: FunctionDefinition | undefined, env = process.env): void {
+export function checkJobAccess(
+  rec: Pick<JobRecord, 'id' | 'keyHash'>,
+  key: string | undefined,
+  def: FunctionDefinition | undefined,
+  env = process.env,
+): void {
   if (!rec.keyHash && !def?.auth) return;
   if (!key) throw gatewayError('JOB_KEY_MISSING', { id: rec.id });
   const matches = rec.keyHash ? sameHash(jobKeyHash(rec.id, key), rec.keyHash) : true;

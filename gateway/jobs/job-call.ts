@@ -10,7 +10,14 @@ import { collectStream, FunctionStream, isStreamingFunction } from '../calls/fun
 import { selectOutputs } from '../calls/output-select.ts';
 import { replyJson } from '../calls/reply-rows.ts';
 import {
-  bytesInput, isJsonType, isRawType, jsonBodyInputs, mediaType, multipartBodyInputs, rawBodySpec, type InputTensor,
+  bytesInput,
+  isJsonType,
+  isRawType,
+  jsonBodyInputs,
+  mediaType,
+  multipartBodyInputs,
+  rawBodySpec,
+  type InputTensor,
 } from '../calls/payload-codec.ts';
 
 /** One captured call. */
@@ -28,7 +35,9 @@ export async function decodeCall(fn: ResolvedFunction, call: StoredCall): Promis
   const type = mediaType(call.contentType);
   if (isJsonType(type)) return jsonBodyInputs(fn, bytes);
   if (type === 'multipart/form-data') {
-    return { inputs: await multipartBodyInputs(fn, () => new Response(bytes, { headers: { 'Content-Type': call.contentType } }).formData()) };
+    return {
+      inputs: await multipartBodyInputs(fn, () => new Response(bytes, { headers: { 'Content-Type': call.contentType } }).formData()),
+    };
   }
   if (!isRawType(type)) throw gatewayError('MEDIA_TYPE_UNSUPPORTED', { type });
   return { inputs: [bytesInput(fn, rawBodySpec(fn), bytes)] };
@@ -39,13 +48,23 @@ export async function decodeCall(fn: ResolvedFunction, call: StoredCall): Promis
  * payload travelled (`slices.transfer` tells it after a failure too).
  */
 export async function runStoredCall(
-  deps: InvokeDeps, fn: ResolvedFunction, call: StoredCall, id: string, slices = new CallSlices(deps.arena),
+  deps: InvokeDeps,
+  fn: ResolvedFunction,
+  call: StoredCall,
+  id: string,
+  slices = new CallSlices(deps.arena),
 ): Promise<{ body: unknown; transfer: 'inline' | 'shm' }> {
   const { inputs, outputs } = await decodeCall(fn, call);
   const specs = selectOutputs(fn, call.output, outputs);
   if (await isStreamingFunction(deps, fn)) {
     // A streaming function's job stores every response: the array a plain JSON call gets (stream-routes.ts).
-    const req = buildRequest(fn, id, inputs, specs.map((s) => ({ name: s.tensor })), false);
+    const req = buildRequest(
+      fn,
+      id,
+      inputs,
+      specs.map((s) => ({ name: s.tensor })),
+      false,
+    );
     return { body: await collectStream(new FunctionStream(deps, fn, req, specs), fn), transfer: 'inline' };
   }
   try {

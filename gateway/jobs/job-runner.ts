@@ -77,9 +77,12 @@ export class JobRunner {
     if (this.running) return;
     this.running = true;
     this.loop = this.run();
-    this.heartbeat = setInterval(() => {
-      this.q.touch(this.o.consumer, [...this.inHand.keys()]).catch((e) => trace(`heartbeat failed: ${(e as Error).message}`));
-    }, Math.max(50, this.claimIdleMs / 3));
+    this.heartbeat = setInterval(
+      () => {
+        this.q.touch(this.o.consumer, [...this.inHand.keys()]).catch((e) => trace(`heartbeat failed: ${(e as Error).message}`));
+      },
+      Math.max(50, this.claimIdleMs / 3),
+    );
     this.heartbeat.unref();
   }
 

@@ -112,29 +112,44 @@ export class RedisJobQueue implements JobQueue {
 
   /** Create the stream and group once (BUSYGROUP = another replica did). */
   private ensureGroup(): Promise<void> {
-    this.groupReady ??= this.redis
-      .call('XGROUP', 'CREATE', this.stream, this.group, '0', 'MKSTREAM')
-      .then(
-        () => undefined,
-        (e: Error) => {
-          if (!/BUSYGROUP/.test(e.message)) {
-            this.groupReady = undefined;
-            throw e;
-          }
-        },
-      );
+    this.groupReady ??= this.redis.call('XGROUP', 'CREATE', this.stream, this.group, '0', 'MKSTREAM').then(
+      () => undefined,
+      (e: Error) => {
+        if (!/BUSYGROUP/.test(e.message)) {
+          this.groupReady = undefined;
+          throw e;
+        }
+      },
+    );
     return this.groupReady;
   }
 
   async enqueue(job: NewJob): Promise<JobRecord> {
     const rec = newJobRecord(job, Date.now());
     const enq = (this.redis as unknown as { tgwJobEnqueue(...a: Array<string | number>): Promise<number> }).tgwJobEnqueue;
-    const created = await enq.call(this.redis, this.key(rec.id), this.stream, this.group, rec.id, String(rec.rev), rec.state, JSON.stringify(rec), rec.retentionMs);
-    if (created === 1 && this.groupReady) log.warn(`job queue: stream '${this.stream}' or group '${this.group}' was gone (Redis lost its data?); recreated`);
+    const created = await enq.call(
+      this.redis,
+      this.key(rec.id),
+      this.stream,
+      this.group,
+      rec.id,
+      String(rec.rev),
+      rec.state,
+      JSON.stringify(rec),
+      rec.retentionMs,
+    );
+    if (created === 1 && this.groupReady)
+      log.warn(`job queue: stream '${this.stream}' or group '${this.group}' was gone (Redis lost its data?); recreated`);
     this.groupReady ??= Promise.resolve();
     // The console's recent-jobs index (best effort: a lost entry only hides the job from the list).
     // The job is already queued: a failure here must not turn its 202 into an error.
-    await this.redis.multi().zadd(this.recentKey, rec.createdAt, rec.id).zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1).exec().catch(() => undefined);
+    await this.redis
+      .multi()
+      .zadd(this.recentKey, rec.createdAt, rec.id)
+      .zremrangebyrank(this.recentKey, 0, -RECENT_KEEP - 1)
+      .exec()
+      // best effort (above): a lost index entry only hides the job from the console's list
+      .catch(() => undefined);
     return rec;
   }
 
@@ -164,7 +179,15 @@ export class RedisJobQueue implements JobQueue {
   async update(rec: JobRecord, to: JobState | null, patch: Partial<JobRecord> = {}): Promise<JobRecord | null> {
     const next = nextRecord(rec, to, patch, Date.now());
     const cas = (this.redis as unknown as { tgwJobCas(...a: Array<string | number>): Promise<number> }).tgwJobCas;
-    const ok = await cas.call(this.redis, this.key(rec.id), String(rec.rev), String(next.rev), next.state, JSON.stringify(next), next.retentionMs);
+    const ok = await cas.call(
+      this.redis,
+      this.key(rec.id),
+      String(rec.rev),
+      String(next.rev),
+      next.state,
+      JSON.stringify(next),
+      next.retentionMs,
+    );
     return ok === 1 ? next : null;
   }
 
@@ -178,11 +201,9 @@ export class RedisJobQueue implements JobQueue {
   }
 
   async reclaim(consumer: string, minIdleMs: number, max: number): Promise<Taken[]> {
-    const res = (await this.withGroup(() => this.redis.call('XAUTOCLAIM', this.stream, this.group, consumer, Math.round(minIdleMs), this.claimCursor, 'COUNT', max))) as [
-      string,
-      Entries,
-      string[]?,
-    ];
+    const res = (await this.withGroup(() =>
+      this.redis.call('XAUTOCLAIM', this.stream, this.group, consumer, Math.round(minIdleMs), this.claimCursor, 'COUNT', max),
+    )) as [string, Entries, string[]?];
     this.claimCursor = res[0] ?? '0-0';
     return takenOf(res[1]);
   }

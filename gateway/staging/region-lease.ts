@@ -26,7 +26,9 @@ export function leaseTransition(region: string, from: RegionLeaseState, to: Regi
 
 /** Owner ids look like `<pid>x<hex>`: the pid lets a reaper on the same host check liveness. */
 export function newOwnerId(pid = process.pid): string {
-  return `${pid}x${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')}`;
+  return `${pid}x${Math.floor(Math.random() * 0xffffffff)
+    .toString(16)
+    .padStart(8, '0')}`;
 }
 
 /** The pid in an owner id, or undefined when the id is not ours. */

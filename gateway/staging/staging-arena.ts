@@ -8,11 +8,7 @@
 // Ownership: owns its regions (mappings, keys, registrations, leases) and
 // the heartbeat timer. Slices are owned by the call that allocated them until
 // it calls release(). Event loop only.
-import {
-  createSharedMemoryRegion,
-  destroySharedMemoryRegion,
-  type ShmRegionHandle,
-} from '../../client/shared-memory.ts';
+import { createSharedMemoryRegion, destroySharedMemoryRegion, type ShmRegionHandle } from '../../client/shared-memory.ts';
 import type { EngineApi } from '../upstream/engine-client.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { leaseTransition, regionName, type RegionLeaseState } from './region-lease.ts';
@@ -80,7 +76,13 @@ export class StagingArena {
       for (let n = 0; n < this.opts.regionCount; n++) {
         const name = regionName(this.prefix, this.ownerId, n);
         const handle = createSharedMemoryRegion(name, `/${name}`, this.opts.regionBytes, { touch: true, exclusive: true });
-        this.regions.push({ handle, alloc: new SliceAllocator(this.opts.regionBytes), registered: false, lease: 'unleased', validUntil: 0 });
+        this.regions.push({
+          handle,
+          alloc: new SliceAllocator(this.opts.regionBytes),
+          registered: false,
+          lease: 'unleased',
+          validUntil: 0,
+        });
       }
     } catch (e) {
       for (const r of this.regions.splice(0)) destroySharedMemoryRegion(r.handle);
@@ -92,7 +94,9 @@ export class StagingArena {
     this.store.on('state', this.onStoreState);
     this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseTtlMs / 3)));
     this.heartbeat.unref();
-    log.info(`staging arena: ${this.regions.length} x ${this.opts.regionBytes} bytes under '${this.prefix}_${this.ownerId}_*' (${this.store.kind} leases)`);
+    log.info(
+      `staging arena: ${this.regions.length} x ${this.opts.regionBytes} bytes under '${this.prefix}_${this.ownerId}_*' (${this.store.kind} leases)`,
+    );
   }
 
   /** Region names and shm keys of this arena. */
@@ -229,7 +233,10 @@ export class StagingArena {
       r.lease = leaseTransition(r.handle.name, r.lease, 'released');
     }
     try {
-      await this.store.release(this.ownerId, this.regions.map((r) => r.handle.name));
+      await this.store.release(
+        this.ownerId,
+        this.regions.map((r) => r.handle.name),
+      );
     } catch (e) {
       log.warn(`could not release leases (they will expire): ${(e as Error).message}`);
     }

@@ -14,7 +14,9 @@ export function engineKeyPairs(value: string | undefined): Record<string, string
     const eq = pair.indexOf('=');
     const key = pair.slice(0, eq).trim().toLowerCase();
     if (eq <= 0 || eq === pair.length - 1 || !/^[0-9a-z._-]+$/.test(key)) {
-      throw new Error('GATEWAY_ENGINE_KEY: expected <key>=<value>[,<key>=<value>...] (the header and value of the engine\'s --grpc-restricted-protocol)');
+      throw new Error(
+        "GATEWAY_ENGINE_KEY: expected <key>=<value>[,<key>=<value>...] (the header and value of the engine's --grpc-restricted-protocol)",
+      );
     }
     pairs[key] = pair.slice(eq + 1);
   }

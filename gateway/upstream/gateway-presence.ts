@@ -106,7 +106,12 @@ export class GatewayPresence {
     this.dead = `${ns}:gateways:dead`;
     this.stream = `${ns}:jobs:stream`; // the job queue's stream and group (redis-job-queue.ts)
     this.member = `${o.ownerId} ${o.leaseNamespace}`;
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 2000, connectTimeout: 2000, retryStrategy: (n) => Math.min(100 * n, 1000) });
+    this.redis = new Redis(url, {
+      maxRetriesPerRequest: 1,
+      commandTimeout: 2000,
+      connectTimeout: 2000,
+      retryStrategy: (n) => Math.min(100 * n, 1000),
+    });
     this.redis.on('error', () => undefined); // a failed pass is retried on the next tick
     this.redis.defineCommand('tgwBeat', { numberOfKeys: 2, lua: BEAT });
     this.redis.defineCommand('tgwClaimDead', { numberOfKeys: 2, lua: CLAIM });
@@ -124,13 +129,16 @@ export class GatewayPresence {
   /** Heartbeat now, then heartbeat and reap every ttl/3. */
   async start(): Promise<void> {
     await this.beat().catch((e) => log.warn(`presence heartbeat failed: ${(e as Error).message}`));
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.beat()
-        .then(() => this.reap())
-        .catch((e) => trace(`presence pass failed: ${(e as Error).message}`))
-        .finally(() => (this.running = undefined));
-    }, Math.max(50, this.o.ttlMs / 3));
+    this.timer = setInterval(
+      () => {
+        if (this.running) return;
+        this.running = this.beat()
+          .then(() => this.reap())
+          .catch((e) => trace(`presence pass failed: ${(e as Error).message}`))
+          .finally(() => (this.running = undefined));
+      },
+      Math.max(50, this.o.ttlMs / 3),
+    );
     this.timer.unref();
   }
 

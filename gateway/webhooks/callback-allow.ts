@@ -50,7 +50,11 @@ export function matchesPrefix(url: URL, entry: string): boolean {
 }
 
 /** Check a callback URL against the function's allowlist, else the environment's; returns the URL or why not. */
-export function checkCallbackUrl(raw: string, functionAllow: readonly string[], env: NodeJS.ProcessEnv = process.env): { url: URL } | { reason: string; invalid: boolean } {
+export function checkCallbackUrl(
+  raw: string,
+  functionAllow: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { url: URL } | { reason: string; invalid: boolean } {
   const u = parseCallbackUrl(raw);
   if (typeof u === 'string') return { reason: u, invalid: true };
   const allow = functionAllow.length ? functionAllow : envAllowlist(env);

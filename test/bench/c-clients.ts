@@ -32,7 +32,9 @@ export function bodyDir(): { dir: string; remove(): void } {
 
 /** A unary gRPC request body: the 5-byte frame header (uncompressed, length) + the serialized message. */
 export function grpcFrame(req: ModelInferRequest): Buffer {
-  const msg = messageType('inference.ModelInferRequest').encode(req as never).finish();
+  const msg = messageType('inference.ModelInferRequest')
+    .encode(req as never)
+    .finish();
   const out = Buffer.allocUnsafe(5 + msg.byteLength);
   out[0] = 0;
   out.writeUInt32BE(msg.byteLength, 1);
@@ -41,7 +43,10 @@ export function grpcFrame(req: ModelInferRequest): Buffer {
 }
 
 /** A KServe v2 HTTP body with the binary tensor extension: JSON header + raw bytes. */
-export function httpBinaryBody(input: { name: string; datatype: string; shape: number[] }, bytes: Buffer): { body: Buffer; headerLength: number } {
+export function httpBinaryBody(
+  input: { name: string; datatype: string; shape: number[] },
+  bytes: Buffer,
+): { body: Buffer; headerLength: number } {
   const head = Buffer.from(
     JSON.stringify({
       inputs: [{ ...input, parameters: { binary_data_size: bytes.byteLength } }],
@@ -73,9 +78,20 @@ export async function h2loadGrpc(port: number, method: string, bodyFile: string,
   const out = await run(
     which('h2load')!,
     [
-      '-c', String(clients), '-m', '1', '-t', '1', '-D', String(seconds),
-      '-d', bodyFile,
-      '-H', 'content-type: application/grpc', '-H', 'te: trailers',
+      '-c',
+      String(clients),
+      '-m',
+      '1',
+      '-t',
+      '1',
+      '-D',
+      String(seconds),
+      '-d',
+      bodyFile,
+      '-H',
+      'content-type: application/grpc',
+      '-H',
+      'te: trailers',
       `http://127.0.0.1:${port}/inference.GRPCInferenceService/${method}`,
     ],
     (seconds + 30) * 1000,
@@ -86,9 +102,19 @@ export async function h2loadGrpc(port: number, method: string, bodyFile: string,
 }
 
 /** wrk: `clients` keep-alive connections for `seconds`, POSTing the file `bodyFile` with `headers`. */
-export async function wrkPost(port: number, urlPath: string, bodyFile: string, headers: Record<string, string>, clients: number, seconds: number, dir: string): Promise<CLoadResult> {
+export async function wrkPost(
+  port: number,
+  urlPath: string,
+  bodyFile: string,
+  headers: Record<string, string>,
+  clients: number,
+  seconds: number,
+  dir: string,
+): Promise<CLoadResult> {
   const lua = path.join(dir, `wrk-${path.basename(bodyFile)}.lua`);
-  const hdrs = Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n');
+  const hdrs = Object.entries(headers)
+    .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
+    .join('\n');
   writeFileSync(
     lua,
     `local f = assert(io.open(${JSON.stringify(bodyFile)}, "rb"))
@@ -102,7 +128,11 @@ done = function(summary, latency, requests)
 end
 `,
   );
-  const out = await run(which('wrk')!, ['-t', '1', '-c', String(clients), '-d', `${seconds}s`, '-s', lua, `http://127.0.0.1:${port}${urlPath}`], (seconds + 30) * 1000);
+  const out = await run(
+    which('wrk')!,
+    ['-t', '1', '-c', String(clients), '-d', `${seconds}s`, '-s', lua, `http://127.0.0.1:${port}${urlPath}`],
+    (seconds + 30) * 1000,
+  );
   const m = /CHECK ok=(\d+) bad=(\d+) p99us=(\d+)/.exec(out);
   if (!m) throw new Error(`wrk: no summary in output: ${out.slice(-300)}`);
   return { ok: Number(m[1]) - Number(m[2]), failed: Number(m[2]), seconds, p99Ms: Number(m[3]) / 1000 };

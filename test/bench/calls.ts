@@ -85,7 +85,14 @@ export function engineModel(client: Channels, model: string, input: string, samp
  * A batch-1 FP32 call whose input sits in a registered shm region: client
  * `w` uses the slot at offset w × slotBytes (the slots are filled once).
  */
-export function engineModelShm(client: Channels, model: string, input: string, sampleShape: number[], outputValues: number, region: string): CallFn {
+export function engineModelShm(
+  client: Channels,
+  model: string,
+  input: string,
+  sampleShape: number[],
+  outputValues: number,
+  region: string,
+): CallFn {
   const slotBytes = sampleShape.reduce((a, b) => a * b, 4);
   return async (w) => {
     const res = await pick(client, w).modelInfer({

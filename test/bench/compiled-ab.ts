@@ -27,7 +27,10 @@ const rec = httpBinaryBody({ name: 'user_features', datatype: 'FP32', shape: [1,
 const recFile = path.join(dir.dir, 'rec.bin');
 writeFileSync(recFile, rec.body);
 const fnFile = path.join(dir.dir, 'fn.json');
-writeFileSync(fnFile, JSON.stringify({ inputs: { user_features: { data: Array.from({ length: 64 }, (_, i) => Math.sin(i)), shape: [1, 64] } } }));
+writeFileSync(
+  fnFile,
+  JSON.stringify({ inputs: { user_features: { data: Array.from({ length: 64 }, (_, i) => Math.sin(i)), shape: [1, 64] } } }),
+);
 
 /** CPU ms per call of each pid over a second `load` (the first warms up). */
 async function measure(pids: number[], load: () => Promise<CLoadResult>): Promise<{ perCall: number[]; rate: number }> {
@@ -53,16 +56,36 @@ for (let round = 0; round < rounds; round++) {
     try {
       const ePid = e.child.proc.pid!;
       const h = await measure([ePid], () =>
-        wrkPost(e.httpPort, '/v2/models/product_recommender_model/infer', recFile, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(rec.headerLength) }, clients, secs, dir.dir),
+        wrkPost(
+          e.httpPort,
+          '/v2/models/product_recommender_model/infer',
+          recFile,
+          { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(rec.headerLength) },
+          clients,
+          secs,
+          dir.dir,
+        ),
       );
       results[v].engineHttp.push(h.perCall[0]!);
       results[v].engineRate.push(h.rate);
-      const g = await measure([gw.child.proc.pid!, ePid], () => wrkPost(gw.port, '/fn/product_recommender', fnFile, { 'Content-Type': 'application/json', 'x-api-key': BENCH_API_KEY }, clients, secs, dir.dir));
+      const g = await measure([gw.child.proc.pid!, ePid], () =>
+        wrkPost(
+          gw.port,
+          '/fn/product_recommender',
+          fnFile,
+          { 'Content-Type': 'application/json', 'x-api-key': BENCH_API_KEY },
+          clients,
+          secs,
+          dir.dir,
+        ),
+      );
       results[v].gw.push(g.perCall[0]!);
       results[v].gwEngine.push(g.perCall[1]!);
       results[v].gwRate.push(g.rate);
       loads.push(os.loadavg()[0]!);
-      process.stderr.write(`round ${round + 1} ${v}: engine ${h.perCall[0]!.toFixed(3)} ms/inference (${h.rate.toFixed(0)}/s); gateway ${g.perCall[0]!.toFixed(3)} + engine ${g.perCall[1]!.toFixed(3)} ms/call (${g.rate.toFixed(0)}/s)\n`);
+      process.stderr.write(
+        `round ${round + 1} ${v}: engine ${h.perCall[0]!.toFixed(3)} ms/inference (${h.rate.toFixed(0)}/s); gateway ${g.perCall[0]!.toFixed(3)} + engine ${g.perCall[1]!.toFixed(3)} ms/call (${g.rate.toFixed(0)}/s)\n`,
+      );
     } finally {
       await gw.stop();
       await e.stop();

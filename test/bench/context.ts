@@ -24,19 +24,28 @@ export const ROW_INFO: Record<string, { label: string; load: string }> = {
   'ol-c': { label: '(c) engine with batching, open loop', load: 'open loop' },
   ceiling: { label: 'raw ORT ceiling: clip encoder, 2 worker sessions × batch 16', load: 'closed loop, 2 × batch 16 in flight (images/s)' },
   'enc-batch': { label: 'engine clip_encoder_model over gRPC, dynamic batching', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
-  'enc-shm': { label: 'engine clip_encoder_model, dynamic batching, inputs in client shm (no tensor bytes on the wire)', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
+  'enc-shm': {
+    label: 'engine clip_encoder_model, dynamic batching, inputs in client shm (no tensor bytes on the wire)',
+    load: `${closed(ENCODER_CLIENTS)}, batch 1 each`,
+  },
   'enc-nobatch': { label: 'engine clip_encoder_model over gRPC, batching off', load: `${closed(ENCODER_CLIENTS)}, batch 1 each` },
   'pre-alone': { label: 'engine image_preprocess_model alone over gRPC', load: closed(PIPELINE_CLIENTS) },
   'rec-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
   'rec-nobatch': { label: 'engine product_recommender_model over gRPC, batching off', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
-  'gw-rec': { label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching', load: `${closed(SMALL_CLIENTS)}, batch 1 each` },
+  'gw-rec': {
+    label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching',
+    load: `${closed(SMALL_CLIENTS)}, batch 1 each`,
+  },
   'rec-c1-batch': { label: 'engine product_recommender_model over gRPC, dynamic batching, 1 client', load: closed(1) },
   'gw-rec-c1': { label: 'gateway POST /fn/product_recommender (JSON) → engine, dynamic batching, 1 client', load: closed(1) },
   'rec-c1-engine': { label: 'engine product_recommender_model over gRPC, batching off, 1 client', load: closed(1) },
   'rec-c1-raw': { label: 'raw in-process session.run, product_recommender_model, batch 1', load: 'sequential on one thread' },
   'large-staged': { label: 'gateway, large JPEG, staged through shm (default threshold)', load: closed(1) },
   'large-inline': { label: 'gateway, large JPEG, forced inline (--shm=false)', load: closed(1) },
-  'ocr-raw': { label: 'OCR raw ceiling: PP-OCRv4 det + rec run in-process by a plain loop (same processing code)', load: 'sequential, 1 image at a time' },
+  'ocr-raw': {
+    label: 'OCR raw ceiling: PP-OCRv4 det + rec run in-process by a plain loop (same processing code)',
+    load: 'sequential, 1 image at a time',
+  },
   'ocr-c1': { label: 'engine ocr_pipeline_ensemble over gRPC, 1 client', load: closed(1) },
   'ocr-engine': { label: 'engine ocr_pipeline_ensemble over gRPC', load: closed(4) },
   'ocr-gw': { label: 'gateway POST /fn/ocr → engine', load: closed(4) },
@@ -63,7 +72,13 @@ export interface BenchContext {
 }
 
 /** Run one measurement into `ctx.rows[id]`; a failure is recorded as "not measured", never thrown. */
-export async function measure(ctx: BenchContext, id: string, run: () => Promise<LoadResult>, note?: string, load?: string): Promise<LoadResult | undefined> {
+export async function measure(
+  ctx: BenchContext,
+  id: string,
+  run: () => Promise<LoadResult>,
+  note?: string,
+  load?: string,
+): Promise<LoadResult | undefined> {
   const t = performance.now();
   const info = ROW_INFO[id];
   if (!info) throw new Error(`unknown bench row '${id}'`);
@@ -73,7 +88,9 @@ export async function measure(ctx: BenchContext, id: string, run: () => Promise<
     const result = await run();
     if (result.requests === 0) throw new Error(`no request completed${result.firstError ? `: ${result.firstError}` : ''}`);
     ctx.rows.set(id, { id, label, load, result, note });
-    ctx.log(`  ${label}: p50 ${result.p50.toFixed(2)} ms, p95 ${result.p95.toFixed(2)} ms, ${result.throughput.toFixed(1)}/s (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+    ctx.log(
+      `  ${label}: p50 ${result.p50.toFixed(2)} ms, p95 ${result.p95.toFixed(2)} ms, ${result.throughput.toFixed(1)}/s (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+    );
     return result;
   } catch (e) {
     const why = (e as Error).message.split('\n')[0]!.slice(0, 200);
@@ -97,7 +114,11 @@ export function skipRows(ctx: BenchContext, why: string, ids: string[]): void {
  * the rest: worker threads, libuv, GC) over the whole run, and that divided
  * by the throughput as ≈ CPU ms per request.
  */
-export function withCpu(procs: Array<[name: string, pid: number]>, run: () => Promise<LoadResult>, onNote: (note: string) => void): () => Promise<LoadResult> {
+export function withCpu(
+  procs: Array<[name: string, pid: number]>,
+  run: () => Promise<LoadResult>,
+  onNote: (note: string) => void,
+): () => Promise<LoadResult> {
   return async () => {
     const t0 = performance.now();
     const c0 = process.cpuUsage();
@@ -105,12 +126,14 @@ export function withCpu(procs: Array<[name: string, pid: number]>, run: () => Pr
     const result = await run();
     const wall = (performance.now() - t0) / 1000;
     const c = process.cpuUsage(c0);
-    const parts = [`client ${(((c.user + c.system) / 1e6 / wall) * 1000 / result.throughput).toFixed(2)}`];
+    const parts = [`client ${((((c.user + c.system) / 1e6 / wall) * 1000) / result.throughput).toFixed(2)}`];
     procs.forEach(([name, pid], i) => {
       const p = cpuSeconds(pid);
       const main = (p.main - p0[i]!.main) / wall;
       const rest = (p.total - p0[i]!.total) / wall - main;
-      parts.push(`${name} main thread ${((main * 1000) / result.throughput).toFixed(2)} + other threads ${((rest * 1000) / result.throughput).toFixed(2)}`);
+      parts.push(
+        `${name} main thread ${((main * 1000) / result.throughput).toFixed(2)} + other threads ${((rest * 1000) / result.throughput).toFixed(2)}`,
+      );
     });
     onNote(`≈ CPU ms per request: ${parts.join('; ')}`);
     return result;
@@ -118,9 +141,22 @@ export function withCpu(procs: Array<[name: string, pid: number]>, run: () => Pr
 }
 
 /** measure() with withCpu(): the row's note gets the CPU split (after `note`, if any). */
-export async function measureWithCpu(ctx: BenchContext, id: string, procs: Array<[name: string, pid: number]>, run: () => Promise<LoadResult>, note?: string, load?: string): Promise<void> {
+export async function measureWithCpu(
+  ctx: BenchContext,
+  id: string,
+  procs: Array<[name: string, pid: number]>,
+  run: () => Promise<LoadResult>,
+  note?: string,
+  load?: string,
+): Promise<void> {
   let cpu = '';
-  await measure(ctx, id, withCpu(procs, run, (n) => (cpu = n)), note, load);
+  await measure(
+    ctx,
+    id,
+    withCpu(procs, run, (n) => (cpu = n)),
+    note,
+    load,
+  );
   const row = ctx.rows.get(id);
   if (row?.result) row.note = [row.note, cpu].filter(Boolean).join('; ');
 }

@@ -41,8 +41,8 @@ export interface FloorBodies {
 
 type Mode = keyof typeof FLOOR_NAME;
 const BODY_NAME: Record<keyof FloorBodies, string> = {
-  rec: 'the recommender\'s body (256 B tensor)',
-  enc: 'the encoder\'s body (588 KiB tensor)',
+  rec: "the recommender's body (256 B tensor)",
+  enc: "the encoder's body (588 KiB tensor)",
   big: 'the 10 MiB body',
 };
 const METHOD = '/inference.GRPCInferenceService/ModelInfer';
@@ -62,10 +62,15 @@ async function startFloor(mode: Mode): Promise<{ child: Child; port: number }> {
 /** One unary call with the message inside a framed gRPC body; rejects unless grpc-status is 0. */
 async function grpcProbe(port: number, bodyFile: string): Promise<void> {
   const id = (b: Buffer) => b;
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': -1, 'grpc.max_receive_message_length': -1 });
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    'grpc.max_send_message_length': -1,
+    'grpc.max_receive_message_length': -1,
+  });
   try {
     await new Promise<void>((resolve, reject) =>
-      client.makeUnaryRequest(METHOD, id, id, readFileSync(bodyFile).subarray(5), { deadline: Date.now() + 30_000 }, (err) => (err ? reject(new Error(`probe: ${err.message}`)) : resolve())),
+      client.makeUnaryRequest(METHOD, id, id, readFileSync(bodyFile).subarray(5), { deadline: Date.now() + 30_000 }, (err) =>
+        err ? reject(new Error(`probe: ${err.message}`)) : resolve(),
+      ),
     );
   } finally {
     client.close();
@@ -82,7 +87,11 @@ export async function floorsPhase(ctx: BenchContext, bodies: FloorBodies, client
   ctx.log('  floors: the same clients against a Node server that does nothing');
   const h2 = which('h2load');
   const wrk = which('wrk');
-  const keys: Array<[keyof FloorBodies, number]> = [['rec', clients], ['enc', clients], ['big', 1]];
+  const keys: Array<[keyof FloorBodies, number]> = [
+    ['rec', clients],
+    ['enc', clients],
+    ['big', 1],
+  ];
   for (const mode of ['h2', 'h2own', 'grpcjs', 'http1'] as const) {
     const proto = mode === 'http1' ? 'http' : 'grpc';
     const rows = keys.map(([key, n]) => ({
@@ -105,8 +114,23 @@ export async function floorsPhase(ctx: BenchContext, bodies: FloorBodies, client
         const load =
           proto === 'grpc'
             ? () => h2loadGrpc(port, 'ModelInfer', b.grpc, r.n, secs)
-            : () => wrkPost(port, b.urlPath, b.http.file, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.http.headerLength) }, r.n, secs, dir);
-        const bad = proto === 'grpc' ? await grpcProbe(port, b.grpc).then(() => undefined, (e: Error) => e.message) : undefined;
+            : () =>
+                wrkPost(
+                  port,
+                  b.urlPath,
+                  b.http.file,
+                  { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.http.headerLength) },
+                  r.n,
+                  secs,
+                  dir,
+                );
+        const bad =
+          proto === 'grpc'
+            ? await grpcProbe(port, b.grpc).then(
+                () => undefined,
+                (e: Error) => e.message,
+              )
+            : undefined;
         ctx.floors.push(bad ? { id: r.id, label: r.label, skipped: bad } : await cpuRow(ctx, child.proc.pid!, r.id, r.label, load));
       }
     } catch (e) {

@@ -32,8 +32,14 @@ const STEADY_WARMUP_SECS = 15;
  * row's successful calls, warm-up included) throws when the row did not measure what it says.
  */
 async function twoProcessRow(
-  ctx: BenchContext, id: string, label: string, front: number, engine: number, secs: number,
-  load: (secs: number) => Promise<CLoadResult>, check?: (ok: number) => Promise<void>,
+  ctx: BenchContext,
+  id: string,
+  label: string,
+  front: number,
+  engine: number,
+  secs: number,
+  load: (secs: number) => Promise<CLoadResult>,
+  check?: (ok: number) => Promise<void>,
 ): Promise<GatewayCpuRow> {
   try {
     const warm = await load(ctx.quick ? Math.max(1, secs / 2) : STEADY_WARMUP_SECS);
@@ -60,7 +66,11 @@ async function twoProcessRow(
   }
 }
 
-async function startFloorGateway(engine: EngineProc, requestFile: string, client: 'grpcjs' | 'h2'): Promise<{ child: Child; port: number }> {
+async function startFloorGateway(
+  engine: EngineProc,
+  requestFile: string,
+  client: 'grpcjs' | 'h2',
+): Promise<{ child: Child; port: number }> {
   const port = await freePort();
   const child = spawnTs(`floor-gateway-${client}`, 'test/bench/floor-gateway.ts', [String(port), engine.grpcSocket, requestFile, client]);
   await waitUntil(child, async () => child.tail().includes(`listening ${port}`), 30_000).catch(async (e) => {
@@ -88,7 +98,15 @@ interface Front {
  * The gateway rows into ctx.gatewayCpu, against `engine` (which has product_recommender_model loaded
  * and serves the local channel on `localSocket`); a row whose client or server is missing says why.
  */
-export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, localSocket: string, recGrpcBody: string, clients: number, secs: number, dir: string): Promise<void> {
+export async function gatewayCpuPhase(
+  ctx: BenchContext,
+  engine: EngineProc,
+  localSocket: string,
+  recGrpcBody: string,
+  clients: number,
+  secs: number,
+  dir: string,
+): Promise<void> {
   ctx.log('  gateway small call from wrk, beside floor gateways');
   /** Each row's front process: how to start it, and the headers its calls need. */
   const fronts: Array<{ id: string; label: string; headers: Record<string, string>; start(): Promise<Front> }> = [
@@ -103,7 +121,7 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, loc
     },
     {
       id: 'gwc-fn-local',
-      label: 'gateway POST /fn/product_recommender (JSON), ModelInfer over the engine\'s local channel (--engine-local-socket)',
+      label: "gateway POST /fn/product_recommender (JSON), ModelInfer over the engine's local channel (--engine-local-socket)",
       headers: { 'x-api-key': BENCH_API_KEY },
       start: async () => {
         const gw = await startGatewayProc('gateway-cpu-local', engine.grpcSocket, [`--engine-local-socket=${localSocket}`]);
@@ -170,8 +188,14 @@ export async function gatewayCpuPhase(ctx: BenchContext, engine: EngineProc, loc
     }
     try {
       ctx.gatewayCpu.push(
-        await twoProcessRow(ctx, id, label, front.pid, enginePid, secs, (s) =>
-          wrkPost(front.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', ...headers }, clients, s, dir),
+        await twoProcessRow(
+          ctx,
+          id,
+          label,
+          front.pid,
+          enginePid,
+          secs,
+          (s) => wrkPost(front.port, '/fn/product_recommender', body, { 'Content-Type': 'application/json', ...headers }, clients, s, dir),
           front.check,
         ),
       );

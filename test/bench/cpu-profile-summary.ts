@@ -9,8 +9,17 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[]; parent?: Node }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+  parent?: Node;
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+}
 
 /** The owner of a frame, by its script URL (or V8's pseudo-frames). */
 export function owner(fn: string, url: string): string {
@@ -37,7 +46,10 @@ export function owner(fn: string, url: string): string {
 }
 
 function main(): void {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, 'skip-ms': { type: 'string', default: '3000' } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { top: { type: 'string', default: '25' }, 'skip-ms': { type: 'string', default: '3000' } },
+  });
   const p = JSON.parse(readFileSync(positionals[0]!, 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   for (const n of p.nodes) for (const c of n.children ?? []) byId.get(c)!.parent = n;

@@ -14,7 +14,14 @@ import type { CpuRow } from './report-cpu.ts';
  * statistics); without it the client's count of succeeded requests is used.
  * A failure is returned as a skipped row, never thrown.
  */
-export async function cpuRow(ctx: BenchContext, pid: number, id: string, label: string, load: () => Promise<CLoadResult>, served?: () => Promise<number>): Promise<CpuRow> {
+export async function cpuRow(
+  ctx: BenchContext,
+  pid: number,
+  id: string,
+  label: string,
+  load: () => Promise<CLoadResult>,
+  served?: () => Promise<number>,
+): Promise<CpuRow> {
   try {
     await load();
     const n0 = served ? await served() : 0;

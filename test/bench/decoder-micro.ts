@@ -14,7 +14,9 @@ import { release } from '../../engine/frontends/grpc/receive-pool.ts';
 const [variant = 'pooled', n = '200', mode = 'drop'] = process.argv.slice(2);
 if (variant === 'pooled') {
   const server = new grpc.Server();
-  await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+  await new Promise<void>((res, rej) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
   if (!reachIntoGrpcJs(server, { widenHttp2: false, pooledDecoder: true })) throw new Error('not installed');
   server.forceShutdown();
 }
@@ -42,4 +44,6 @@ const f0 = process.resourceUsage().minorPageFault;
 run(Number(n));
 const c = process.cpuUsage(c0);
 const faults = (process.resourceUsage().minorPageFault - f0) / Number(n);
-console.log(`${variant} ${mode}: ${((c.user + c.system) / 1000 / Number(n)).toFixed(2)} ms CPU, ${faults.toFixed(0)} page faults per 10 MiB message`);
+console.log(
+  `${variant} ${mode}: ${((c.user + c.system) / 1000 / Number(n)).toFixed(2)} ms CPU, ${faults.toFixed(0)} page faults per 10 MiB message`,
+);

@@ -28,7 +28,10 @@ function minorFaults(pid: number): number {
 const REC = { model: 'product_recommender_model', input: 'user_features', shape: [1, 64] };
 const BIG = { model: 'sum_vector', input: 'x', shape: [(10 * 2 ** 20) / 4] };
 
-interface Engine { e: EngineProc; gc: { full: number; young: number } }
+interface Engine {
+  e: EngineProc;
+  gc: { full: number; young: number };
+}
 
 async function served(e: EngineProc, model: string): Promise<number> {
   const s = (await e.client.modelStatistics(model)).model_stats[0];
@@ -53,7 +56,10 @@ cpSync(path.join(BUNDLED_REPO, REC.model), path.join(repo, REC.model), { recursi
 writeSumVector(repo);
 const body = (key: string, m: typeof REC, bytes: Buffer) => {
   const f = path.join(tmp.dir, `${key}.grpc`);
-  writeFileSync(f, grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] }));
+  writeFileSync(
+    f,
+    grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] }),
+  );
   return f;
 };
 const tiny = body('tiny', REC, fp32Bytes(64));
@@ -85,18 +91,28 @@ try {
         const [n0, c0, f0, y0, p0] = [await served(e, c.model), cpuSeconds(pid).total, gc.full, gc.young, minorFaults(pid)];
         await load();
         const n = (await served(e, c.model)) - n0;
-        const row = { cpu: ((cpuSeconds(pid).total - c0) * 1000) / n, full: ((gc.full - f0) * 100) / n, young: ((gc.young - y0) * 100) / n, faults: (minorFaults(pid) - p0) / n };
-        console.log(`r${r} ${c.id} ${v}: ${row.cpu.toFixed(3)} ms CPU/inference, ${row.faults.toFixed(0)} page faults/inference, ${row.full.toFixed(1)} mark-compacts and ${row.young.toFixed(0)} scavenges per 100 (${n} inferences)`);
+        const row = {
+          cpu: ((cpuSeconds(pid).total - c0) * 1000) / n,
+          full: ((gc.full - f0) * 100) / n,
+          young: ((gc.young - y0) * 100) / n,
+          faults: (minorFaults(pid) - p0) / n,
+        };
+        console.log(
+          `r${r} ${c.id} ${v}: ${row.cpu.toFixed(3)} ms CPU/inference, ${row.faults.toFixed(0)} page faults/inference, ${row.full.toFixed(1)} mark-compacts and ${row.young.toFixed(0)} scavenges per 100 (${n} inferences)`,
+        );
         results.set(`${c.id} ${v}`, [...(results.get(`${c.id} ${v}`) ?? []), row]);
       }
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
-  console.log('\nmedians: engine CPU ms/inference (all threads); page faults/inference; mark-compacts per 100 inferences; scavenges per 100 — with the patch | without');
+  console.log(
+    '\nmedians: engine CPU ms/inference (all threads); page faults/inference; mark-compacts per 100 inferences; scavenges per 100 — with the patch | without',
+  );
   for (const c of cases) {
     const a = results.get(`${c.id} +patch`) ?? [];
     const b = results.get(`${c.id} -nopatch`) ?? [];
-    const f = (rows: typeof a) => `${med(rows.map((x) => x.cpu)).toFixed(3)} ms, ${med(rows.map((x) => x.faults)).toFixed(0)} PF, ${med(rows.map((x) => x.full)).toFixed(1)} MC, ${med(rows.map((x) => x.young)).toFixed(0)} Sc`;
+    const f = (rows: typeof a) =>
+      `${med(rows.map((x) => x.cpu)).toFixed(3)} ms, ${med(rows.map((x) => x.faults)).toFixed(0)} PF, ${med(rows.map((x) => x.full)).toFixed(1)} MC, ${med(rows.map((x) => x.young)).toFixed(0)} Sc`;
     console.log(`${c.id.padEnd(20)} ${f(a)} | ${f(b)}`);
   }
 } finally {

@@ -29,14 +29,33 @@ import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-interface Engine { label: string; proc: ChildProcess; port: number; client: TritonGrpcClient }
+interface Engine {
+  label: string;
+  proc: ChildProcess;
+  port: number;
+  client: TritonGrpcClient;
+}
 
 async function startEngine(label: string, root: string, compiled: boolean, flags: string[]): Promise<Engine> {
   const [port, http, metrics] = [await freePort(), await freePort(), await freePort()];
   const entry = compiled ? [path.join(root, 'dist/engine/main.js')] : ['--import', 'tsx', path.join(root, 'engine/main.ts')];
-  const args = [...ENGINE_NODE_FLAGS, ...flags, ...entry, `--model-repository=${BUNDLED_REPO}`, `--grpc-port=${port}`, `--http-port=${http}`, `--metrics-port=${metrics}`,
-    '--http-address=127.0.0.1', '--model-control-mode=explicit', '--load-model=product_recommender_model'];
-  const proc = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ENGINE_QUIET: '1' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const args = [
+    ...ENGINE_NODE_FLAGS,
+    ...flags,
+    ...entry,
+    `--model-repository=${BUNDLED_REPO}`,
+    `--grpc-port=${port}`,
+    `--http-port=${http}`,
+    `--metrics-port=${metrics}`,
+    '--http-address=127.0.0.1',
+    '--model-control-mode=explicit',
+    '--load-model=product_recommender_model',
+  ];
+  const proc = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ENGINE_QUIET: '1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const client = new TritonGrpcClient(`127.0.0.1:${port}`);
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -59,7 +78,18 @@ async function stopEngine(e: Engine): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { base: { type: 'string' }, rounds: { type: 'string', default: '5' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, compiled: { type: 'boolean', default: false }, rps: { type: 'string' }, flags: { type: 'string', default: '' }, 'base-flags': { type: 'string', default: '' }, together: { type: 'boolean', default: false } },
+    options: {
+      base: { type: 'string' },
+      rounds: { type: 'string', default: '5' },
+      secs: { type: 'string', default: '4' },
+      warmup: { type: 'string', default: '2' },
+      only: { type: 'string' },
+      compiled: { type: 'boolean', default: false },
+      rps: { type: 'string' },
+      flags: { type: 'string', default: '' },
+      'base-flags': { type: 'string', default: '' },
+      together: { type: 'boolean', default: false },
+    },
   });
   if (!values.base) throw new Error('--base=DIR: the checkout to compare against');
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
@@ -89,7 +119,9 @@ async function main(): Promise<void> {
           const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
           const key = `${row.id}|${e.label}`;
           samples.set(key, [...(samples.get(key) ?? []), s]);
-          process.stderr.write(`round ${r + 1} ${row.id} ${e.label}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main ${s.mainMs.toFixed(3)})\n`);
+          process.stderr.write(
+            `round ${r + 1} ${row.id} ${e.label}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main ${s.mainMs.toFixed(3)})\n`,
+          );
         };
         if (values.together) await Promise.all(order.map(measure));
         else for (const e of order) await measure(e);
@@ -101,20 +133,26 @@ async function main(): Promise<void> {
   }
   const load1 = os.loadavg();
   const cpu = os.cpus();
-  const cell = (key: string, f: (s: { ms: number; mainMs: number; rate: number }) => number, d = 3) => median(samples.get(key)!.map(f)).toFixed(d);
+  const cell = (key: string, f: (s: { ms: number; mainMs: number; rate: number }) => number, d = 3) =>
+    median(samples.get(key)!.map(f)).toFixed(d);
   const ratio = (row: string) => {
     const a = samples.get(`${row}|this`)!;
     const b = samples.get(`${row}|base`)!;
     return median(a.map((s, i) => s.ms / b[i]!.ms)).toFixed(2);
   };
-  process.stdout.write([
-    `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}, ${values.compiled ? 'compiled (dist/)' : 'tsx'}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
-    `h2load -t1${rps ? ` --rps=${rps}` : ''}, ${rounds} interleaved rounds of ${secs} s; medians; this: ${ROOT} ${values.flags}; base: ${values.base} ${values['base-flags']}`,
-    '',
-    '| request, connections, streams each | this: calls/s | CPU ms/call | main | base: calls/s | CPU ms/call | main | this/base CPU (paired median) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.id} | ${cell(`${r.id}|this`, (s) => s.rate, 0)} | ${cell(`${r.id}|this`, (s) => s.ms)} | ${cell(`${r.id}|this`, (s) => s.mainMs)} | ${cell(`${r.id}|base`, (s) => s.rate, 0)} | ${cell(`${r.id}|base`, (s) => s.ms)} | ${cell(`${r.id}|base`, (s) => s.mainMs)} | ${ratio(r.id)} |`),
-  ].join('\n') + '\n');
+  process.stdout.write(
+    [
+      `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}, ${values.compiled ? 'compiled (dist/)' : 'tsx'}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
+      `h2load -t1${rps ? ` --rps=${rps}` : ''}, ${rounds} interleaved rounds of ${secs} s; medians; this: ${ROOT} ${values.flags}; base: ${values.base} ${values['base-flags']}`,
+      '',
+      '| request, connections, streams each | this: calls/s | CPU ms/call | main | base: calls/s | CPU ms/call | main | this/base CPU (paired median) |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      ...rows.map(
+        (r) =>
+          `| ${r.id} | ${cell(`${r.id}|this`, (s) => s.rate, 0)} | ${cell(`${r.id}|this`, (s) => s.ms)} | ${cell(`${r.id}|this`, (s) => s.mainMs)} | ${cell(`${r.id}|base`, (s) => s.rate, 0)} | ${cell(`${r.id}|base`, (s) => s.ms)} | ${cell(`${r.id}|base`, (s) => s.mainMs)} | ${ratio(r.id)} |`,
+      ),
+    ].join('\n') + '\n',
+  );
 }
 
 main().catch((e) => {

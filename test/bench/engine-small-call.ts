@@ -39,28 +39,67 @@ import { h2load, ROWS, smallBodies, warmUp } from './engine-small-rows.ts';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '4' }, warmup: { type: 'string', default: '2' }, only: { type: 'string' }, profile: { type: 'string' }, floor: { type: 'boolean', default: false }, 'ab-flags': { type: 'string' }, 'ab-env': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '3' },
+      secs: { type: 'string', default: '4' },
+      warmup: { type: 'string', default: '2' },
+      only: { type: 'string' },
+      profile: { type: 'string' },
+      floor: { type: 'boolean', default: false },
+      'ab-flags': { type: 'string' },
+      'ab-env': { type: 'string' },
+    },
+  });
   const [rounds, secs] = [Number(values.rounds), Number(values.secs)];
   if (!which('h2load')) throw new Error('h2load not installed (Debian nghttp2-client)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eng-small-'));
   const load0 = os.loadavg();
-  const engine = await startEngineProc('engine-small', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {}, 1,
-    values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : []);
+  const engine = await startEngineProc(
+    'engine-small',
+    BUNDLED_REPO,
+    ['--model-control-mode=explicit', '--load-model=product_recommender_model'],
+    {},
+    1,
+    values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [],
+  );
   const files: Record<string, string> = {};
   for (const [k, req] of Object.entries(smallBodies())) writeFileSync((files[k] = path.join(dir, `${k}.bin`)), grpcFrame(req as never));
   const rows = ROWS.filter((r) => !values.only || r.id.replace(/ /g, '').includes(values.only));
   const httpRow = which('wrk') && (!values.only || HTTP_ROW.replace(/ /g, '').includes(values.only)) ? HTTP_ROW : undefined;
-  const minimal = smallBodies().minimal as { inputs: Array<{ name: string; datatype: string; shape: number[] }>; raw_input_contents: Buffer[] };
+  const minimal = smallBodies().minimal as {
+    inputs: Array<{ name: string; datatype: string; shape: number[] }>;
+    raw_input_contents: Buffer[];
+  };
   const http = httpBinaryBody(minimal.inputs[0]!, minimal.raw_input_contents[0]!);
   writeFileSync((files.http = path.join(dir, 'http.bin')), http.body);
   const httpLoad = (port: number, s: number) =>
-    wrkPost(port, '/v2/models/product_recommender_model/infer', files.http!, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(http.headerLength) }, 16, s, dir);
+    wrkPost(
+      port,
+      '/v2/models/product_recommender_model/infer',
+      files.http!,
+      { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(http.headerLength) },
+      16,
+      s,
+      dir,
+    );
   const samples = new Map<string, Array<{ rate: number; ms: number; mainMs: number }>>(rows.map((r) => [r.id, []]));
   const floors = values.floor ? [await startFloor('h2'), await startFloor('h2own')] : [];
   const abFlags = values['ab-flags']?.split(/\s+/).filter(Boolean);
-  const abEnv = Object.fromEntries((values['ab-env']?.split(/\s+/).filter(Boolean) ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const abEnv = Object.fromEntries(
+    (values['ab-env']?.split(/\s+/).filter(Boolean) ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
   const abLabel = [...(abFlags ?? []), ...Object.entries(abEnv).map(([k, v]) => `${k}=${v}`)].join(' ');
-  const ab = abLabel ? await startEngineProc('engine-small-ab', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], abEnv, 1, abFlags ?? []) : undefined;
+  const ab = abLabel
+    ? await startEngineProc(
+        'engine-small-ab',
+        BUNDLED_REPO,
+        ['--model-control-mode=explicit', '--load-model=product_recommender_model'],
+        abEnv,
+        1,
+        abFlags ?? [],
+      )
+    : undefined;
   const targets = [
     { id: '', pid: engine.child.proc.pid!, port: engine.grpcPort },
     ...(ab ? [{ id: ` (engine, ${abLabel})`, pid: ab.child.proc.pid!, port: ab.grpcPort }] : []),
@@ -76,7 +115,9 @@ async function main(): Promise<void> {
     if (res.ok <= 0 || res.failed > 0) throw new Error(`${id}: ${res.ok} ok, ${res.failed} failed`);
     const s = { rate: res.ok / secs, ms: ((c1.total - c0.total) * 1000) / res.ok, mainMs: ((c1.main - c0.main) * 1000) / res.ok };
     samples.get(id)!.push(s);
-    process.stderr.write(`round ${round + 1} ${id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`);
+    process.stderr.write(
+      `round ${round + 1} ${id}: ${s.rate.toFixed(0)}/s, ${s.ms.toFixed(3)} ms CPU/call (main thread ${s.mainMs.toFixed(3)})\n`,
+    );
   };
   try {
     for (const t of targets) await warmUp(t.port, files, rows, Number(values.warmup));
@@ -95,14 +136,19 @@ async function main(): Promise<void> {
   }
   const load1 = os.loadavg();
   const cpu = os.cpus();
-  process.stdout.write([
-    `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
-    `h2load -t1 (the HTTP/1.1 row: wrk -t1 -c16), ${rounds} interleaved rounds of ${secs} s; medians`,
-    '',
-    '| request, connections, streams each | calls/s | engine CPU ms/call | of which main thread |',
-    '|---|---:|---:|---:|',
-    ...[...samples].map(([id, s]) => `| ${id} | ${median(s.map((x) => x.rate)).toFixed(0)} | ${median(s.map((x) => x.ms)).toFixed(3)} | ${median(s.map((x) => x.mainMs)).toFixed(3)} |`),
-  ].join('\n') + '\n');
+  process.stdout.write(
+    [
+      `machine: ${cpu.length} × ${cpu[0]?.model.trim()}, Node ${process.version}; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}`,
+      `h2load -t1 (the HTTP/1.1 row: wrk -t1 -c16), ${rounds} interleaved rounds of ${secs} s; medians`,
+      '',
+      '| request, connections, streams each | calls/s | engine CPU ms/call | of which main thread |',
+      '|---|---:|---:|---:|',
+      ...[...samples].map(
+        ([id, s]) =>
+          `| ${id} | ${median(s.map((x) => x.rate)).toFixed(0)} | ${median(s.map((x) => x.ms)).toFixed(3)} | ${median(s.map((x) => x.mainMs)).toFixed(3)} |`,
+      ),
+    ].join('\n') + '\n',
+  );
 }
 
 /** perf_analyzer's default: HTTP/1.1, the binary tensor extension, one request in flight per connection. */

@@ -10,7 +10,14 @@ export function smallBodies(): Record<'minimal' | 'gateway', object> {
   const input = { name: 'user_features', datatype: 'FP32', shape: [1, 64] };
   return {
     minimal: { model_name: 'product_recommender_model', inputs: [input], raw_input_contents: [bytes] },
-    gateway: { model_name: 'product_recommender_model', model_version: '', id: '0f8fad5b-d9cb-469f-a165-70867728950e', inputs: [input], outputs: [{ name: 'scores' }], raw_input_contents: [bytes] },
+    gateway: {
+      model_name: 'product_recommender_model',
+      model_version: '',
+      id: '0f8fad5b-d9cb-469f-a165-70867728950e',
+      inputs: [input],
+      outputs: [{ name: 'scores' }],
+      raw_input_contents: [bytes],
+    },
   };
 }
 
@@ -27,9 +34,32 @@ export const ROWS: ReadonlyArray<{ id: string; body: 'minimal' | 'gateway'; c: n
  * h2load posting the framed request in `bodyFile` to ModelInfer for `secs`
  * (at most `rps` calls/s per connection when given): calls answered and failed.
  */
-export function h2load(port: number, bodyFile: string, c: number, m: number, secs: number, rps?: number): Promise<{ ok: number; failed: number }> {
-  const args = ['-c', String(c), '-m', String(m), '-t', '1', '-D', String(secs), ...(rps ? [`--rps=${rps}`] : []), '-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers',
-    `http://127.0.0.1:${port}/inference.GRPCInferenceService/ModelInfer`];
+export function h2load(
+  port: number,
+  bodyFile: string,
+  c: number,
+  m: number,
+  secs: number,
+  rps?: number,
+): Promise<{ ok: number; failed: number }> {
+  const args = [
+    '-c',
+    String(c),
+    '-m',
+    String(m),
+    '-t',
+    '1',
+    '-D',
+    String(secs),
+    ...(rps ? [`--rps=${rps}`] : []),
+    '-d',
+    bodyFile,
+    '-H',
+    'content-type: application/grpc',
+    '-H',
+    'te: trailers',
+    `http://127.0.0.1:${port}/inference.GRPCInferenceService/ModelInfer`,
+  ];
   return new Promise((resolve, reject) =>
     execFile(which('h2load')!, args, { timeout: (secs + 30) * 1000 }, (err, out) => {
       if (err) return reject(err);

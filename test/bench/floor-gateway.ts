@@ -30,7 +30,10 @@ const METHOD = '/inference.GRPCInferenceService/ModelInfer';
 type Call = (cb: (err: Error | null, reply?: Buffer) => void) => void;
 
 function grpcJsCall(): Call {
-  const client = new grpc.Client(target!, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 });
+  const client = new grpc.Client(target!, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': -1,
+    'grpc.max_send_message_length': -1,
+  });
   return (cb) => client.makeUnaryRequest(METHOD, id, id, request, (err, reply) => cb(err, reply));
 }
 

@@ -46,7 +46,10 @@ function h2(): void {
 
 function h2own(): void {
   const settings = { maxFrameSize: MAX_FRAME_SIZE, streamWindow: STREAM_WINDOW, connectionWindow: CONNECTION_WINDOW };
-  const headers = encodeHeaderBlock([[':status', '200'], ['content-type', 'application/grpc']]);
+  const headers = encodeHeaderBlock([
+    [':status', '200'],
+    ['content-type', 'application/grpc'],
+  ]);
   const trailers = encodeHeaderBlock([['grpc-status', '0']]);
   const server = net.createServer((sock) => {
     new H2ServerConnection(sock, settings, (stream) => {
@@ -63,7 +66,15 @@ function h2own(): void {
 function grpcjs(): void {
   const id = (b: Buffer) => b;
   const service: grpc.ServiceDefinition = {
-    ModelInfer: { path: METHOD, requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id },
+    ModelInfer: {
+      path: METHOD,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: id,
+      requestDeserialize: id,
+      responseSerialize: id,
+      responseDeserialize: id,
+    },
   };
   const server = new grpc.Server({ 'grpc.max_receive_message_length': -1, 'grpc.enable_channelz': 0 });
   server.addService(service, { ModelInfer: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, reply) });

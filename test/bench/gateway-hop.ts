@@ -29,7 +29,18 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeJpeg } from '../fixtures/images.ts';
 import { which, wrkPost, type CLoadResult } from './c-clients.ts';
-import { cpuSeconds, freePort, removeTempDir, ROOT, stopAll, stopChild, trackChild, trackTempDir, waitUntil, type Child } from './processes.ts';
+import {
+  cpuSeconds,
+  freePort,
+  removeTempDir,
+  ROOT,
+  stopAll,
+  stopChild,
+  trackChild,
+  trackTempDir,
+  waitUntil,
+  type Child,
+} from './processes.ts';
 import { BENCH_API_KEY, BUNDLED_REPO, startEngineProc, startGatewayProc } from './services.ts';
 
 interface Front {
@@ -58,7 +69,10 @@ export function fastapiMissing(): string | undefined {
     execFileSync(PY, ['-c', 'import fastapi, uvicorn, uvloop, httptools, grpc, grpc_tools'], { stdio: 'pipe' });
     return undefined;
   } catch (e) {
-    const msg = String((e as { stderr?: Buffer }).stderr ?? e).trim().split('\n').pop();
+    const msg = String((e as { stderr?: Buffer }).stderr ?? e)
+      .trim()
+      .split('\n')
+      .pop();
     return `not measured: ${msg} (Debian python3-fastapi python3-uvicorn python3-uvloop python3-httptools python3-grpcio python3-grpc-tools)`;
   }
 }
@@ -73,16 +87,32 @@ export async function startFastapiPeer(engine: string): Promise<{ child: Child; 
   const proto = path.join(ROOT, 'protocol');
   let port: number;
   try {
-    execFileSync(PY, ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${stubs}`, `--grpc_python_out=${stubs}`, 'grpc_service.proto', 'model_config.proto'], { cwd: proto });
+    execFileSync(
+      PY,
+      [
+        '-m',
+        'grpc_tools.protoc',
+        `-I${proto}`,
+        `--python_out=${stubs}`,
+        `--grpc_python_out=${stubs}`,
+        'grpc_service.proto',
+        'model_config.proto',
+      ],
+      { cwd: proto },
+    );
     port = await freePort();
   } catch (e) {
     removeStubs();
     throw e;
   }
-  const proc = spawn(PY, [path.join(ROOT, 'test/bench/peer/fastapi_gateway.py'), `--port=${port}`, `--engine=${engine}`, `--stubs=${stubs}`], {
-    env: { ...process.env, RECOMMENDER_API_KEYS: BENCH_API_KEY },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(
+    PY,
+    [path.join(ROOT, 'test/bench/peer/fastapi_gateway.py'), `--port=${port}`, `--engine=${engine}`, `--stubs=${stubs}`],
+    {
+      env: { ...process.env, RECOMMENDER_API_KEYS: BENCH_API_KEY },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   proc.once('exit', removeStubs);
   proc.once('error', removeStubs); // not started: no 'exit' follows
   let tail = '';
@@ -91,10 +121,14 @@ export async function startFastapiPeer(engine: string): Promise<{ child: Child; 
   proc.stderr!.on('data', keep);
   // Tracked: stopAll() ends the peer too when the run is stopped by a signal (it used to outlive the run).
   const child = trackChild({ name: 'fastapi', proc, tail: () => tail });
-  await waitUntil(child, async () => {
-    const r = await fetch(`http://127.0.0.1:${port}/docs`).catch(() => undefined);
-    return r?.status === 200;
-  }, 30_000).catch(async (e) => {
+  await waitUntil(
+    child,
+    async () => {
+      const r = await fetch(`http://127.0.0.1:${port}/docs`).catch(() => undefined);
+      return r?.status === 200;
+    },
+    30_000,
+  ).catch(async (e) => {
     await stopChild(child);
     throw e;
   });
@@ -115,7 +149,20 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | undefined, d = 3) => (n === undefined ? '—' : n.toFixed(d));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, secs: { type: 'string', default: '5' }, clients: { type: 'string', default: '16' }, image: { type: 'boolean', default: false }, profile: { type: 'string' }, only: { type: 'string' }, 'engine-ab': { type: 'boolean', default: false }, 'ab-flags': { type: 'string' }, 'ab-dist': { type: 'string' }, warmup: { type: 'string', default: '2' } } });
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '3' },
+      secs: { type: 'string', default: '5' },
+      clients: { type: 'string', default: '16' },
+      image: { type: 'boolean', default: false },
+      profile: { type: 'string' },
+      only: { type: 'string' },
+      'engine-ab': { type: 'boolean', default: false },
+      'ab-flags': { type: 'string' },
+      'ab-dist': { type: 'string' },
+      warmup: { type: 'string', default: '2' },
+    },
+  });
   if (!which('wrk')) throw new Error('wrk not installed (Debian wrk)');
   // The request bodies; removed at exit, also on failure or a signal (stopAll removes tracked dirs).
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'gw-hop-')));
@@ -147,10 +194,16 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const load0 = os.loadavg();
   const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
   const localSock = path.join(os.tmpdir(), `bench-${process.pid}-hop-local.sock`);
-  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`), `--local-socket=${localSock}`]);
+  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, [
+    '--model-control-mode=explicit',
+    ...models.map((m) => `--load-model=${m}`),
+    `--local-socket=${localSock}`,
+  ]);
   // --engine-ab: a second engine with node:http reading every HTTP request (ENGINE_HTTP1_FRONT=0), its own row beside the engine's.
   const engineNode = values['engine-ab']
-    ? await startEngineProc('engine-hop-node', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], { ENGINE_HTTP1_FRONT: '0' })
+    ? await startEngineProc('engine-hop-node', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {
+        ENGINE_HTTP1_FRONT: '0',
+      })
     : undefined;
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
@@ -160,7 +213,13 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const abDist = values['ab-dist'];
   const abLabel = [abFlags.length ? `node ${abFlags.join(' ')}` : '', abDist ? `from ${abDist}` : ''].filter(Boolean).join(', ');
   const gwAb = abLabel
-    ? await startGatewayProc('gw-local-ab', engine.grpcSocket, [`--engine-local-socket=${localSock}`], [...prof, ...abFlags], abDist ? path.relative(ROOT, path.resolve(abDist, 'gateway/main.js')) : undefined)
+    ? await startGatewayProc(
+        'gw-local-ab',
+        engine.grpcSocket,
+        [`--engine-local-socket=${localSock}`],
+        [...prof, ...abFlags],
+        abDist ? path.relative(ROOT, path.resolve(abDist, 'gateway/main.js')) : undefined,
+      )
     : undefined;
   const peerWhy = fastapiMissing();
   const peer = peerWhy ? undefined : await startFastapiPeer(engine.grpcSocket);
@@ -173,13 +232,42 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const key = { ...json, 'x-api-key': BENCH_API_KEY };
   const fn = { path: '/fn/product_recommender', body: fnBody, headers: key };
   const fronts: Front[] = [
-    { id: 'engine', label: 'engine alone, HTTP JSON infer', port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
-    ...(engineNode ? [{ id: 'engine-node', label: 'engine alone, HTTP JSON infer, node:http (ENGINE_HTTP1_FRONT=0)', enginePid: engineNode.child.proc.pid, port: engineNode.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json }] : []),
+    {
+      id: 'engine',
+      label: 'engine alone, HTTP JSON infer',
+      port: engine.httpPort,
+      path: '/v2/models/product_recommender_model/infer',
+      body: engBody,
+      headers: json,
+    },
+    ...(engineNode
+      ? [
+          {
+            id: 'engine-node',
+            label: 'engine alone, HTTP JSON infer, node:http (ENGINE_HTTP1_FRONT=0)',
+            enginePid: engineNode.child.proc.pid,
+            port: engineNode.httpPort,
+            path: '/v2/models/product_recommender_model/infer',
+            body: engBody,
+            headers: json,
+          },
+        ]
+      : []),
     // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
-    { id: 'engine-c2', label: 'engine alone, HTTP JSON infer, 2 connections', clients: 2, port: engine.httpPort, path: '/v2/models/product_recommender_model/infer', body: engBody, headers: json },
+    {
+      id: 'engine-c2',
+      label: 'engine alone, HTTP JSON infer, 2 connections',
+      clients: 2,
+      port: engine.httpPort,
+      path: '/v2/models/product_recommender_model/infer',
+      body: engBody,
+      headers: json,
+    },
     { id: 'gw-direct', label: 'our gateway, direct route', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...fn },
     { id: 'gw-local', label: 'our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...fn },
-    ...(gwAb ? [{ id: 'gw-local-ab', label: `our gateway, local channel, ${abLabel}`, pid: gwAb.child.proc.pid, port: gwAb.port, ...fn }] : []),
+    ...(gwAb
+      ? [{ id: 'gw-local-ab', label: `our gateway, local channel, ${abLabel}`, pid: gwAb.child.proc.pid, port: gwAb.port, ...fn }]
+      : []),
     { id: 'gw-hono', label: 'our gateway, Hono route (--direct-route=false)', pid: gwHono.child.proc.pid, port: gwHono.port, ...fn },
     ...(peer ? [{ id: 'fastapi', label: 'FastAPI + uvicorn + grpcio peer', pid: peer.child.proc.pid, port: peer.port, ...fn }] : []),
   ];
@@ -188,7 +276,13 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     writeFileSync(jpeg, await makeJpeg(640, 480, 7));
     const img = { path: '/fn/image_search', body: jpeg, headers: { 'Content-Type': 'image/jpeg' } };
     fronts.push({ id: 'img-gw', label: 'image_search, our gateway, gRPC', pid: gwDirect.child.proc.pid, port: gwDirect.port, ...img });
-    fronts.push({ id: 'img-local', label: 'image_search, our gateway, local channel', pid: gwLocal.child.proc.pid, port: gwLocal.port, ...img });
+    fronts.push({
+      id: 'img-local',
+      label: 'image_search, our gateway, local channel',
+      pid: gwLocal.child.proc.pid,
+      port: gwLocal.port,
+      ...img,
+    });
     if (peer) fronts.push({ id: 'img-fastapi', label: 'image_search, FastAPI peer', pid: peer.child.proc.pid, port: peer.port, ...img });
   }
   if (values.only) {
@@ -205,7 +299,8 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   try {
     for (const f of fronts) await wrkPost(f.port, f.path, f.body, f.headers, f.clients ?? clients, Number(values.warmup ?? 2), dir); // warm-up
     // The row measures the channel only if it carried the warm-up's calls (the gateway's metric says).
-    if (fronts.some((f) => f.id === 'gw-local') && (await localCalls()) < 100) failed.set('gw-local', 'not measured: the local channel did not carry the calls');
+    if (fronts.some((f) => f.id === 'gw-local') && (await localCalls()) < 100)
+      failed.set('gw-local', 'not measured: the local channel did not carry the calls');
     for (let r = 0; r < rounds; r++) {
       for (const f of fronts) {
         if (failed.has(f.id)) continue;
@@ -218,7 +313,9 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
           continue;
         }
         samples.get(f.id)!.push(s);
-        process.stderr.write(`round ${r + 1} ${f.id}: ${(s.ok / s.seconds).toFixed(0)}/s p99 ${fmt(s.p99Ms, 2)} ms, front ${fmt(s.frontMs)} ms, engine ${fmt(s.engineMs)} ms CPU/call\n`);
+        process.stderr.write(
+          `round ${r + 1} ${f.id}: ${(s.ok / s.seconds).toFixed(0)}/s p99 ${fmt(s.p99Ms, 2)} ms, front ${fmt(s.frontMs)} ms, engine ${fmt(s.engineMs)} ms CPU/call\n`,
+        );
       }
     }
     if (fronts.some((f) => f.id === 'gw-local')) {

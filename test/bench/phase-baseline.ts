@@ -22,12 +22,26 @@ export async function baselinePhase(ctx: BenchContext): Promise<void> {
     ]);
     started.push(pre, enc);
     const call = baselinePipeline(pre.port, enc.port, ctx.images);
-    const cpu: Array<[string, number]> = [['preprocess server', pre.child.proc.pid!], ['encoder server', enc.child.proc.pid!]];
-    await measureWithCpu(ctx, 'a', cpu, () => closedLoop({ concurrency: PIPELINE_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }),
-      'encoder server: one onnxruntime-node session, intra-op 2 threads, no spinning; client parses the preprocess reply and re-sends the tensor as JSON');
+    const cpu: Array<[string, number]> = [
+      ['preprocess server', pre.child.proc.pid!],
+      ['encoder server', enc.child.proc.pid!],
+    ];
+    await measureWithCpu(
+      ctx,
+      'a',
+      cpu,
+      () => closedLoop({ concurrency: PIPELINE_CLIENTS, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }),
+      'encoder server: one onnxruntime-node session, intra-op 2 threads, no spinning; client parses the preprocess reply and re-sends the tensor as JSON',
+    );
     const rate = openLoopRate(ctx);
     if (rate) {
-      await measure(ctx, 'ol-a', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }), undefined, `${rate} req/s`);
+      await measure(
+        ctx,
+        'ol-a',
+        () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call }),
+        undefined,
+        `${rate} req/s`,
+      );
     }
   } catch (e) {
     ctx.log(`  baseline failed: ${(e as Error).message}`);

@@ -13,7 +13,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { createSharedMemoryRegion, destroySharedMemoryRegion } from '../../client/shared-memory.ts';
-import { bodyDir, grpcFrame, H2LOAD_MISSING, h2loadGrpc, httpBinaryBody, which, WRK_MISSING, wrkPost, type CLoadResult } from './c-clients.ts';
+import {
+  bodyDir,
+  grpcFrame,
+  H2LOAD_MISSING,
+  h2loadGrpc,
+  httpBinaryBody,
+  which,
+  WRK_MISSING,
+  wrkPost,
+  type CLoadResult,
+} from './c-clients.ts';
 import { fp32Bytes } from './calls.ts';
 import type { BenchContext } from './context.ts';
 import { gatewayCpuPhase } from './cpu-gateway.ts';
@@ -48,7 +58,10 @@ async function successCount(engine: EngineProc, model: string): Promise<number> 
 /** One FP32 input of `bytes` for `m`, inline, written as a framed gRPC body and a binary-extension HTTP body under `dir`. */
 function writeBodies(dir: string, key: string, m: TensorPath, bytes: Buffer): PathBodies {
   const grpc = path.join(dir, `${key}.grpc`);
-  writeFileSync(grpc, grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] }));
+  writeFileSync(
+    grpc,
+    grpcFrame({ model_name: m.model, inputs: [{ name: m.input, datatype: 'FP32', shape: m.shape }], raw_input_contents: [bytes] }),
+  );
   const b = httpBinaryBody({ name: m.input, datatype: 'FP32', shape: m.shape }, bytes);
   const http = path.join(dir, `${key}.http`);
   writeFileSync(http, b.body);
@@ -60,7 +73,11 @@ async function sequentialCalls(call: () => Promise<unknown>, seconds: number): P
   const end = performance.now() + seconds * 1000;
   let ok = 0;
   let failed = 0;
-  while (performance.now() < end) await call().then(() => ok++, () => failed++);
+  while (performance.now() < end)
+    await call().then(
+      () => ok++,
+      () => failed++,
+    );
   return { ok, failed, seconds };
 }
 
@@ -108,13 +125,22 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
       big: writeBodies(tmp.dir, 'big', BIG, bigBytes),
     };
     const push = (r: CpuRow) => ctx.cpu.push(r);
-    const row = (id: string, label: string, model: string, load: () => Promise<CLoadResult>) => cpuRow(ctx, e.child.proc.pid!, id, label, load, () => successCount(e, model)).then(push);
+    const row = (id: string, label: string, model: string, load: () => Promise<CLoadResult>) =>
+      cpuRow(ctx, e.child.proc.pid!, id, label, load, () => successCount(e, model)).then(push);
     const grpcRow = (id: string, label: string, model: string, body: string, clients = CPU_CLIENTS) =>
       h2 ? row(id, label, model, () => h2loadGrpc(e.grpcPort, 'ModelInfer', body, clients, secs)) : skip(id, label, H2LOAD_MISSING);
     const httpRow = (id: string, label: string, model: string, b: HttpBodyFile, clients = CPU_CLIENTS) =>
       wrk
         ? row(id, label, model, () =>
-            wrkPost(e.httpPort, `/v2/models/${model}/infer`, b.file, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) }, clients, secs, tmp.dir),
+            wrkPost(
+              e.httpPort,
+              `/v2/models/${model}/infer`,
+              b.file,
+              { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(b.headerLength) },
+              clients,
+              secs,
+              tmp.dir,
+            ),
           )
         : skip(id, label, WRK_MISSING);
 
@@ -126,25 +152,40 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     await e.client.systemSharedMemoryRegister(shmName, region.key, region.byteSize);
     const shmReq = grpcFrame({
       model_name: ENC.model,
-      inputs: [{
-        name: ENC.input, datatype: 'FP32', shape: ENC.shape,
-        parameters: { shared_memory_region: { string_param: shmName }, shared_memory_byte_size: { int64_param: encBytes.byteLength } },
-      }],
+      inputs: [
+        {
+          name: ENC.input,
+          datatype: 'FP32',
+          shape: ENC.shape,
+          parameters: { shared_memory_region: { string_param: shmName }, shared_memory_byte_size: { int64_param: encBytes.byteLength } },
+        },
+      ],
     });
     await grpcRow('cpu-enc-shm', 'clip_encoder_model, inputs in client shm over gRPC', ENC.model, file('enc-shm.grpc', shmReq));
     // Tiny model: per-request overhead dominates.
     await grpcRow('cpu-rec-grpc', 'product_recommender_model (256 B in), dynamic batching, over gRPC', REC.model, bodies.rec.grpc);
-    await httpRow('cpu-rec-http', 'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)', REC.model, bodies.rec.http);
+    await httpRow(
+      'cpu-rec-http',
+      'product_recommender_model (256 B in), dynamic batching, over HTTP (binary extension)',
+      REC.model,
+      bodies.rec.http,
+    );
     // One 10 MiB FP32 input inline, 1 client, beside the time to copy 10 MiB once.
     await grpcRow('cpu-big-grpc', 'sum_vector, 10 MiB FP32 inline over gRPC, 1 client', BIG.model, bodies.big.grpc, 1);
     // The same from a grpc-js client: Node's HTTP/2 sends DATA frames up to the
     // server's SETTINGS_MAX_FRAME_SIZE and follows its windows (h2load keeps
     // 16 KiB frames), so this row shows what the engine's larger frames and
     // windows (protocol/http2-settings.ts) buy a Node client.
-    const bigReq: ModelInferRequest = { model_name: BIG.model, inputs: [{ name: BIG.input, datatype: 'FP32', shape: BIG.shape }], raw_input_contents: [bigBytes] };
+    const bigReq: ModelInferRequest = {
+      model_name: BIG.model,
+      inputs: [{ name: BIG.input, datatype: 'FP32', shape: BIG.shape }],
+      raw_input_contents: [bigBytes],
+    };
     const gc = new TritonGrpcClient(`127.0.0.1:${e.grpcPort}`);
     try {
-      await row('cpu-big-grpcjs', 'sum_vector, 10 MiB FP32 inline over gRPC from grpc-js (Node client), 1 client', BIG.model, () => sequentialCalls(() => gc.modelInfer(bigReq), secs));
+      await row('cpu-big-grpcjs', 'sum_vector, 10 MiB FP32 inline over gRPC from grpc-js (Node client), 1 client', BIG.model, () =>
+        sequentialCalls(() => gc.modelInfer(bigReq), secs),
+      );
     } finally {
       gc.close();
     }
@@ -156,10 +197,14 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     await e.client.systemSharedMemoryRegister(`${shmName}_big`, bigRegion.key, bigRegion.byteSize);
     const bigShm = grpcFrame({
       model_name: BIG.model,
-      inputs: [{
-        name: BIG.input, datatype: 'FP32', shape: BIG.shape,
-        parameters: { shared_memory_region: { string_param: `${shmName}_big` }, shared_memory_byte_size: { int64_param: BIG_BYTES } },
-      }],
+      inputs: [
+        {
+          name: BIG.input,
+          datatype: 'FP32',
+          shape: BIG.shape,
+          parameters: { shared_memory_region: { string_param: `${shmName}_big` }, shared_memory_byte_size: { int64_param: BIG_BYTES } },
+        },
+      ],
     });
     await grpcRow('cpu-big-shm', 'sum_vector, 10 MiB FP32 in client shm over gRPC, 1 client', BIG.model, file('big-shm.grpc', bigShm), 1);
     ctx.values.set('copy-10mib-ms', copyMs(BIG_BYTES));
@@ -171,12 +216,25 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     // The own front and direct ModelInfer path's effect in this run: the same gRPC rows with grpc-js
     // serving every call on node:http2 (ENGINE_GRPC_FRONT=grpc-js ENGINE_GRPC_DIRECT_INFER=0); each row says why when it cannot run.
     const offRows: Array<[string, string, string, string]> = [
-      ['cpu-rec-grpc-grpcjs', 'product_recommender_model over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)', REC.model, bodies.rec.grpc],
-      ['cpu-enc-grpc-grpcjs', 'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)', ENC.model, bodies.enc.grpc],
+      [
+        'cpu-rec-grpc-grpcjs',
+        'product_recommender_model over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)',
+        REC.model,
+        bodies.rec.grpc,
+      ],
+      [
+        'cpu-enc-grpc-grpcjs',
+        'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)',
+        ENC.model,
+        bodies.enc.grpc,
+      ],
     ];
     if (!h2) for (const [id, label] of offRows) skip(id, label, H2LOAD_MISSING);
     else {
-      const off = await startEngineProc('engine-cpu-grpcjs', repo, [], { ENGINE_GRPC_FRONT: 'grpc-js', ENGINE_GRPC_DIRECT_INFER: '0' }).catch((err: Error) => {
+      const off = await startEngineProc('engine-cpu-grpcjs', repo, [], {
+        ENGINE_GRPC_FRONT: 'grpc-js',
+        ENGINE_GRPC_DIRECT_INFER: '0',
+      }).catch((err: Error) => {
         const why = `its engine (own front and direct path off) did not start: ${err.message.split('\n')[0]!.slice(0, 200)}`;
         for (const [id, label] of offRows) skip(id, label, why);
         return undefined;
@@ -184,7 +242,14 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
       if (off) {
         try {
           for (const [id, label, model, body] of offRows) {
-            await cpuRow(ctx, off.child.proc.pid!, id, label, () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs), () => successCount(off, model)).then(push);
+            await cpuRow(
+              ctx,
+              off.child.proc.pid!,
+              id,
+              label,
+              () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs),
+              () => successCount(off, model),
+            ).then(push);
           }
         } finally {
           await off.stop();

@@ -19,8 +19,29 @@ import { BUNDLED_REPO, removeDir, startEngineProc, unbatchedRepository, type Eng
 const ENCODER = (c: Channels) => engineModel(c, 'clip_encoder_model', 'pixel_values', [3, 224, 224], 512);
 const RECOMMENDER = (c: Channels) => engineModel(c, 'product_recommender_model', 'user_features', [64], 100);
 /** The models of this phase's engines (the OCR models are left to phase-ocr.ts). */
-const IMAGE_MODELS = ['image_preprocess_model', 'clip_encoder_model', 'harmful_filter_model', 'product_recommender_model', 'search_pipeline_ensemble', 'moderated_search_ensemble'];
-const ENGINE_IDS = ['b', 'c', 'pre-alone', 'ol-c', 'ceiling', 'enc-batch', 'enc-shm', 'enc-nobatch', 'rec-nobatch', 'rec-batch', 'rec-c1-batch', 'rec-c1-engine', 'rec-c1-raw'];
+const IMAGE_MODELS = [
+  'image_preprocess_model',
+  'clip_encoder_model',
+  'harmful_filter_model',
+  'product_recommender_model',
+  'search_pipeline_ensemble',
+  'moderated_search_ensemble',
+];
+const ENGINE_IDS = [
+  'b',
+  'c',
+  'pre-alone',
+  'ol-c',
+  'ceiling',
+  'enc-batch',
+  'enc-shm',
+  'enc-nobatch',
+  'rec-nobatch',
+  'rec-batch',
+  'rec-c1-batch',
+  'rec-c1-engine',
+  'rec-c1-raw',
+];
 
 /**
  * Warm every model: `concurrent` false = two sequential calls each (batch 1,
@@ -29,7 +50,8 @@ const ENGINE_IDS = ['b', 'c', 'pre-alone', 'ol-c', 'ceiling', 'enc-batch', 'enc-
  */
 export async function warmEngine(client: TritonGrpcClient, images: Buffer[], concurrent: boolean): Promise<void> {
   const img = images[0]!;
-  const raw = (model: string, name: string) => client.modelInfer({ model_name: model, inputs: [{ name, datatype: 'UINT8', shape: [img.byteLength] }], raw_input_contents: [img] });
+  const raw = (model: string, name: string) =>
+    client.modelInfer({ model_name: model, inputs: [{ name, datatype: 'UINT8', shape: [img.byteLength] }], raw_input_contents: [img] });
   const calls = (k: number) => [
     () => ENCODER(client)(0, k),
     () => RECOMMENDER(client)(0, k),
@@ -44,7 +66,8 @@ export async function warmEngine(client: TritonGrpcClient, images: Buffer[], con
   }
 }
 
-export const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () => closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
+export const loop = (ctx: BenchContext, concurrency: number, call: CallFn) => () =>
+  closedLoop({ concurrency, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call });
 
 /** The encoder with each client's input in its own slot of one registered shm region (filled once). */
 async function encoderViaShm(ctx: BenchContext, engine: EngineProc) {
@@ -69,47 +92,83 @@ async function encoderViaShm(ctx: BenchContext, engine: EngineProc) {
 
 async function pipelineRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
   ctx.log('image pipeline: (b), (c), (d), preprocess alone');
-  await measureWithCpu(ctx, 'b', [['engine', nobatch.child.proc.pid!]], loop(ctx, PIPELINE_CLIENTS, engineEnsemble(nobatch.channels(PIPELINE_CLIENTS), ctx.images)));
+  await measureWithCpu(
+    ctx,
+    'b',
+    [['engine', nobatch.child.proc.pid!]],
+    loop(ctx, PIPELINE_CLIENTS, engineEnsemble(nobatch.channels(PIPELINE_CLIENTS), ctx.images)),
+  );
   const pipeline = engineEnsemble(engine.channels(PIPELINE_CLIENTS), ctx.images);
   const cpu: Array<[string, number]> = [['engine', engine.child.proc.pid!]];
   await measureWithCpu(ctx, 'c', cpu, loop(ctx, PIPELINE_CLIENTS, pipeline));
   if (gw) await gatewayPipeline(ctx, gw, engine);
   await measureWithCpu(ctx, 'pre-alone', cpu, loop(ctx, PIPELINE_CLIENTS, enginePreprocess(engine.channels(PIPELINE_CLIENTS), ctx.images)));
   const rate = openLoopRate(ctx);
-  if (rate) await measure(ctx, 'ol-c', () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }), undefined, `${rate} req/s`);
+  if (rate)
+    await measure(
+      ctx,
+      'ol-c',
+      () => openLoop({ rate, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, call: pipeline }),
+      undefined,
+      `${rate} req/s`,
+    );
   else skipRows(ctx, 'no (a) throughput to set the rate', ['ol-c']);
 }
 
 async function encoderRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc): Promise<void> {
   ctx.log('encoder: raw ceiling, engine with batching (gRPC bytes, shm), without');
-  await measure(ctx, 'ceiling', () =>
-    rawCeiling({
-      modelPath: modelPath(BUNDLED_REPO, 'clip_encoder_model'),
-      inputName: 'pixel_values',
-      sampleShape: [3, 224, 224],
-      workers: 2,
-      batch: 16,
-      warmupMs: ctx.warmupMs,
-      durationMs: ctx.durationMs,
-    }),
+  await measure(
+    ctx,
+    'ceiling',
+    () =>
+      rawCeiling({
+        modelPath: modelPath(BUNDLED_REPO, 'clip_encoder_model'),
+        inputName: 'pixel_values',
+        sampleShape: [3, 224, 224],
+        workers: 2,
+        batch: 16,
+        warmupMs: ctx.warmupMs,
+        durationMs: ctx.durationMs,
+      }),
     'p50/p95 are per batch-16 run; throughput in images/s',
   );
   const cpu: Array<[string, number]> = [['engine', engine.child.proc.pid!]];
   await measureWithCpu(ctx, 'enc-batch', cpu, loop(ctx, ENCODER_CLIENTS, ENCODER(engine.channels(ENCODER_CLIENTS))));
   await measureWithCpu(ctx, 'enc-shm', cpu, () => encoderViaShm(ctx, engine));
-  await measureWithCpu(ctx, 'enc-nobatch', [['engine', nobatch.child.proc.pid!]], loop(ctx, ENCODER_CLIENTS, ENCODER(nobatch.channels(ENCODER_CLIENTS))));
+  await measureWithCpu(
+    ctx,
+    'enc-nobatch',
+    [['engine', nobatch.child.proc.pid!]],
+    loop(ctx, ENCODER_CLIENTS, ENCODER(nobatch.channels(ENCODER_CLIENTS))),
+  );
 }
 
 async function recommenderRows(ctx: BenchContext, nobatch: EngineProc, engine: EngineProc, gw: GatewayProc | undefined): Promise<void> {
   ctx.log('recommender: with/without batching, direct/gateway, per-request overhead');
-  await measureWithCpu(ctx, 'rec-nobatch', [['engine', nobatch.child.proc.pid!]], loop(ctx, SMALL_CLIENTS, RECOMMENDER(nobatch.channels(SMALL_CLIENTS))));
-  await measureWithCpu(ctx, 'rec-batch', [['engine', engine.child.proc.pid!]], loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.channels(SMALL_CLIENTS))));
+  await measureWithCpu(
+    ctx,
+    'rec-nobatch',
+    [['engine', nobatch.child.proc.pid!]],
+    loop(ctx, SMALL_CLIENTS, RECOMMENDER(nobatch.channels(SMALL_CLIENTS))),
+  );
+  await measureWithCpu(
+    ctx,
+    'rec-batch',
+    [['engine', engine.child.proc.pid!]],
+    loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.channels(SMALL_CLIENTS))),
+  );
   if (gw) await gatewayRecommenderRows(ctx, gw, engine, 'many');
   await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(engine.client)));
   if (gw) await gatewayRecommenderRows(ctx, gw, engine, 'one');
   await measure(ctx, 'rec-c1-engine', loop(ctx, 1, RECOMMENDER(nobatch.client)), 'no batching, so no queue delay: the request path alone');
   await measure(ctx, 'rec-c1-raw', () =>
-    rawSessionLatency(modelPath(BUNDLED_REPO, 'product_recommender_model'), 'user_features', [64], ctx.quick ? 200 : 1000, ctx.quick ? 1000 : 5000),
+    rawSessionLatency(
+      modelPath(BUNDLED_REPO, 'product_recommender_model'),
+      'user_features',
+      [64],
+      ctx.quick ? 200 : 1000,
+      ctx.quick ? 1000 : 5000,
+    ),
   );
 }
 
@@ -122,7 +181,10 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
     // The OCR models have their own phase (phase-ocr.ts): these engines load the image and recommender models only.
     const only = ['--model-control-mode=explicit', ...IMAGE_MODELS.map((m) => `--load-model=${m}`)];
     // Both start at once; when one fails, the other is still stopped in `finally`.
-    const started = await Promise.allSettled([startEngineProc('engine', BUNDLED_REPO, only), startEngineProc('engine-nobatch', repo, only)]);
+    const started = await Promise.allSettled([
+      startEngineProc('engine', BUNDLED_REPO, only),
+      startEngineProc('engine-nobatch', repo, only),
+    ]);
     for (const r of started) if (r.status === 'fulfilled') engines.push(r.value);
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -131,7 +193,11 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
     ctx.values.set('memory-engine', rss);
-    ctx.memory.push({ process: `engine (pid ${pid})`, models: 'all 6 (encoder ×2 instances, preprocess ×2, harmful, recommender, 2 ensembles), 2 sequential calls each', rssMiB: rss });
+    ctx.memory.push({
+      process: `engine (pid ${pid})`,
+      models: 'all 6 (encoder ×2 instances, preprocess ×2, harmful, recommender, 2 ensembles), 2 sequential calls each',
+      rssMiB: rss,
+    });
     await warmEngine(engine.client, ctx.images, true);
     await warmEngine(nobatch.client, ctx.images, true);
     gw = await startBenchGateway(ctx, engine);
@@ -142,11 +208,18 @@ export async function enginePhase(ctx: BenchContext): Promise<void> {
       await largeImageRows(ctx, engine, gw);
       gw = undefined;
     }
-    ctx.memory.push({ process: `engine (pid ${pid}) after the whole load`, models: 'same (for reference: heap and buffers grown under load)', rssMiB: rssMiB(pid) });
+    ctx.memory.push({
+      process: `engine (pid ${pid}) after the whole load`,
+      models: 'same (for reference: heap and buffers grown under load)',
+      rssMiB: rssMiB(pid),
+    });
   } catch (e) {
     ctx.log(`  engine phase failed: ${(e as Error).message}`);
     // First line and the child's last output line (its error), so the report says why.
-    const lines = (e as Error).message.split('\n').map((l) => l.trim()).filter(Boolean);
+    const lines = (e as Error).message
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     const why = `engine failed: ${lines[0]}${lines.length > 1 ? ` … ${lines[lines.length - 1]!.slice(0, 200)}` : ''}`;
     skipRows(ctx, why, ENGINE_IDS);
     skipRows(ctx, why, GATEWAY_IDS);

@@ -21,14 +21,27 @@ export async function smallGatewayPhase(ctx: BenchContext): Promise<void> {
     engine = await startEngineProc('engine-gw', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model']);
     gw = await startGatewayProc('gateway', engine.grpcSocket);
     await gatewayRecommender(gw.port)(0, 0);
-    const cpu: Array<[string, number]> = [['gateway', gw.child.proc.pid!], ['engine', engine.child.proc.pid!]];
-    await measureWithCpu(ctx, 'rec-batch', [['engine', engine.child.proc.pid!]], loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.channels(SMALL_CLIENTS))));
+    const cpu: Array<[string, number]> = [
+      ['gateway', gw.child.proc.pid!],
+      ['engine', engine.child.proc.pid!],
+    ];
+    await measureWithCpu(
+      ctx,
+      'rec-batch',
+      [['engine', engine.child.proc.pid!]],
+      loop(ctx, SMALL_CLIENTS, RECOMMENDER(engine.channels(SMALL_CLIENTS))),
+    );
     await measureWithCpu(ctx, 'gw-rec', cpu, loop(ctx, SMALL_CLIENTS, gatewayRecommender(gw.port)));
     await measure(ctx, 'rec-c1-batch', loop(ctx, 1, RECOMMENDER(engine.client)));
     await measure(ctx, 'gw-rec-c1', loop(ctx, 1, gatewayRecommender(gw.port)));
   } catch (e) {
     ctx.log(`  gateway small-call phase failed: ${(e as Error).message}`);
-    skipRows(ctx, `not measured: ${(e as Error).message.split('\n')[0]!.slice(0, 160)}`, ['rec-batch', 'gw-rec', 'rec-c1-batch', 'gw-rec-c1']);
+    skipRows(ctx, `not measured: ${(e as Error).message.split('\n')[0]!.slice(0, 160)}`, [
+      'rec-batch',
+      'gw-rec',
+      'rec-c1-batch',
+      'gw-rec-c1',
+    ]);
   } finally {
     await gw?.stop();
     await engine?.stop();

@@ -47,13 +47,28 @@ export async function startBenchGateway(ctx: BenchContext, engine: EngineProc): 
 /** (d): the image pipeline through POST /fn with a raw image/jpeg body. */
 export async function gatewayPipeline(ctx: BenchContext, gw: GatewayProc, engine: EngineProc): Promise<void> {
   const modes = new Set<string>();
-  await measureWithCpu(ctx, 'd', cpuOf(gw, engine), loop(ctx, PIPELINE_CLIENTS, gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images, (t) => modes.add(t))));
+  await measureWithCpu(
+    ctx,
+    'd',
+    cpuOf(gw, engine),
+    loop(
+      ctx,
+      PIPELINE_CLIENTS,
+      gatewayImage(gw.port, 'search_pipeline_ensemble', ctx.images, (t) => modes.add(t)),
+    ),
+  );
   const d = ctx.rows.get('d');
-  if (d?.result) d.note = `${d.note}; raw image/jpeg body (${(ctx.images[0]!.byteLength / 1024).toFixed(0)} KiB), JSON reply; X-Payload-Transfer seen: ${[...modes].join(', ')}`;
+  if (d?.result)
+    d.note = `${d.note}; raw image/jpeg body (${(ctx.images[0]!.byteLength / 1024).toFixed(0)} KiB), JSON reply; X-Payload-Transfer seen: ${[...modes].join(', ')}`;
 }
 
 /** The small call through the gateway: `many` = SMALL_CLIENTS clients, `one` = 1 client. */
-export async function gatewayRecommenderRows(ctx: BenchContext, gw: GatewayProc, engine: EngineProc, clients: 'many' | 'one'): Promise<void> {
+export async function gatewayRecommenderRows(
+  ctx: BenchContext,
+  gw: GatewayProc,
+  engine: EngineProc,
+  clients: 'many' | 'one',
+): Promise<void> {
   if (clients === 'many') await measureWithCpu(ctx, 'gw-rec', cpuOf(gw, engine), loop(ctx, SMALL_CLIENTS, gatewayRecommender(gw.port)));
   else await measure(ctx, 'gw-rec-c1', loop(ctx, 1, gatewayRecommender(gw.port)));
 }
@@ -68,7 +83,15 @@ export async function largeImageRows(ctx: BenchContext, engine: EngineProc, gw: 
     const run = async (id: string, port: number) => {
       const seen = new Set<string>();
       await gatewayImage(port, 'search_pipeline_ensemble', large)(0, 0);
-      await measure(ctx, id, loop(ctx, 1, gatewayImage(port, 'search_pipeline_ensemble', large, (t) => seen.add(t))));
+      await measure(
+        ctx,
+        id,
+        loop(
+          ctx,
+          1,
+          gatewayImage(port, 'search_pipeline_ensemble', large, (t) => seen.add(t)),
+        ),
+      );
       const row = ctx.rows.get(id);
       if (row?.result) row.note = `${mib} MiB JPEG; X-Payload-Transfer: ${[...seen].join(', ')}`;
     };

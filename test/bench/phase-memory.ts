@@ -20,13 +20,19 @@ export async function memoryPhase(ctx: BenchContext): Promise<void> {
   try {
     const servers = await Promise.all([
       startBaselineServer('per-model-image_preprocess_model', ['--kind=preprocess']),
-      ...ONNX_MODELS.map(([m]) => startBaselineServer(`per-model-${m}`, ['--kind=onnx', `--model=${modelPath(BUNDLED_REPO, m)}`, '--intra-op=1'])),
+      ...ONNX_MODELS.map(([m]) =>
+        startBaselineServer(`per-model-${m}`, ['--kind=onnx', `--model=${modelPath(BUNDLED_REPO, m)}`, '--intra-op=1']),
+      ),
     ]);
     started.push(...servers);
     const [pre, ...onnx] = servers;
     for (let i = 0; i < 2; i++) {
       await post(pre!.port, '/infer', ctx.images[i % ctx.images.length]!, { 'content-type': 'image/jpeg' });
-      await Promise.all(onnx.map((s, k) => post(s.port, '/infer', baselineOnnxBody(ONNX_MODELS[k]![1], ONNX_MODELS[k]![2]), { 'content-type': 'application/json' })));
+      await Promise.all(
+        onnx.map((s, k) =>
+          post(s.port, '/infer', baselineOnnxBody(ONNX_MODELS[k]![1], ONNX_MODELS[k]![2]), { 'content-type': 'application/json' }),
+        ),
+      );
     }
     const names = ['image_preprocess_model', ...ONNX_MODELS.map(([m]) => m)];
     let sum = 0;

@@ -24,7 +24,16 @@ async function ocrImages(): Promise<Array<{ png: Buffer; lines: string[] }>> {
     ['Receipt 0042', 'Items: 7', 'Sum 310.25'],
     ['Ticket A-17', 'Gate 12', 'Seat 4C'],
   ];
-  return Promise.all(sets.map(async (lines) => ({ lines, png: await renderText(800, 360, lines.map((text, i) => ({ text, x: 40, y: 90 + i * 110, size: 56 }))) })));
+  return Promise.all(
+    sets.map(async (lines) => ({
+      lines,
+      png: await renderText(
+        800,
+        360,
+        lines.map((text, i) => ({ text, x: 40, y: 90 + i * 110, size: 56 })),
+      ),
+    })),
+  );
 }
 
 function checkLines(want: string[], got: string[]): void {
@@ -35,7 +44,8 @@ function decodeStrings(b: Uint8Array | undefined): string[] {
   const out: string[] = [];
   if (!b) return out;
   const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  for (let at = 0; at < buf.length; at += 4 + buf.readUInt32LE(at)) out.push(buf.subarray(at + 4, at + 4 + buf.readUInt32LE(at)).toString('utf8'));
+  for (let at = 0; at < buf.length; at += 4 + buf.readUInt32LE(at))
+    out.push(buf.subarray(at + 4, at + 4 + buf.readUInt32LE(at)).toString('utf8'));
   return out;
 }
 
@@ -56,7 +66,10 @@ function gatewayOcr(port: number, images: Array<{ png: Buffer; lines: string[] }
   return async (_w, seq) => {
     const img = images[seq % images.length]!;
     const r = await post(port, '/fn/ocr', img.png, { 'content-type': 'image/png' });
-    checkLines(img.lines, (JSON.parse(r.body.toString('utf8')) as { lines: Array<{ text: string }> }).lines.map((l) => l.text));
+    checkLines(
+      img.lines,
+      (JSON.parse(r.body.toString('utf8')) as { lines: Array<{ text: string }> }).lines.map((l) => l.text),
+    );
   };
 }
 
@@ -76,14 +89,34 @@ export async function ocrPhase(ctx: BenchContext): Promise<void> {
     const pid = engine.child.proc.pid!;
     const rss = rssMiB(pid);
     ctx.values.set('memory-engine-ocr', rss);
-    ctx.memory.push({ process: `engine (pid ${pid}) on the whole bundled repository`, models: 'all, OCR included (det, rec, 2 JS steps, ensemble), 3 OCR calls', rssMiB: rss });
-    await measureWithCpu(ctx, 'ocr-raw', [], () => rawOcr(BUNDLED_REPO, images.map((i) => i.png), warmupMs, durationMs, (lines, i) => checkLines(images[i]!.lines, lines)));
+    ctx.memory.push({
+      process: `engine (pid ${pid}) on the whole bundled repository`,
+      models: 'all, OCR included (det, rec, 2 JS steps, ensemble), 3 OCR calls',
+      rssMiB: rss,
+    });
+    await measureWithCpu(ctx, 'ocr-raw', [], () =>
+      rawOcr(
+        BUNDLED_REPO,
+        images.map((i) => i.png),
+        warmupMs,
+        durationMs,
+        (lines, i) => checkLines(images[i]!.lines, lines),
+      ),
+    );
     const cpu: Array<[string, number]> = [['engine', pid]];
     await measureWithCpu(ctx, 'ocr-c1', cpu, loop(1, engineOcr(c1, images)));
     await measureWithCpu(ctx, 'ocr-engine', cpu, loop(OCR_CLIENTS, engineOcr(engine.channels(OCR_CLIENTS), images)));
     gw = await startGatewayProc('gateway-ocr', engine.grpcSocket);
     await gatewayOcr(gw.port, images)(0, 0);
-    await measureWithCpu(ctx, 'ocr-gw', [['gateway', gw.child.proc.pid!], ['engine', pid]], loop(OCR_CLIENTS, gatewayOcr(gw.port, images)));
+    await measureWithCpu(
+      ctx,
+      'ocr-gw',
+      [
+        ['gateway', gw.child.proc.pid!],
+        ['engine', pid],
+      ],
+      loop(OCR_CLIENTS, gatewayOcr(gw.port, images)),
+    );
     ctx.memory.push({ process: `engine (pid ${pid}) after the OCR load`, models: 'same', rssMiB: rssMiB(pid) });
   } catch (e) {
     ctx.log(`  OCR phase failed: ${(e as Error).message}`);

@@ -19,7 +19,12 @@ const OCR_MODELS = ['ocr_det_model', 'ocr_rec_model', 'ocr_det_preprocess', 'ocr
 const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet'];
 
 function page(): Promise<Buffer> {
-  const lines = Array.from({ length: 20 }, (_, i) => ({ text: `${i + 1} ${WORDS[i % 10]} ${WORDS[(i * 3 + 1) % 10]} ${1000 + i * 37}`, x: 30, y: 40 + i * 40, size: 28 }));
+  const lines = Array.from({ length: 20 }, (_, i) => ({
+    text: `${i + 1} ${WORDS[i % 10]} ${WORDS[(i * 3 + 1) % 10]} ${1000 + i * 37}`,
+    x: 30,
+    y: 40 + i * 40,
+    size: 28,
+  }));
   return renderText(700, 840, lines);
 }
 
@@ -29,15 +34,24 @@ function sseTimes(port: number, body: Buffer): Promise<{ first: number; total: n
     const t0 = performance.now();
     let first = 0;
     let events = 0;
-    const req = http.request({ port, host: '127.0.0.1', path: '/fn/ocr_stream', method: 'POST', headers: { 'content-type': 'image/png', accept: 'text/event-stream' } }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        const n = d.split('\n\n').filter((b) => b.startsWith('data: ')).length;
-        if (n && !first) first = performance.now() - t0;
-        events += n;
-      });
-      res.on('end', () => resolve({ first, total: performance.now() - t0, events }));
-    });
+    const req = http.request(
+      {
+        port,
+        host: '127.0.0.1',
+        path: '/fn/ocr_stream',
+        method: 'POST',
+        headers: { 'content-type': 'image/png', accept: 'text/event-stream' },
+      },
+      (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          const n = d.split('\n\n').filter((b) => b.startsWith('data: ')).length;
+          if (n && !first) first = performance.now() - t0;
+          events += n;
+        });
+        res.on('end', () => resolve({ first, total: performance.now() - t0, events }));
+      },
+    );
     req.once('error', reject);
     req.end(body);
   });
@@ -46,26 +60,44 @@ function sseTimes(port: number, body: Buffer): Promise<{ first: number; total: n
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** `readers` concurrent NDJSON calls that read nothing for `stallMs`, then everything; resolves with the gateway's RSS at the stall's end. */
-async function slowReaders(port: number, pid: number, readers: number, responses: number, pad: number, stallMs: number): Promise<{ stalledMiB: number; lines: number }> {
+async function slowReaders(
+  port: number,
+  pid: number,
+  readers: number,
+  responses: number,
+  pad: number,
+  stallMs: number,
+): Promise<{ stalledMiB: number; lines: number }> {
   let lines = 0;
   let stalledMiB = 0;
   const body = JSON.stringify({ inputs: { PROMPT: ['slow'], N: [responses], DELAY_MS: [0], PAD_BYTES: [pad], FAIL_AT: [-1] } });
   const reading: Array<() => void> = [];
-  const done = Array.from({ length: readers }, () =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request({ port, host: '127.0.0.1', path: '/fn/count_pad', method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/x-ndjson' } }, (res) => {
-        res.pause();
-        reading.push(() => {
-          res.on('data', (d: Buffer) => {
-            for (const b of d) if (b === 10) lines++;
-          });
-          res.on('end', () => resolve());
-          res.resume();
-        });
-      });
-      req.once('error', reject);
-      req.end(body);
-    }),
+  const done = Array.from(
+    { length: readers },
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.request(
+          {
+            port,
+            host: '127.0.0.1',
+            path: '/fn/count_pad',
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/x-ndjson' },
+          },
+          (res) => {
+            res.pause();
+            reading.push(() => {
+              res.on('data', (d: Buffer) => {
+                for (const b of d) if (b === 10) lines++;
+              });
+              res.on('end', () => resolve());
+              res.resume();
+            });
+          },
+        );
+        req.once('error', reject);
+        req.end(body);
+      }),
   );
   await new Promise((r) => setTimeout(r, stallMs));
   stalledMiB = rssMiB(pid);
@@ -86,7 +118,10 @@ export async function streamPhase(ctx: BenchContext): Promise<void> {
     for (const m of OCR_MODELS) cpSync(path.join(BUNDLED_REPO, m), path.join(repo, m), { recursive: true });
     writeCountModel(repo);
     for (const f of ['ocr.json', 'ocr_stream.json']) cpSync(path.join(ROOT, 'functions', f), path.join(fnDir, f));
-    writeFileSync(path.join(fnDir, 'count_pad.json'), JSON.stringify({ name: 'count_pad', target: { model: 'js_count' }, outputs: { seq: 'SEQ', pad: 'PAD' } }));
+    writeFileSync(
+      path.join(fnDir, 'count_pad.json'),
+      JSON.stringify({ name: 'count_pad', target: { model: 'js_count' }, outputs: { seq: 'SEQ', pad: 'PAD' } }),
+    );
     engine = await startEngineProc('engine-stream', repo);
     gw = await startGatewayProc('gateway-stream', engine.grpcSocket, [`--functions=${fnDir}`]);
     const png = await page();
@@ -100,7 +135,8 @@ export async function streamPhase(ctx: BenchContext): Promise<void> {
       const t0 = performance.now();
       const r = await post(gw.port, '/fn/ocr', png, { 'content-type': 'image/png' });
       whole.push(performance.now() - t0);
-      if ((JSON.parse(r.body.toString('utf8')) as { lines: unknown[] }).lines.length !== 20) throw new Error('/fn/ocr did not read 20 lines');
+      if ((JSON.parse(r.body.toString('utf8')) as { lines: unknown[] }).lines.length !== 20)
+        throw new Error('/fn/ocr did not read 20 lines');
       const s = await sseTimes(gw.port, png);
       if (s.events !== 20) throw new Error(`/fn/ocr_stream sent ${s.events} lines, not 20`);
       first.push(s.first);

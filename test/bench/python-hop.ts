@@ -44,7 +44,9 @@ async function main(): Promise<void> {
   mkdirSync(path.join(repo, 'add_sub_js', '1'), { recursive: true });
   writeFileSync(
     path.join(repo, 'add_sub_js', 'config.pbtxt'),
-    readFileSync(path.join(repo, 'add_sub', 'config.pbtxt'), 'utf8').replace('"add_sub"', '"add_sub_js"').replace('backend: "python"', 'backend: "js"\ndefault_model_filename: "model.js"'),
+    readFileSync(path.join(repo, 'add_sub', 'config.pbtxt'), 'utf8')
+      .replace('"add_sub"', '"add_sub_js"')
+      .replace('backend: "python"', 'backend: "js"\ndefault_model_filename: "model.js"'),
   );
   writeFileSync(path.join(repo, 'add_sub_js', '1', 'model.js'), JS_MODEL);
   cpSync(path.join(ROOT, 'examples/python_models/image_preprocess_model'), path.join(repo, 'image_preprocess_model'), { recursive: true });
@@ -58,11 +60,17 @@ async function main(): Promise<void> {
   const stubPid = (eng.engine.repository.readyVersion('add_sub')!.backend.instances[0] as unknown as PythonInstance).pid!;
   const req = (model: string) => ({
     model_name: model,
-    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [4] }],
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+      { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+    ],
     raw_input_contents: [f32Bytes([1, 2, 3, 4]), f32Bytes([4, 3, 2, 1])],
   });
   const lat: Record<string, number[]> = { add_sub: [], add_sub_js: [] };
-  const cpu: Record<string, { engineUs: number; stubTicks: number }> = { add_sub: { engineUs: 0, stubTicks: 0 }, add_sub_js: { engineUs: 0, stubTicks: 0 } };
+  const cpu: Record<string, { engineUs: number; stubTicks: number }> = {
+    add_sub: { engineUs: 0, stubTicks: 0 },
+    add_sub_js: { engineUs: 0, stubTicks: 0 },
+  };
   for (let i = 0; i < 500; i++) for (const m of ['add_sub', 'add_sub_js']) await client.call('ModelInfer', req(m)); // warm-up
   const BLOCK = 100;
   for (let done = 0; done < total; done += BLOCK) {
@@ -96,14 +104,20 @@ async function main(): Promise<void> {
   console.log(`model        p50 µs  mean µs  engine+client CPU µs/req  stub CPU µs/req`);
   console.log(`add_sub (py) ${f(py.p50)}  ${f(py.mean)}  ${f(py.engineCpu)}                    ${f(py.stubCpu)}`);
   console.log(`add_sub (js) ${f(js.p50)}  ${f(js.mean)}  ${f(js.engineCpu)}                    ${f(js.stubCpu)}`);
-  console.log(`python hop:  p50 +${(py.p50 - js.p50).toFixed(0)} µs, CPU +${(py.engineCpu + py.stubCpu - js.engineCpu - js.stubCpu).toFixed(0)} µs per request`);
+  console.log(
+    `python hop:  p50 +${(py.p50 - js.p50).toFixed(0)} µs, CPU +${(py.engineCpu + py.stubCpu - js.engineCpu - js.stubCpu).toFixed(0)} µs per request`,
+  );
 
   // The pipeline with the python preprocessing, against the encoder alone.
   const rgb = Buffer.alloc(224 * 224 * 3, 7);
   const pixels = Buffer.from(new Float32Array(3 * 224 * 224).fill(0.5).buffer);
   const calls: Record<string, object> = {
     pipeline: { model_name: 'py_pipeline', inputs: [{ name: 'RGB', datatype: 'UINT8', shape: [rgb.length] }], raw_input_contents: [rgb] },
-    encoder: { model_name: 'clip_encoder_model', inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [1, 3, 224, 224] }], raw_input_contents: [pixels] },
+    encoder: {
+      model_name: 'clip_encoder_model',
+      inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [1, 3, 224, 224] }],
+      raw_input_contents: [pixels],
+    },
   };
   const pl: Record<string, number[]> = { pipeline: [], encoder: [] };
   for (let i = 0; i < 20; i++) for (const k of Object.keys(calls)) await client.call('ModelInfer', calls[k]!);
@@ -120,7 +134,9 @@ async function main(): Promise<void> {
   const preStats = eng.server.modelStatistics('image_preprocess_model')[0]!;
   const inferNs = Number(preStats.inference_stats.compute_infer.ns) / Math.max(1, Number(preStats.inference_stats.compute_infer.count));
   console.log(`pipeline (model.py preprocessing raw RGB -> ONNX encoder), ${pl.pipeline!.length} sequential requests:`);
-  console.log(`  p50 ${(p50(pl.pipeline!) / 1e3).toFixed(2)} ms vs encoder alone ${(p50(pl.encoder!) / 1e3).toFixed(2)} ms; preprocessing step compute_infer mean ${(inferNs / 1e6).toFixed(2)} ms`);
+  console.log(
+    `  p50 ${(p50(pl.pipeline!) / 1e3).toFixed(2)} ms vs encoder alone ${(p50(pl.encoder!) / 1e3).toFixed(2)} ms; preprocessing step compute_infer mean ${(inferNs / 1e6).toFixed(2)} ms`,
+  );
   client.close();
   await eng.stop();
   rmSync(repo, { recursive: true, force: true });

@@ -8,11 +8,20 @@ import { f1, f2 } from './report-table.ts';
 
 const get = (ctx: BenchContext, id: string): LoadResult | undefined => ctx.rows.get(id)?.result;
 const why = (ctx: BenchContext, ids: string[]) =>
-  ids.filter((id) => !get(ctx, id)).map((id) => `${id}: ${ctx.rows.get(id)?.skipped ?? 'not run'}`).join('; ');
+  ids
+    .filter((id) => !get(ctx, id))
+    .map((id) => `${id}: ${ctx.rows.get(id)?.skipped ?? 'not run'}`)
+    .join('; ');
 const thr = (r: LoadResult) => `${f1(r.throughput)}/s`;
 const lat = (r: LoadResult) => `p50 ${f2(r.p50)} / p95 ${f2(r.p95)} ms`;
 
-function pair(ctx: BenchContext, name: string, ids: [string, string], make: (x: LoadResult, y: LoadResult) => Omit<Ratio, 'name' | 'target'>, target?: string): Ratio {
+function pair(
+  ctx: BenchContext,
+  name: string,
+  ids: [string, string],
+  make: (x: LoadResult, y: LoadResult) => Omit<Ratio, 'name' | 'target'>,
+  target?: string,
+): Ratio {
   const [x, y] = [get(ctx, ids[0]), get(ctx, ids[1])];
   if (!x || !y) return { name, measured: '', value: undefined, target, skipped: why(ctx, ids) };
   return { name, target, ...make(x, y) };
@@ -21,37 +30,60 @@ function pair(ctx: BenchContext, name: string, ids: [string, string], make: (x: 
 export function computeRatios(ctx: BenchContext): Ratio[] {
   const out: Ratio[] = [];
   out.push(
-    pair(ctx, '(c) engine with dynamic batching vs (a) baseline: throughput, at lower p95', ['c', 'a'], (c, a) => ({
-      measured: `${thr(c)} vs ${thr(a)}; p95 ${f2(c.p95)} vs ${f2(a.p95)} ms`,
-      value: c.throughput / a.throughput,
-      met: c.throughput >= 2 * a.throughput && c.p95 < a.p95,
-    }), '≥ 2× throughput and lower p95'),
+    pair(
+      ctx,
+      '(c) engine with dynamic batching vs (a) baseline: throughput, at lower p95',
+      ['c', 'a'],
+      (c, a) => ({
+        measured: `${thr(c)} vs ${thr(a)}; p95 ${f2(c.p95)} vs ${f2(a.p95)} ms`,
+        value: c.throughput / a.throughput,
+        met: c.throughput >= 2 * a.throughput && c.p95 < a.p95,
+      }),
+      '≥ 2× throughput and lower p95',
+    ),
   );
   out.push(
-    pair(ctx, 'engine clip_encoder_model (gRPC, batch-1 clients) vs raw ORT ceiling', ['enc-batch', 'ceiling'], (e, r) => ({
-      measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
-      value: e.throughput / r.throughput,
-      met: e.throughput >= 0.9 * r.throughput,
-    }), '≥ 0.90'),
+    pair(
+      ctx,
+      'engine clip_encoder_model (gRPC, batch-1 clients) vs raw ORT ceiling',
+      ['enc-batch', 'ceiling'],
+      (e, r) => ({
+        measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
+        value: e.throughput / r.throughput,
+        met: e.throughput >= 0.9 * r.throughput,
+      }),
+      '≥ 0.90',
+    ),
   );
   out.push(
-    pair(ctx, 'engine clip_encoder_model with inputs in shm vs raw ORT ceiling (no target: shows the wire\'s share)', ['enc-shm', 'ceiling'], (e, r) => ({
-      measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
-      value: e.throughput / r.throughput,
-    })),
+    pair(
+      ctx,
+      "engine clip_encoder_model with inputs in shm vs raw ORT ceiling (no target: shows the wire's share)",
+      ['enc-shm', 'ceiling'],
+      (e, r) => ({
+        measured: `${f1(e.throughput)} vs ${f1(r.throughput)} images/s`,
+        value: e.throughput / r.throughput,
+      }),
+    ),
   );
   // The slowest member is the preprocessing step (the issue's reading; the
   // encoder alone is shown beside it, though alone it must also receive its
   // 588 KiB input over the wire, which it never does inside the ensemble).
   out.push(
-    pair(ctx, 'search_pipeline_ensemble (c) vs its slowest member, image_preprocess_model, alone (throughput)', ['c', 'pre-alone'], (e, p) => {
-      const enc = get(ctx, 'enc-shm');
-      return {
-        measured: `${thr(e)} vs ${thr(p)}${enc ? ` (encoder alone, inputs in shm: ${thr(enc)})` : ''}`,
-        value: e.throughput / p.throughput,
-        met: e.throughput >= 0.9 * p.throughput,
-      };
-    }, '≥ 0.90'),
+    pair(
+      ctx,
+      'search_pipeline_ensemble (c) vs its slowest member, image_preprocess_model, alone (throughput)',
+      ['c', 'pre-alone'],
+      (e, p) => {
+        const enc = get(ctx, 'enc-shm');
+        return {
+          measured: `${thr(e)} vs ${thr(p)}${enc ? ` (encoder alone, inputs in shm: ${thr(enc)})` : ''}`,
+          value: e.throughput / p.throughput,
+          met: e.throughput >= 0.9 * p.throughput,
+        };
+      },
+      '≥ 0.90',
+    ),
   );
   const batching = (model: string, ids: [string, string]) =>
     pair(ctx, `dynamic batching vs none, ${model} (throughput)`, ids, (b, n) => ({
@@ -73,25 +105,46 @@ export function computeRatios(ctx: BenchContext): Ratio[] {
       met: shm / inline <= 0.05,
     });
   } else {
-    out.push({ name: '10 MiB FP32 input through shm vs inline gRPC bytes (p50 latency)', measured: '', value: undefined, target: '≤ 0.05', skipped: ctx.notes.find((n) => n.startsWith('shm vs inline')) ?? 'not run' });
+    out.push({
+      name: '10 MiB FP32 input through shm vs inline gRPC bytes (p50 latency)',
+      measured: '',
+      value: undefined,
+      target: '≤ 0.05',
+      skipped: ctx.notes.find((n) => n.startsWith('shm vs inline')) ?? 'not run',
+    });
   }
 
   const gwName = 'gateway /fn vs direct gRPC, product_recommender_model (small call)';
-  for (const [clients, ids] of [[SMALL_CLIENTS, ['gw-rec', 'rec-batch']], [1, ['gw-rec-c1', 'rec-c1-batch']]] as const) {
+  for (const [clients, ids] of [
+    [SMALL_CLIENTS, ['gw-rec', 'rec-batch']],
+    [1, ['gw-rec-c1', 'rec-c1-batch']],
+  ] as const) {
     out.push(
-      pair(ctx, `${gwName}, ${clients} client${clients > 1 ? 's' : ''}: p50 added (ms)`, [...ids], (g, d) => ({
-        measured: `p50 ${f2(g.p50)} vs ${f2(d.p50)} ms (p95 ${f2(g.p95)} vs ${f2(d.p95)})`,
-        value: g.p50 - d.p50,
-        met: g.p50 - d.p50 <= 1,
-      }), '≤ +1 ms'),
+      pair(
+        ctx,
+        `${gwName}, ${clients} client${clients > 1 ? 's' : ''}: p50 added (ms)`,
+        [...ids],
+        (g, d) => ({
+          measured: `p50 ${f2(g.p50)} vs ${f2(d.p50)} ms (p95 ${f2(g.p95)} vs ${f2(d.p95)})`,
+          value: g.p50 - d.p50,
+          met: g.p50 - d.p50 <= 1,
+        }),
+        '≤ +1 ms',
+      ),
     );
   }
   out.push(
-    pair(ctx, `${gwName}, ${SMALL_CLIENTS} clients: throughput`, ['gw-rec', 'rec-batch'], (g, d) => ({
-      measured: `${thr(g)} vs ${thr(d)}`,
-      value: g.throughput / d.throughput,
-      met: g.throughput >= 0.8 * d.throughput,
-    }), '≥ 0.80'),
+    pair(
+      ctx,
+      `${gwName}, ${SMALL_CLIENTS} clients: throughput`,
+      ['gw-rec', 'rec-batch'],
+      (g, d) => ({
+        measured: `${thr(g)} vs ${thr(d)}`,
+        value: g.throughput / d.throughput,
+        met: g.throughput >= 0.8 * d.throughput,
+      }),
+      '≥ 0.80',
+    ),
   );
   out.push(
     pair(ctx, 'gateway (d) vs direct engine (c), image pipeline (throughput)', ['d', 'c'], (d, c) => ({
@@ -109,15 +162,32 @@ export function computeRatios(ctx: BenchContext): Ratio[] {
   const eng = ctx.values.get('memory-engine');
   const sum = ctx.values.get('memory-per-model-sum');
   if (eng !== undefined && sum !== undefined) {
-    out.push({ name: 'resident memory: one engine with all models vs one process per model', measured: `${f1(eng)} vs ${f1(sum)} MiB`, value: eng / sum, target: '≤ 0.50', met: eng / sum <= 0.5 });
+    out.push({
+      name: 'resident memory: one engine with all models vs one process per model',
+      measured: `${f1(eng)} vs ${f1(sum)} MiB`,
+      value: eng / sum,
+      target: '≤ 0.50',
+      met: eng / sum <= 0.5,
+    });
   } else {
-    out.push({ name: 'resident memory: one engine with all models vs one process per model', measured: '', value: undefined, target: '≤ 0.50', skipped: eng === undefined ? 'engine not measured' : 'per-model processes not measured' });
+    out.push({
+      name: 'resident memory: one engine with all models vs one process per model',
+      measured: '',
+      value: undefined,
+      target: '≤ 0.50',
+      skipped: eng === undefined ? 'engine not measured' : 'per-model processes not measured',
+    });
   }
   out.push(
-    pair(ctx, 'per-request engine overhead, product_recommender_model (gRPC p50 − raw session.run p50, ms)', ['rec-c1-engine', 'rec-c1-raw'], (e, r) => ({
-      measured: `${f2(e.p50)} − ${r.p50.toFixed(3)} ms`,
-      value: e.p50 - r.p50,
-    })),
+    pair(
+      ctx,
+      'per-request engine overhead, product_recommender_model (gRPC p50 − raw session.run p50, ms)',
+      ['rec-c1-engine', 'rec-c1-raw'],
+      (e, r) => ({
+        measured: `${f2(e.p50)} − ${r.p50.toFixed(3)} ms`,
+        value: e.p50 - r.p50,
+      }),
+    ),
   );
   out.push(...ocrRatios(ctx));
   return out;
@@ -141,7 +211,9 @@ function ocrRatios(ctx: BenchContext): Ratio[] {
   ];
   const name = 'resident memory the OCR models add to the engine (MiB: engine on the whole repository − engine without OCR)';
   const [withOcr, without] = [ctx.values.get('memory-engine-ocr'), ctx.values.get('memory-engine')];
-  if (withOcr !== undefined && without !== undefined) out.push({ name, measured: `${f1(withOcr)} − ${f1(without)} MiB`, value: withOcr - without });
-  else out.push({ name, measured: '', value: undefined, skipped: withOcr === undefined ? 'OCR engine not measured' : 'engine not measured' });
+  if (withOcr !== undefined && without !== undefined)
+    out.push({ name, measured: `${f1(withOcr)} − ${f1(without)} MiB`, value: withOcr - without });
+  else
+    out.push({ name, measured: '', value: undefined, skipped: withOcr === undefined ? 'OCR engine not measured' : 'engine not measured' });
   return out;
 }

@@ -23,7 +23,13 @@ const OPTIONS = {
 } as const;
 
 /** Sequential OCR of `images` (round robin) for the window; checks each result with `check`. */
-export async function rawOcr(repo: string, images: Buffer[], warmupMs: number, durationMs: number, check: (lines: string[], i: number) => void): Promise<LoadResult> {
+export async function rawOcr(
+  repo: string,
+  images: Buffer[],
+  warmupMs: number,
+  durationMs: number,
+  check: (lines: string[], i: number) => void,
+): Promise<LoadResult> {
   const opts = OPTIONS as unknown as ort.InferenceSession.SessionOptions;
   const det = await ort.InferenceSession.create(path.join(repo, 'ocr_det_model/1/model.onnx'), opts);
   const rec = await ort.InferenceSession.create(path.join(repo, 'ocr_rec_model/1/model.onnx'), opts);

@@ -34,7 +34,12 @@ export interface CeilingOptions {
 export async function rawCeiling(o: CeilingOptions): Promise<LoadResult> {
   const url = new URL('./raw-ort-worker.ts', import.meta.url);
   const workers = Array.from({ length: o.workers }, () =>
-    spawnWorker(url, { modelPath: o.modelPath, inputName: o.inputName, shape: [o.batch, ...o.sampleShape], sessionOptions: SESSION_OPTIONS }),
+    spawnWorker(url, {
+      modelPath: o.modelPath,
+      inputName: o.inputName,
+      shape: [o.batch, ...o.sampleShape],
+      sessionOptions: SESSION_OPTIONS,
+    }),
   );
   try {
     const message = (w: (typeof workers)[number]) =>
@@ -63,7 +68,13 @@ export async function rawCeiling(o: CeilingOptions): Promise<LoadResult> {
 }
 
 /** Sequential session.run on this thread with one fixed batch-1 input: latency per run. */
-export async function rawSessionLatency(modelPath: string, inputName: string, sampleShape: number[], warmup: number, iterations: number): Promise<LoadResult> {
+export async function rawSessionLatency(
+  modelPath: string,
+  inputName: string,
+  sampleShape: number[],
+  warmup: number,
+  iterations: number,
+): Promise<LoadResult> {
   const session = await ort.InferenceSession.create(modelPath, SESSION_OPTIONS as unknown as ort.InferenceSession.SessionOptions);
   try {
     const shape = [1, ...sampleShape];

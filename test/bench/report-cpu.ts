@@ -64,7 +64,9 @@ function floorCell(floors: CpuRow[], engineId: string, engineMs: number | undefi
       missing.set(why, [...(missing.get(why) ?? []), FLOOR_NAME[m]]);
       continue;
     }
-    const pct = engineMs ? ` (${((100 * f.cpuMs) / engineMs).toFixed(0)}% of the engine's${copyMs ? `; ${f1(f.cpuMs / copyMs)}× the copy` : ''})` : '';
+    const pct = engineMs
+      ? ` (${((100 * f.cpuMs) / engineMs).toFixed(0)}% of the engine's${copyMs ? `; ${f1(f.cpuMs / copyMs)}× the copy` : ''})`
+      : '';
     measured.push(`${FLOOR_NAME[m]} floor ${f3(f.cpuMs)} ms${pct}`);
   }
   // Every engine id given here has floors; none found means the floors phase never ran.
@@ -87,7 +89,13 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
     return [...by].map(([reason, of]) => `${of.join(' and ')}: ${reason}`).join('; ');
   };
   const withFloors = (r: Ratio, id: string, copy?: number): CpuTarget => ({ ...r, floors: floorCell(floors, id, ms(id), copy) });
-  const skipped = (name: string, target: string | undefined, ids: string[]): Ratio => ({ name, measured: '', value: undefined, target, skipped: why(ids) || 'the 10 MiB copy: not run' });
+  const skipped = (name: string, target: string | undefined, ids: string[]): Ratio => ({
+    name,
+    measured: '',
+    value: undefined,
+    target,
+    skipped: why(ids) || 'the 10 MiB copy: not run',
+  });
   const ratio = (name: string, a: string, b: string, max: number): CpuTarget => {
     const [x, y] = [ms(a), ms(b)];
     if (x === undefined || y === undefined) return withFloors(skipped(name, `≤ ${max}×`, [a, b]), a);
@@ -102,11 +110,16 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
   const vsCopy = (name: string, id: string, target?: string): CpuTarget => {
     const x = ms(id);
     if (x === undefined || copyMs === undefined) return withFloors(skipped(name, target, [id]), id);
-    return withFloors({ name, measured: `${f3(x)} vs ${f3(copyMs)} ms`, value: x / copyMs, target, met: target ? x / copyMs < 3 : undefined }, id, copyMs);
+    return withFloors(
+      { name, measured: `${f3(x)} vs ${f3(copyMs)} ms`, value: x / copyMs, target, met: target ? x / copyMs < 3 : undefined },
+      id,
+      copyMs,
+    );
   };
   const big = ms('cpu-big-grpc');
   const bigShm = ms('cpu-big-shm');
-  const offName = 'tiny model over gRPC with grpc-js serving ModelInfer on node:http2 (own front and direct path off; no target, for comparison)';
+  const offName =
+    'tiny model over gRPC with grpc-js serving ModelInfer on node:http2 (own front and direct path off; no target, for comparison)';
   const off = ms('cpu-rec-grpc-grpcjs');
   return [
     ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
@@ -136,18 +149,27 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
 function gatewaySection(rows: CpuRow[], gw: GatewayCpuRow[]): string[] {
   const direct = rows.find((r) => r.id === 'cpu-rec-http');
   const directWhy = `cpu-rec-http: ${direct?.skipped ?? 'not run'}`;
-  const vs = (r: GatewayCpuRow) => (r.throughput && direct?.throughput ? `${f3(r.throughput / direct.throughput)}×` : notMeasured(directWhy, 1)[0]!);
+  const vs = (r: GatewayCpuRow) =>
+    r.throughput && direct?.throughput ? `${f3(r.throughput / direct.throughput)}×` : notMeasured(directWhy, 1)[0]!;
   const out = ['', '### Gateway small call from a C client', ''];
   out.push(
-    'wrk, 16 connections, `POST /fn/product_recommender` (64 floats in as JSON, 100 out); each process\'s CPU (all threads) per call the client counted as 2xx. ' +
+    "wrk, 16 connections, `POST /fn/product_recommender` (64 floats in as JSON, 100 out); each process's CPU (all threads) per call the client counted as 2xx. " +
       'The floor gateways (`test/bench/floor-gateway.ts`) do the least a Node gateway can: read the body, make one ModelInfer call with a prebuilt request to the same engine over the same Unix socket, answer the reply bytes. ' +
       `The direct row is the engine's own HTTP row above (binary extension, wrk, 16 connections): ${direct?.throughput ? `${f1(direct.throughput)} inferences/s at ${f3(direct.cpuMs)} ms of engine CPU` : notMeasured(directWhy, 1)[0]}.`,
     '',
   );
   out.push(
     table(
-      ['path', 'front process CPU ms / call', 'engine CPU ms / call', 'calls/s', 'vs the direct engine HTTP row (target ≥ 0.8× for the gateway)'],
-      gw.map((r) => (r.skipped ? [r.label, ...notMeasured(r.skipped, 4)] : [r.label, f3(r.frontMs), f3(r.engineMs), f1(r.throughput), vs(r)])),
+      [
+        'path',
+        'front process CPU ms / call',
+        'engine CPU ms / call',
+        'calls/s',
+        'vs the direct engine HTTP row (target ≥ 0.8× for the gateway)',
+      ],
+      gw.map((r) =>
+        r.skipped ? [r.label, ...notMeasured(r.skipped, 4)] : [r.label, f3(r.frontMs), f3(r.engineMs), f1(r.throughput), vs(r)],
+      ),
     ),
   );
   return out;
@@ -159,25 +181,51 @@ function floorsTable(rows: CpuRow[], floors: CpuRow[]): string {
     return BODIES.indexOf(key!) * 10 + MODES.indexOf(mode as keyof typeof FLOOR_NAME);
   };
   return table(
-    ['floor: server, body, client', 'CPU ms / request (all threads)', 'of which main thread', 'requests/s', 'requests', 'engine on the same path, ms', 'floor / engine'],
-    [...floors].sort((a, b) => rank(a) - rank(b)).map((r) => {
-      if (r.skipped) return [r.label, ...notMeasured(r.skipped, 6)];
-      const engine = rows.find((x) => x.id === engineIdOf(r.id));
-      const e = engine?.cpuMs;
-      const vsEngine = e ? [f3(e), `${((100 * r.cpuMs!) / e).toFixed(0)}%`] : notMeasured(`${engineIdOf(r.id)}: ${engine?.skipped ?? 'not run'}`, 2);
-      return [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`, ...vsEngine];
-    }),
+    [
+      'floor: server, body, client',
+      'CPU ms / request (all threads)',
+      'of which main thread',
+      'requests/s',
+      'requests',
+      'engine on the same path, ms',
+      'floor / engine',
+    ],
+    [...floors]
+      .sort((a, b) => rank(a) - rank(b))
+      .map((r) => {
+        if (r.skipped) return [r.label, ...notMeasured(r.skipped, 6)];
+        const engine = rows.find((x) => x.id === engineIdOf(r.id));
+        const e = engine?.cpuMs;
+        const vsEngine = e
+          ? [f3(e), `${((100 * r.cpuMs!) / e).toFixed(0)}%`]
+          : notMeasured(`${engineIdOf(r.id)}: ${engine?.skipped ?? 'not run'}`, 2);
+        return [
+          r.label,
+          f3(r.cpuMs),
+          f3(r.mainMs),
+          f1(r.throughput),
+          `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`,
+          ...vsEngine,
+        ];
+      }),
   );
 }
 
 /** Section 6: the engine rows, the targets with their floors, then the floors table. */
 export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | undefined, gateway: GatewayCpuRow[] = []): string[] {
   const out = ['## 6. Engine CPU per inference (C load generators)', ''];
-  out.push('Engine process utime+stime (all threads) over the row, divided by the inferences its statistics counted as successful; load from `h2load` (gRPC) and `wrk` (HTTP), 16 connections unless said otherwise. Robust to other load on the host, unlike throughput.', '');
+  out.push(
+    'Engine process utime+stime (all threads) over the row, divided by the inferences its statistics counted as successful; load from `h2load` (gRPC) and `wrk` (HTTP), 16 connections unless said otherwise. Robust to other load on the host, unlike throughput.',
+    '',
+  );
   out.push(
     table(
       ['path', 'engine CPU ms / inference', 'of which main thread', 'inferences/s', 'inferences'],
-      rows.map((r) => (r.skipped ? [r.label, ...notMeasured(r.skipped, 4)] : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`])),
+      rows.map((r) =>
+        r.skipped
+          ? [r.label, ...notMeasured(r.skipped, 4)]
+          : [r.label, f3(r.cpuMs), f3(r.mainMs), f1(r.throughput), `${r.inferences}${r.failed ? ` (${r.failed} failed)` : ''}`],
+      ),
     ),
     '',
   );
@@ -195,7 +243,7 @@ export function renderCpu(rows: CpuRow[], floors: CpuRow[], copyMs: number | und
   if (!floors.length) return out;
   out.push('', '### Floors: the same clients against a Node server that does nothing', '');
   out.push(
-    '`test/bench/floor-server.ts` reads each request body, discards it and answers a fixed small reply: `node:http2` alone answering like a unary gRPC call (with the engine\'s HTTP/2 frame and window settings), `@grpc/grpc-js`\'s server with a pass-through handler (no protobuf), `node:http`. ' +
+    "`test/bench/floor-server.ts` reads each request body, discards it and answers a fixed small reply: `node:http2` alone answering like a unary gRPC call (with the engine's HTTP/2 frame and window settings), `@grpc/grpc-js`'s server with a pass-through handler (no protobuf), `node:http`. " +
       'Same bodies, clients, connections and windows as the engine rows, in the same run; its process CPU (all threads) over the window divided by the requests the client counted as succeeded (h2load: HTTP 2xx, each gRPC body first checked once for grpc-status 0; wrk: 2xx). ' +
       'The part of an engine figure at or below its floor is what Node spends receiving and answering that request on that protocol, before any engine code. ' +
       'The engine answers unary ModelInfer on node:http2 itself (engine/frontends/grpc/grpc-direct-infer.ts), so node:http2 is the floor of its gRPC rows; the grpc-js floor is what the same call costs when grpc-js serves it (stock grpc-js, which also assembles each large message into a fresh buffer, so on large bodies it can lie above the engine).',

@@ -93,14 +93,24 @@ export function renderMarkdown(d: ReportData): string {
   );
   out.push('Settings:', '', ...d.settings.map((s) => `- ${s}`), '');
 
-  out.push('## 1. The paper\'s table, side by side', '');
-  out.push('Image-search pipeline, JPEG in, 512-d vector out. Latencies in ms, throughput in requests/s. The paper\'s columns are the numbers quoted in the seed, **not measured here** (other hardware, other models).', '');
+  out.push("## 1. The paper's table, side by side", '');
+  out.push(
+    "Image-search pipeline, JPEG in, 512-d vector out. Latencies in ms, throughput in requests/s. The paper's columns are the numbers quoted in the seed, **not measured here** (other hardware, other models).",
+    '',
+  );
   out.push(
     table(
       ['row', 'p50 ms', 'p95 ms', 'req/s', 'requests', 'paper (not measured here)', 'paper p50', 'paper p95', 'paper req/s'],
       d.pipeline.map((r) => {
         const p = PAPER[r.id];
-        return [`(${r.id}) ${r.label}`, ...rowCells(r), p?.name ?? '—', p ? String(p.p50) : '—', p ? String(p.p95) : '—', p ? String(p.rps) : '—'];
+        return [
+          `(${r.id}) ${r.label}`,
+          ...rowCells(r),
+          p?.name ?? '—',
+          p ? String(p.p50) : '—',
+          p ? String(p.p95) : '—',
+          p ? String(p.rps) : '—',
+        ];
       }),
     ),
     '',
@@ -109,11 +119,17 @@ export function renderMarkdown(d: ReportData): string {
   out.push('', `Load: ${d.pipeline[0]?.load ?? ''}.`, '');
 
   out.push('## 2. Open loop: latency at a fixed arrival rate', '');
-  out.push('Latency runs from each request\'s scheduled send time (no coordinated omission).', '');
-  out.push(table(['row', 'load', 'p50 ms', 'p95 ms', 'p99 ms', 'done/s'], d.openLoop.map((r) => {
-    if (!r.result) return [r.label, r.load, ...notMeasured(r.skipped ?? 'unknown', 4)];
-    return [r.label, r.load, f2(r.result.p50), f2(r.result.p95), f2(r.result.p99), f1(r.result.throughput)];
-  })), '');
+  out.push("Latency runs from each request's scheduled send time (no coordinated omission).", '');
+  out.push(
+    table(
+      ['row', 'load', 'p50 ms', 'p95 ms', 'p99 ms', 'done/s'],
+      d.openLoop.map((r) => {
+        if (!r.result) return [r.label, r.load, ...notMeasured(r.skipped ?? 'unknown', 4)];
+        return [r.label, r.load, f2(r.result.p50), f2(r.result.p95), f2(r.result.p99), f1(r.result.throughput)];
+      }),
+    ),
+    '',
+  );
 
   out.push('## 3. Ratios (each from this run) and targets', '');
   out.push(
@@ -122,19 +138,37 @@ export function renderMarkdown(d: ReportData): string {
       d.ratios.map((r) =>
         r.skipped
           ? [r.name, ...notMeasured(r.skipped, 2), r.target ?? '—', r.target ? notMeasured(r.skipped, 1)[0]! : '—']
-          : [r.name, r.measured, r.value === undefined ? 'n/a' : `${f3(r.value)}`, r.target ?? '—', r.target ? (r.met ? '**met**' : '**not met**') : '—'],
+          : [
+              r.name,
+              r.measured,
+              r.value === undefined ? 'n/a' : `${f3(r.value)}`,
+              r.target ?? '—',
+              r.target ? (r.met ? '**met**' : '**not met**') : '—',
+            ],
       ),
     ),
     '',
   );
 
   out.push('## 4. Every measured row', '');
-  out.push(table(['row', 'load', 'p50 ms', 'p95 ms', 'throughput', 'requests'], d.rows.map((r) => [r.label, r.load, ...rowCells(r)])), '');
+  out.push(
+    table(
+      ['row', 'load', 'p50 ms', 'p95 ms', 'throughput', 'requests'],
+      d.rows.map((r) => [r.label, r.load, ...rowCells(r)]),
+    ),
+    '',
+  );
   for (const r of d.rows) if (r.note) out.push(`- ${r.label}: ${r.note}`);
   out.push('');
 
   out.push('## 5. Resident memory (VmRSS, all models loaded and warmed)', '');
-  out.push(table(['process', 'models', 'VmRSS MiB'], d.memory.map((m) => [m.process, m.models, f1(m.rssMiB)])), '');
+  out.push(
+    table(
+      ['process', 'models', 'VmRSS MiB'],
+      d.memory.map((m) => [m.process, m.models, f1(m.rssMiB)]),
+    ),
+    '',
+  );
 
   out.push(...renderCpu(d.cpu, d.floors, d.copyMs, d.gatewayCpu), '');
 
@@ -166,10 +200,16 @@ export function renderSvg(d: ReportData): string {
   const bw = gw * 0.32;
   const y = (v: number) => bottom - ((bottom - top) * v) / max;
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  parts.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">Image-search pipeline throughput (req/s)${d.quick ? ' — quick run' : ''}</text>`);
-  parts.push(`<text x="${W / 2}" y="40" text-anchor="middle" fill="#555">${esc(`${d.startedAt.toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${d.pipeline[0]?.load ?? ''}`)}</text>`);
+  parts.push(
+    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">Image-search pipeline throughput (req/s)${d.quick ? ' — quick run' : ''}</text>`,
+  );
+  parts.push(
+    `<text x="${W / 2}" y="40" text-anchor="middle" fill="#555">${esc(`${d.startedAt.toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${d.pipeline[0]?.load ?? ''}`)}</text>`,
+  );
   for (let i = 0; i <= 4; i++) {
     const v = (max / 1.15) * (i / 4);
     parts.push(`<line x1="${left}" x2="${W - 20}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#ddd"/>`);
@@ -179,7 +219,9 @@ export function renderSvg(d: ReportData): string {
     const x0 = left + i * gw + gw * 0.15;
     const m = r.result?.throughput;
     if (m !== undefined) {
-      parts.push(`<rect x="${x0.toFixed(1)}" y="${y(m).toFixed(1)}" width="${bw.toFixed(1)}" height="${(bottom - y(m)).toFixed(1)}" fill="#2b6cb0"/>`);
+      parts.push(
+        `<rect x="${x0.toFixed(1)}" y="${y(m).toFixed(1)}" width="${bw.toFixed(1)}" height="${(bottom - y(m)).toFixed(1)}" fill="#2b6cb0"/>`,
+      );
       parts.push(`<text x="${(x0 + bw / 2).toFixed(1)}" y="${(y(m) - 4).toFixed(1)}" text-anchor="middle">${f1(m)}</text>`);
     } else {
       parts.push(`<text x="${(x0 + bw / 2).toFixed(1)}" y="${bottom - 6}" text-anchor="middle" fill="#b00">n/m</text>`);
@@ -187,15 +229,23 @@ export function renderSvg(d: ReportData): string {
     const p = PAPER[r.id]?.rps;
     if (p !== undefined) {
       const x1 = x0 + bw + 4;
-      parts.push(`<rect x="${x1.toFixed(1)}" y="${y(p).toFixed(1)}" width="${bw.toFixed(1)}" height="${(bottom - y(p)).toFixed(1)}" fill="#bbb"/>`);
+      parts.push(
+        `<rect x="${x1.toFixed(1)}" y="${y(p).toFixed(1)}" width="${bw.toFixed(1)}" height="${(bottom - y(p)).toFixed(1)}" fill="#bbb"/>`,
+      );
       parts.push(`<text x="${(x1 + bw / 2).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" fill="#777">${p}</text>`);
     }
     parts.push(`<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 18}" text-anchor="middle">(${r.id})</text>`);
-    parts.push(`<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 33}" text-anchor="middle" fill="#555" font-size="11">${esc(SHORT[r.id] ?? r.id)}</text>`);
+    parts.push(
+      `<text x="${(x0 + bw).toFixed(1)}" y="${bottom + 33}" text-anchor="middle" fill="#555" font-size="11">${esc(SHORT[r.id] ?? r.id)}</text>`,
+    );
   });
   parts.push(`<line x1="${left}" x2="${W - 20}" y1="${bottom}" y2="${bottom}" stroke="#333"/>`);
-  parts.push(`<rect x="${left}" y="${H - 18}" width="10" height="10" fill="#2b6cb0"/><text x="${left + 14}" y="${H - 9}">measured here</text>`);
-  parts.push(`<rect x="${left + 120}" y="${H - 18}" width="10" height="10" fill="#bbb"/><text x="${left + 134}" y="${H - 9}">the paper's numbers (other hardware; not measured here)</text>`);
+  parts.push(
+    `<rect x="${left}" y="${H - 18}" width="10" height="10" fill="#2b6cb0"/><text x="${left + 14}" y="${H - 9}">measured here</text>`,
+  );
+  parts.push(
+    `<rect x="${left + 120}" y="${H - 18}" width="10" height="10" fill="#bbb"/><text x="${left + 134}" y="${H - 9}">the paper's numbers (other hardware; not measured here)</text>`,
+  );
   parts.push('</svg>');
   return parts.join('\n') + '\n';
 }

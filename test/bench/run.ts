@@ -28,7 +28,9 @@ const IMAGE_H = 480;
 const IMAGE_COUNT = 8;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, only: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, only: { type: 'string' } },
+  });
   const quick = values.quick!;
   const outDir = path.resolve(values.out ?? path.join(ROOT, 'test/bench/results'));
   const startedAt = new Date();
@@ -87,9 +89,9 @@ async function main(): Promise<void> {
       `pipeline input: ${IMAGE_COUNT} JPEGs ${IMAGE_W}×${IMAGE_H} (avg ${avgKiB.toFixed(0)} KiB), round robin; concurrency ${PIPELINE_CLIENTS} (pipeline), ${ENCODER_CLIENTS} (encoder), ${SMALL_CLIENTS} (recommender)`,
       'engine: bundled model_repository/ (clip_encoder_model 2 instances × 1 intra-op thread, dynamic batching preferred 4/8/16, 2 ms window); "batching off" = a temp copy without the dynamic_batching blocks',
       'gRPC load rows: each client on its own connection (grpc-js channel with a local subchannel pool), like the HTTP clients, which get a keep-alive socket each; 1-client rows reuse one warm channel',
-      'the gateway reaches its engine over the engine\'s Unix-socket gRPC listener (--grpc-unix-socket), as under `npm start`; the direct rows use TCP',
+      "the gateway reaches its engine over the engine's Unix-socket gRPC listener (--grpc-unix-socket), as under `npm start`; the direct rows use TCP",
       'section 6 (engine CPU per inference) loads a separate engine (encoder, recommender, sum_vector) from C clients: h2load for gRPC, wrk for HTTP; then its floors: the same clients and bodies against test/bench/floor-server.ts (node:http2, @grpc/grpc-js, node:http), which reads each body and answers a fixed reply',
-      'open-loop rate: half of (a)\'s closed-loop throughput, the same rate for (a) and (c)',
+      "open-loop rate: half of (a)'s closed-loop throughput, the same rate for (a) and (c)",
     ],
     pipeline: ['a', 'b', 'c', 'd'].map(row),
     openLoop: ['ol-a', 'ol-c'].map(row),
@@ -105,8 +107,8 @@ async function main(): Promise<void> {
     notes: [
       ...ctx.notes,
       'the raw ceiling gives ONNX Runtime both cores and nothing else; every engine row shares the same 2 cores with its client (this process), the request path (gRPC, batching, worker messages) and, for bytes on the wire, the 588 KiB FP32 copy per image',
-      'the per-model servers and the engine all run under tsx, so each pays the same Node + tsx base; the stand-in models are small (encoder 2 MB of weights), so that base, not the weights, is most of every process\'s memory',
-      'ratios between rows come from one run, with the two sides measured back to back, but other processes on this host (other sessions\' tests) may compete for the 2 cores and shift one side more than the other: compare the load averages above',
+      "the per-model servers and the engine all run under tsx, so each pays the same Node + tsx base; the stand-in models are small (encoder 2 MB of weights), so that base, not the weights, is most of every process's memory",
+      "ratios between rows come from one run, with the two sides measured back to back, but other processes on this host (other sessions' tests) may compete for the 2 cores and shift one side more than the other: compare the load averages above",
     ],
   };
   const md = renderMarkdown(data);

@@ -30,19 +30,32 @@ export interface EngineProc {
  * them, so when other test runs share the host one may be taken meanwhile:
  * an engine that exits before it is ready is started once more on fresh ports.
  */
-export async function startEngineProc(name: string, repo: string, extraArgs: string[] = [], env: Record<string, string> = {}, attempt = 1, nodeFlags: string[] = []): Promise<EngineProc> {
+export async function startEngineProc(
+  name: string,
+  repo: string,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+  attempt = 1,
+  nodeFlags: string[] = [],
+): Promise<EngineProc> {
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const sock = path.join(os.tmpdir(), `bench-${process.pid}-${name}.sock`);
-  const child = spawnTs(name, 'engine/main.ts', [
-    `--grpc-unix-socket=${sock}`,
-    `--model-repository=${repo}`,
-    `--grpc-port=${grpcPort}`,
-    `--http-port=${httpPort}`,
-    `--metrics-port=${metricsPort}`,
-    '--http-address=127.0.0.1',
-    '--allow-client-shm=true',
-    ...extraArgs,
-  ], env, [...ENGINE_NODE_FLAGS, ...nodeFlags]);
+  const child = spawnTs(
+    name,
+    'engine/main.ts',
+    [
+      `--grpc-unix-socket=${sock}`,
+      `--model-repository=${repo}`,
+      `--grpc-port=${grpcPort}`,
+      `--http-port=${httpPort}`,
+      `--metrics-port=${metricsPort}`,
+      '--http-address=127.0.0.1',
+      '--allow-client-shm=true',
+      ...extraArgs,
+    ],
+    env,
+    [...ENGINE_NODE_FLAGS, ...nodeFlags],
+  );
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
   try {
     await waitUntil(child, async () => (await client.serverReady({ timeoutMs: 1000 })).ready, 60_000);
@@ -60,7 +73,8 @@ export async function startEngineProc(name: string, repo: string, extraArgs: str
     grpcSocket: `unix:${sock}`,
     client,
     channels: (n) => {
-      while (pool.length < n) pool.push(new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
+      while (pool.length < n)
+        pool.push(new TritonGrpcClient(`127.0.0.1:${grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
       return pool.slice(0, n);
     },
     stop: async () => {
@@ -123,13 +137,26 @@ export const BENCH_API_KEY = 'bench-key';
  * A gateway child in front of `engine` (a gRPC target: `host:port` or `unix:/path`); `script` is
  * its entry, relative to the repository (another build's `main.js` for an A/B of code).
  */
-export async function startGatewayProc(name: string, engine: string, extraArgs: string[] = [], nodeFlags: string[] = [], script = 'gateway/main.ts'): Promise<GatewayProc> {
+export async function startGatewayProc(
+  name: string,
+  engine: string,
+  extraArgs: string[] = [],
+  nodeFlags: string[] = [],
+  script = 'gateway/main.ts',
+): Promise<GatewayProc> {
   const port = await freePort();
   const env: Record<string, string> = { RECOMMENDER_API_KEYS: BENCH_API_KEY, REDIS_URL: '' };
   const child = spawnTs(
     name,
     script,
-    [`--port=${port}`, '--host=127.0.0.1', `--engine=${engine}`, '--functions=functions', `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`, ...extraArgs],
+    [
+      `--port=${port}`,
+      '--host=127.0.0.1',
+      `--engine=${engine}`,
+      '--functions=functions',
+      `--prefix=bench${process.pid}${name.replace(/[^a-z0-9]/gi, '')}`,
+      ...extraArgs,
+    ],
     env,
     nodeFlags,
   );
@@ -168,10 +195,23 @@ export interface HttpReply {
 }
 
 /** One request over a shared keep-alive agent to 127.0.0.1:port. */
-export function httpRequest(port: number, method: string, urlPath: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<HttpReply> {
+export function httpRequest(
+  port: number,
+  method: string,
+  urlPath: string,
+  body?: Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<HttpReply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, method, path: urlPath, agent, headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent,
+        headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers },
+      },
       (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));

@@ -20,7 +20,10 @@ function recRepo(names: string[], instances: number): string {
   for (const n of names) {
     mkdirSync(path.join(dir, n, '1'), { recursive: true });
     copyFileSync(path.join(REC, '1', 'model.onnx'), path.join(dir, n, '1', 'model.onnx'));
-    writeFileSync(path.join(dir, n, 'config.pbtxt'), cfg.replace(/name: "[^"]+"/, `name: "${n}"`).replace(/count: \d+/, `count: ${instances}`));
+    writeFileSync(
+      path.join(dir, n, 'config.pbtxt'),
+      cfg.replace(/name: "[^"]+"/, `name: "${n}"`).replace(/count: \d+/, `count: ${instances}`),
+    );
   }
   return dir;
 }
@@ -35,7 +38,8 @@ async function inferRec(port: number, model: string): Promise<void> {
   await r.arrayBuffer();
 }
 
-const unload = (port: number, m: string) => fetch(`http://127.0.0.1:${port}/v2/repository/models/${m}/unload`, { method: 'POST', body: '{}' });
+const unload = (port: number, m: string) =>
+  fetch(`http://127.0.0.1:${port}/v2/repository/models/${m}/unload`, { method: 'POST', body: '{}' });
 
 async function coldLoads(kind: 'recommender' | 'encoder') {
   const repo = kind === 'encoder' ? encoderRepo(['m']) : recRepo(['m'], 1);

@@ -56,7 +56,9 @@ async function one(c: Calls, port: () => number, model: string, batch: number): 
     return ms;
   } catch (err) {
     c.failed++;
-    const kind = String((err as Error).message).replace(/\d+/g, 'N').slice(0, 60);
+    const kind = String((err as Error).message)
+      .replace(/\d+/g, 'N')
+      .slice(0, 60);
     c.errors.set(kind, (c.errors.get(kind) ?? 0) + 1);
     await sleep(50); // a refused connection fails at once: do not spin
     return undefined;
@@ -107,8 +109,18 @@ async function separate(o: SeedOptions) {
     if (killedAt === undefined && a.signalCode) killedAt = performance.now() - t0;
   }, 20);
   try {
-    const r = await timeline(o, (m) => procs[m]!.e.http, t0, () => killedAt);
-    const status = Object.fromEntries(Object.entries(procs).map(([m, p]) => [m, { signal: p.e.child.proc.signalCode, oomKills: p.cg.oomKills(), peak: p.cg.peak(), peakRss: p.peakRss }]));
+    const r = await timeline(
+      o,
+      (m) => procs[m]!.e.http,
+      t0,
+      () => killedAt,
+    );
+    const status = Object.fromEntries(
+      Object.entries(procs).map(([m, p]) => [
+        m,
+        { signal: p.e.child.proc.signalCode, oomKills: p.cg.oomKills(), peak: p.cg.peak(), peakRss: p.peakRss },
+      ]),
+    );
     return { ...r, status, limitEach: third };
   } finally {
     clearInterval(watch);
@@ -134,7 +146,12 @@ async function shared(o: SeedOptions) {
   }, 20);
   const t0 = performance.now();
   try {
-    const r = await timeline(o, () => e.http, t0, () => (e.child.proc.signalCode ? performance.now() - t0 : undefined));
+    const r = await timeline(
+      o,
+      () => e.http,
+      t0,
+      () => (e.child.proc.signalCode ? performance.now() - t0 : undefined),
+    );
     const alive = e.child.proc.exitCode === null && e.child.proc.signalCode === null;
     const index = alive ? await repoIndex(e.http) : [];
     return { ...r, alive, oomKills: cg.oomKills(), peak: cg.peak(), peakRss, index };
@@ -158,7 +175,10 @@ export async function seedScenario(o: SeedOptions): Promise<string> {
     `| (a) one process per model, ${mib(sep.limitEach)} MiB each | ${sep.a.failed} of ${sep.a.lat.length + sep.a.failed} | ${sep.b.failed} | ${f(pct(sep.a.lat, 50))} / ${f(pct(sep.a.lat, 95))} | A ${mib(sepA.peakRss)} MiB, B ${mib(sep.status.B!.peakRss)}, C ${mib(sep.status.C!.peakRss)} (cgroup peak A ${mib(sepA.peak)}) | ${f(sep.bWait)} | A: ${sepA.signal ? `killed (${sepA.signal}, ${sepA.oomKills} OOM kill) at ${f((sep.killedAtMs ?? 0) / 1000, 1)} s` : 'alive'} |`,
     `| (b) one engine, ${o.totalMiB} MiB, budget ${o.budgetMiB} MiB | ${one.a.failed} of ${one.a.lat.length + one.a.failed} | ${one.b.failed} | ${f(pct(one.a.lat, 50))} / ${f(pct(one.a.lat, 95))} | ${mib(one.peakRss)} MiB (cgroup peak ${mib(one.peak)}) | ${f(one.bWait)} | engine ${one.alive ? 'alive' : 'killed'}, ${one.oomKills} OOM kills |`,
   ];
-  const books = one.index.map((x) => `${x.name}: ${x.state}, ${x.cold_loads ?? 0} cold loads (${x.cold_load_ms_total ?? 0} ms), evicted ${x.evicted ?? 0}×, caused ${x.evictions_caused ?? 0}${x.resident_bytes ? `, charged ${mib(x.resident_bytes)} MiB (${mib(x.load_bytes ?? 0)} at load)` : ''}`);
+  const books = one.index.map(
+    (x) =>
+      `${x.name}: ${x.state}, ${x.cold_loads ?? 0} cold loads (${x.cold_load_ms_total ?? 0} ms), evicted ${x.evicted ?? 0}×, caused ${x.evictions_caused ?? 0}${x.resident_bytes ? `, charged ${mib(x.resident_bytes)} MiB (${mib(x.load_bytes ?? 0)} at load)` : ''}`,
+  );
   return [
     `Seed scenario: A spiked by ${o.spikeClients} closed-loop clients at batch 16 for ${o.spikeMs / 1000} s, B and C one call each then idle, B wakes at ${o.wakeAtMs / 1000} s (batch 1, closed loop). Total memory ${o.totalMiB} MiB (cgroup v1 limit). ${os.availableParallelism()} cores, load average ${load0.toFixed(2)} before, ${load1.toFixed(2)} after.`,
     '',

@@ -43,12 +43,26 @@ export interface EngineProc {
 }
 
 /** The engine as a child process (on-demand mode), ready to serve. */
-export async function spawnEngine(repo: string, args: string[] = [], opts: { cgroupProcs?: string; env?: Record<string, string> } = {}): Promise<EngineProc> {
+export async function spawnEngine(
+  repo: string,
+  args: string[] = [],
+  opts: { cgroupProcs?: string; env?: Record<string, string> } = {},
+): Promise<EngineProc> {
   const [httpPort, metrics, grpc] = [await freePort(), await freePort(), await freePort()];
-  const child = spawnTs('engine', 'engine/main.ts', [
-    `--model-repository=${repo}`, `--http-port=${httpPort}`, `--metrics-port=${metrics}`, `--grpc-port=${grpc}`,
-    '--model-control-mode=on-demand', '--strict-readiness=false', ...args,
-  ], opts.env ?? {});
+  const child = spawnTs(
+    'engine',
+    'engine/main.ts',
+    [
+      `--model-repository=${repo}`,
+      `--http-port=${httpPort}`,
+      `--metrics-port=${metrics}`,
+      `--grpc-port=${grpc}`,
+      '--model-control-mode=on-demand',
+      '--strict-readiness=false',
+      ...args,
+    ],
+    opts.env ?? {},
+  );
   // Into the cgroup before it loads anything (its start-up is a few MB, well under any limit used here).
   if (opts.cgroupProcs) writeFileSync(opts.cgroupProcs, String(child.proc.pid));
   await waitUntil(child, async () => (await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`)).ok, 60_000);
@@ -61,14 +75,35 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 export function inferEncoder(port: number, model: string, batch: number, timeoutMs = 120_000): Promise<void> {
   const bytes = Buffer.alloc(batch * PIXELS * 4);
   bytes.writeFloatLE(Math.random(), 0);
-  const head = Buffer.from(JSON.stringify({ inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [batch, 3, 224, 224], parameters: { binary_data_size: bytes.byteLength } }], parameters: { binary_data_output: true } }));
+  const head = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [batch, 3, 224, 224], parameters: { binary_data_size: bytes.byteLength } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, method: 'POST', path: `/v2/models/${model}/infer`, agent, timeout: timeoutMs, headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': head.byteLength, 'Content-Length': head.byteLength + bytes.byteLength } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: `/v2/models/${model}/infer`,
+        agent,
+        timeout: timeoutMs,
+        headers: {
+          'Content-Type': 'application/octet-stream',
+          'Inference-Header-Content-Length': head.byteLength,
+          'Content-Length': head.byteLength + bytes.byteLength,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 200)}`))));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve()
+            : reject(new Error(`HTTP ${res.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 200)}`)),
+        );
         res.on('error', reject);
       },
     );

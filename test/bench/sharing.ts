@@ -14,10 +14,17 @@ import { buildSlowModel } from '../fixtures/test-models.ts';
 
 const { values } = parseArgs({
   options: {
-    'phase-ms': { type: 'string', default: '3000' }, clients: { type: 'string', default: '4' }, matmuls: { type: 'string', default: '6' }, reps: { type: 'string', default: '3' },
+    'phase-ms': { type: 'string', default: '3000' },
+    clients: { type: 'string', default: '4' },
+    matmuls: { type: 'string', default: '6' },
+    reps: { type: 'string', default: '3' },
     // --scenario seed (sharing-seed.ts) and cold (sharing-cold.ts); none: the adaptive-instances and cache run below.
-    scenario: { type: 'string' }, 'total-mib': { type: 'string', default: '1000' }, 'budget-mib': { type: 'string', default: '740' },
-    'spike-clients': { type: 'string', default: '4' }, 'spike-ms': { type: 'string', default: '30000' }, 'wake-ms': { type: 'string', default: '15000' },
+    scenario: { type: 'string' },
+    'total-mib': { type: 'string', default: '1000' },
+    'budget-mib': { type: 'string', default: '740' },
+    'spike-clients': { type: 'string', default: '4' },
+    'spike-ms': { type: 'string', default: '30000' },
+    'wake-ms': { type: 'string', default: '15000' },
     busy: { type: 'string', default: '0' },
   },
 });
@@ -47,7 +54,8 @@ function repo(adaptive: boolean, cache = false): string {
 }
 
 const input = (v: number) => [{ name: 'x', datatype: 'FP32' as const, shape: [1, 1], data: new Uint8Array(new Float32Array([v]).buffer) }];
-const infer = (e: RunningEngine, model: string, v = 0.5) => e.server.infer({ modelName: model, inputs: input(v), outputs: [], parameters: {} });
+const infer = (e: RunningEngine, model: string, v = 0.5) =>
+  e.server.infer({ modelName: model, inputs: input(v), outputs: [], parameters: {} });
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
@@ -70,7 +78,13 @@ async function phase(e: RunningEngine, model: string, ms: number) {
   );
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  return { n: lat.length, rps: (lat.length / wall) * 1000, p50: pct(lat, 50), p95: pct(lat, 95), cpuMsPerReq: (cpu.user + cpu.system) / 1000 / lat.length };
+  return {
+    n: lat.length,
+    rps: (lat.length / wall) * 1000,
+    p50: pct(lat, 50),
+    p95: pct(lat, 95),
+    cpuMsPerReq: (cpu.user + cpu.system) / 1000 / lat.length,
+  };
 }
 
 type Mode = 'static' | 'adaptive' | 'adaptive, idle-core check off';
@@ -81,14 +95,20 @@ async function scenario(mode: Mode) {
   const adaptive = mode !== 'static';
   const dir = repo(adaptive);
   const e = await startEngine({
-    modelRepository: dir, grpcPort: -1, httpPort: -1, metricsPort: -1, adaptiveInstances: adaptive, adaptiveWindowMs: 250,
+    modelRepository: dir,
+    grpcPort: -1,
+    httpPort: -1,
+    metricsPort: -1,
+    adaptiveInstances: adaptive,
+    adaptiveWindowMs: 250,
     adaptivePolicy: mode === 'adaptive' ? undefined : { minIdleCores: 0 },
   });
   try {
     await infer(e, 'A');
     await infer(e, 'B');
     const out = [];
-    for (const m of ['A', 'B', 'A']) out.push({ model: m, ...(await phase(e, m, PHASE_MS)), instances: e.engine.repository.readyVersion(m)!.pool!.instances.length });
+    for (const m of ['A', 'B', 'A'])
+      out.push({ model: m, ...(await phase(e, m, PHASE_MS)), instances: e.engine.repository.readyVersion(m)!.pool!.instances.length });
     return { mode, phases: out, changes: e.engine.autoscaler?.history.length ?? 0 };
   } finally {
     await e.stop();
@@ -98,7 +118,13 @@ async function scenario(mode: Mode) {
 
 async function cacheRows() {
   const dir = repo(false, true);
-  const e = await startEngine({ modelRepository: dir, grpcPort: -1, httpPort: -1, metricsPort: -1, cacheConfig: { kind: 'local', size: 64 << 20 } });
+  const e = await startEngine({
+    modelRepository: dir,
+    grpcPort: -1,
+    httpPort: -1,
+    metricsPort: -1,
+    cacheConfig: { kind: 'local', size: 64 << 20 },
+  });
   try {
     const miss: number[] = [];
     const hit: number[] = [];
@@ -111,7 +137,14 @@ async function cacheRows() {
       hit.push(performance.now() - s);
     }
     const st = e.server.modelStatistics('A')[0]!.inference_stats;
-    return { missP50: pct(miss, 50), missP95: pct(miss, 95), hitP50: pct(hit, 50), hitP95: pct(hit, 95), hits: st.cache_hit.count, misses: st.cache_miss.count };
+    return {
+      missP50: pct(miss, 50),
+      missP95: pct(miss, 95),
+      hitP50: pct(hit, 50),
+      hitP95: pct(hit, 95),
+      hits: st.cache_hit.count,
+      misses: st.cache_miss.count,
+    };
   } finally {
     await e.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -167,8 +200,11 @@ async function entry(): Promise<void> {
   if (values.scenario === 'seed') {
     const { seedScenario } = await import('./sharing-seed.ts');
     const out = await seedScenario({
-      totalMiB: Number(values['total-mib']), budgetMiB: Number(values['budget-mib']), spikeClients: Number(values['spike-clients']),
-      spikeMs: Number(values['spike-ms']), wakeAtMs: Number(values['wake-ms']),
+      totalMiB: Number(values['total-mib']),
+      budgetMiB: Number(values['budget-mib']),
+      spikeClients: Number(values['spike-clients']),
+      spikeMs: Number(values['spike-ms']),
+      wakeAtMs: Number(values['wake-ms']),
     });
     process.stdout.write(out + '\n');
   } else if (values.scenario === 'cold') {

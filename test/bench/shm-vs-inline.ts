@@ -9,11 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startEngine } from '../../engine/server/server.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
-import {
-  createSharedMemoryRegion,
-  destroySharedMemoryRegion,
-  setSharedMemoryRegion,
-} from '../../client/shared-memory.ts';
+import { createSharedMemoryRegion, destroySharedMemoryRegion, setSharedMemoryRegion } from '../../client/shared-memory.ts';
 import { protoLoaderClient, seededFloats, toF32 } from '../integration/helpers.ts';
 import { newHistogram, recordMs, summarize } from './load-generator.ts';
 
@@ -88,7 +84,14 @@ export async function benchShmVsInline(opts: ShmVsInlineOptions = {}): Promise<S
   const inlineIters = opts.inlineIterations ?? (opts.quick ? 8 : 30);
   const repo = mkdtempSync(path.join(os.tmpdir(), 'bench-shm-'));
   writeSumVector(repo);
-  const engine = await startEngine({ modelRepository: repo, grpcPort: 0, httpPort: -1, metricsPort: -1, host: '127.0.0.1', allowClientShm: true });
+  const engine = await startEngine({
+    modelRepository: repo,
+    grpcPort: 0,
+    httpPort: -1,
+    metricsPort: -1,
+    host: '127.0.0.1',
+    allowClientShm: true,
+  });
   const client = protoLoaderClient(engine.grpcPort);
   const name = 'bench_input';
   const region = createSharedMemoryRegion(name, `/bench_shm_vs_inline_${process.pid}`, n * 4, { touch: true });

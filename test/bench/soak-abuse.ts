@@ -5,7 +5,13 @@
 // A reply that never comes (20 s) counts as a lost call.
 import net from 'node:net';
 
-export interface AbuseCounts { connections: number; ok: number; busy: number; other: number; lost: number }
+export interface AbuseCounts {
+  connections: number;
+  ok: number;
+  busy: number;
+  other: number;
+  lost: number;
+}
 
 export const ABUSE_KINDS = ['pipeline-flood', 'slow-reader'] as const;
 
@@ -46,19 +52,28 @@ function oneConnection(port: number, request: string, count: number, pauseMs: nu
 }
 
 /** Runs the chosen abusive clients until `end` (ms since epoch); returns their counts. */
-export async function runAbuse(kinds: string[], port: number, body: string, apiKey: string, end: number, floodCalls = 2000): Promise<Record<string, AbuseCounts>> {
+export async function runAbuse(
+  kinds: string[],
+  port: number,
+  body: string,
+  apiKey: string,
+  end: number,
+  floodCalls = 2000,
+): Promise<Record<string, AbuseCounts>> {
   const req = `POST /fn/product_recommender HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-API-Key: ${apiKey}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   // The same call with a repeated field, which the lean front hands to node:http: half the floods run on each front.
   const handed = req.replace('Host: 127.0.0.1\r\n', 'Host: 127.0.0.1\r\nX-Dup: a\r\nX-Dup: b\r\n');
   const out: Record<string, AbuseCounts> = {};
-  await Promise.all(kinds.map(async (k, i) => {
-    const c = (out[k] = { connections: 0, ok: 0, busy: 0, other: 0, lost: 0 });
-    for (let n = 0; Date.now() < end; n++) {
-      if (k === 'pipeline-flood') await oneConnection(port, n % 2 ? handed : req, floodCalls, 0, c);
-      else if (k === 'slow-reader') await oneConnection(port, req, 500, 2000, c);
-      else throw new Error(`--abuse: '${k}' is not one of ${ABUSE_KINDS.join(', ')}`);
-      await new Promise((r) => setTimeout(r, 1000 + i * 100));
-    }
-  }));
+  await Promise.all(
+    kinds.map(async (k, i) => {
+      const c = (out[k] = { connections: 0, ok: 0, busy: 0, other: 0, lost: 0 });
+      for (let n = 0; Date.now() < end; n++) {
+        if (k === 'pipeline-flood') await oneConnection(port, n % 2 ? handed : req, floodCalls, 0, c);
+        else if (k === 'slow-reader') await oneConnection(port, req, 500, 2000, c);
+        else throw new Error(`--abuse: '${k}' is not one of ${ABUSE_KINDS.join(', ')}`);
+        await new Promise((r) => setTimeout(r, 1000 + i * 100));
+      }
+    }),
+  );
   return out;
 }

@@ -9,7 +9,14 @@ if (file) {
   const every = Number(process.env.SOAK_PROBE_MS ?? 5000);
   const t = setInterval(() => {
     const m = process.memoryUsage();
-    const line = { t: Date.now(), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+    const line = {
+      t: Date.now(),
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      arrayBuffers: m.arrayBuffers,
+    };
     try {
       appendFileSync(file, `${JSON.stringify(line)}\n`);
     } catch {

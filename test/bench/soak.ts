@@ -22,7 +22,16 @@ import { spawnProbed } from './soak-spawn.ts';
 import { runAbuse } from './soak-abuse.ts';
 import { afterWarmup, slopePerMinute, type Sample } from './soak-stats.ts';
 
-interface Args { minutes: number; warmupMinutes: number; concurrency: number; pauseMs: number; reloadMinutes: number; kinds?: string[]; abuse: string[]; out?: string }
+interface Args {
+  minutes: number;
+  warmupMinutes: number;
+  concurrency: number;
+  pauseMs: number;
+  reloadMinutes: number;
+  kinds?: string[];
+  abuse: string[];
+  out?: string;
+}
 
 function parse(argv: string[]): Args {
   const a: Record<string, string> = {};
@@ -66,16 +75,31 @@ async function main(): Promise<void> {
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'soak-')));
   const prefix = `soak${process.pid}`;
   const [grpcPort, httpPort, metricsPort, gwPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const engine = spawnProbed('engine', 'engine/main.ts', [
-    '--model-repository=model_repository', `--grpc-port=${grpcPort}`, `--http-port=${httpPort}`, `--metrics-port=${metricsPort}`,
-    '--http-address=127.0.0.1', '--allow-client-shm=true', `--shm-key-prefix=/${prefix}_`,
-    '--model-control-mode=explicit', '--load-model=*',
-  ], path.join(dir, 'engine.jsonl'));
+  const engine = spawnProbed(
+    'engine',
+    'engine/main.ts',
+    [
+      '--model-repository=model_repository',
+      `--grpc-port=${grpcPort}`,
+      `--http-port=${httpPort}`,
+      `--metrics-port=${metricsPort}`,
+      '--http-address=127.0.0.1',
+      '--allow-client-shm=true',
+      `--shm-key-prefix=/${prefix}_`,
+      '--model-control-mode=explicit',
+      '--load-model=*',
+    ],
+    path.join(dir, 'engine.jsonl'),
+  );
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
   await waitUntil(engine, async () => (await client.serverReady({ timeoutMs: 1000 })).ready, 120_000);
-  const gateway = spawnProbed('gateway', 'gateway/main.ts', [
-    `--port=${gwPort}`, '--host=127.0.0.1', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', `--prefix=${prefix}`,
-  ], path.join(dir, 'gateway.jsonl'), { RECOMMENDER_API_KEYS: 'soak-key', REDIS_URL: '' });
+  const gateway = spawnProbed(
+    'gateway',
+    'gateway/main.ts',
+    [`--port=${gwPort}`, '--host=127.0.0.1', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', `--prefix=${prefix}`],
+    path.join(dir, 'gateway.jsonl'),
+    { RECOMMENDER_API_KEYS: 'soak-key', REDIS_URL: '' },
+  );
   const base = `http://127.0.0.1:${gwPort}`;
   await waitUntil(gateway, async () => (await fetch(`${base}/readyz`)).status === 200, 60_000);
 
@@ -97,28 +121,62 @@ async function main(): Promise<void> {
     return text;
   };
   const kinds: Array<[string, () => Promise<void>]> = [
-    ['ensemble', async () => void (await expectOk('ensemble', await fetch(`${base}/fn/search_pipeline_ensemble`, { method: 'POST', body: small, headers: { 'Content-Type': 'image/jpeg' } })))],
-    ['moderated', async () => void (await expectOk('moderated', await fetch(`${base}/fn/moderated_search_ensemble`, { method: 'POST', body: small, headers: { 'Content-Type': 'image/jpeg' } })))],
-    ['staged', async () => {
-      const r = await fetch(`${base}/fn/image_search`, { method: 'POST', body: large, headers: { 'Content-Type': 'image/jpeg' } });
-      if (r.headers.get('x-payload-transfer') !== 'shm' && r.status === 200) fail('staged: large body was not staged');
-      await expectOk('staged', r);
-    }],
-    ['recommender', async () => void (await expectOk('recommender', await fetch(`${base}/fn/product_recommender`, { method: 'POST', body: features, headers: jsonHeaders })))],
-    ['async', async () => {
-      const r = await fetch(`${base}/fn/product_recommender`, { method: 'POST', body: features, headers: { ...jsonHeaders, Prefer: 'respond-async' } });
-      const text = await expectOk('async-accept', r, 202);
-      if (r.status !== 202) return;
-      const { id } = JSON.parse(text) as { id: string };
-      for (let i = 0; i < 600; i++) {
-        // The job of a function with an API key is read with the key its call was made with.
-        const j = (await (await fetch(`${base}/jobs/${id}`, { headers: { 'X-API-Key': jsonHeaders['X-API-Key'] } })).json()) as { status: string; error?: unknown };
-        if (j.status === 'succeeded') return void (counts.async = (counts.async ?? 0) + 1);
-        if (j.status === 'failed') return fail(`async: job ${id} failed: ${JSON.stringify(j.error)}`);
-        await sleep(20);
-      }
-      fail(`async: job ${id} did not finish in 12 s`);
-    }],
+    [
+      'ensemble',
+      async () =>
+        void (await expectOk(
+          'ensemble',
+          await fetch(`${base}/fn/search_pipeline_ensemble`, { method: 'POST', body: small, headers: { 'Content-Type': 'image/jpeg' } }),
+        )),
+    ],
+    [
+      'moderated',
+      async () =>
+        void (await expectOk(
+          'moderated',
+          await fetch(`${base}/fn/moderated_search_ensemble`, { method: 'POST', body: small, headers: { 'Content-Type': 'image/jpeg' } }),
+        )),
+    ],
+    [
+      'staged',
+      async () => {
+        const r = await fetch(`${base}/fn/image_search`, { method: 'POST', body: large, headers: { 'Content-Type': 'image/jpeg' } });
+        if (r.headers.get('x-payload-transfer') !== 'shm' && r.status === 200) fail('staged: large body was not staged');
+        await expectOk('staged', r);
+      },
+    ],
+    [
+      'recommender',
+      async () =>
+        void (await expectOk(
+          'recommender',
+          await fetch(`${base}/fn/product_recommender`, { method: 'POST', body: features, headers: jsonHeaders }),
+        )),
+    ],
+    [
+      'async',
+      async () => {
+        const r = await fetch(`${base}/fn/product_recommender`, {
+          method: 'POST',
+          body: features,
+          headers: { ...jsonHeaders, Prefer: 'respond-async' },
+        });
+        const text = await expectOk('async-accept', r, 202);
+        if (r.status !== 202) return;
+        const { id } = JSON.parse(text) as { id: string };
+        for (let i = 0; i < 600; i++) {
+          // The job of a function with an API key is read with the key its call was made with.
+          const j = (await (await fetch(`${base}/jobs/${id}`, { headers: { 'X-API-Key': jsonHeaders['X-API-Key'] } })).json()) as {
+            status: string;
+            error?: unknown;
+          };
+          if (j.status === 'succeeded') return void (counts.async = (counts.async ?? 0) + 1);
+          if (j.status === 'failed') return fail(`async: job ${id} failed: ${JSON.stringify(j.error)}`);
+          await sleep(20);
+        }
+        fail(`async: job ${id} did not finish in 12 s`);
+      },
+    ],
   ];
 
   const t0 = Date.now();
@@ -139,29 +197,37 @@ async function main(): Promise<void> {
   let reloads = 0;
   const reloader = setInterval(() => {
     if (args.reloadMinutes <= 0) return;
-    client.repositoryModelLoad('product_recommender_model').then(() => reloads++, (e: Error) => fail(`reload: ${e.message}`));
+    client.repositoryModelLoad('product_recommender_model').then(
+      () => reloads++,
+      (e: Error) => fail(`reload: ${e.message}`),
+    );
   }, Math.max(1, args.reloadMinutes) * 60_000);
   const active = args.kinds ? kinds.filter(([k]) => args.kinds!.includes(k)) : kinds;
   if (!active.length) throw new Error(`--kinds: none of ${args.kinds} is one of ${kinds.map(([k]) => k).join(', ')}`);
   const progress = setInterval(() => {
     const last = (s: Sample[]) => s[s.length - 1]?.value.toFixed(1);
-    process.stderr.write(`soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engineRss)} MB, gateway rss ${last(samples.gatewayRss)} MB, calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`);
+    process.stderr.write(
+      `soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engineRss)} MB, gateway rss ${last(samples.gatewayRss)} MB, calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`,
+    );
   }, 60_000);
 
   const abuse = runAbuse(args.abuse, gwPort, features, 'soak-key', end);
-  await Promise.all(Array.from({ length: args.concurrency }, async (_, w) => {
-    for (let i = w; Date.now() < end; i++) {
-      const [kind, run] = active[i % active.length]!;
-      try {
-        await run();
-      } catch (e) {
-        fail(`${kind}: ${(e as Error).message}`);
+  await Promise.all(
+    Array.from({ length: args.concurrency }, async (_, w) => {
+      for (let i = w; Date.now() < end; i++) {
+        const [kind, run] = active[i % active.length]!;
+        try {
+          await run();
+        } catch (e) {
+          fail(`${kind}: ${(e as Error).message}`);
+        }
+        await sleep(args.pauseMs);
       }
-      await sleep(args.pauseMs);
-    }
-  }));
+    }),
+  );
   const abused = await abuse;
-  for (const [k, c] of Object.entries(abused)) if (c.lost || c.other) fail(`${k}: ${c.lost} calls without a reply, ${c.other} neither 200 nor 503`);
+  for (const [k, c] of Object.entries(abused))
+    if (c.lost || c.other) fail(`${k}: ${c.lost} calls without a reply, ${c.other} neither 200 nor 503`);
   clearInterval(sampler);
   clearInterval(reloader);
   clearInterval(progress);
@@ -173,10 +239,31 @@ async function main(): Promise<void> {
   const result = {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
-    minutes: args.minutes, warmupMinutes: args.warmupMinutes, concurrency: args.concurrency, pauseMs: args.pauseMs, reloadMinutes: args.reloadMinutes, kinds: active.map(([k]) => k),
-    calls: counts, abuse: abused, reloads, errors: errorCount, firstErrors: errors,
-    engine: { rssMbAfterWarmup: first(samples.engineRss), rssMbEnd: lastV(samples.engineRss), rssSlopeMbPerMin: slope(samples.engineRss), heapSlopeMbPerMin: slope(samples.engineHeap), heapMbEnd: lastV(samples.engineHeap) },
-    gateway: { rssMbAfterWarmup: first(samples.gatewayRss), rssMbEnd: lastV(samples.gatewayRss), rssSlopeMbPerMin: slope(samples.gatewayRss), heapSlopeMbPerMin: slope(samples.gatewayHeap), heapMbEnd: lastV(samples.gatewayHeap) },
+    minutes: args.minutes,
+    warmupMinutes: args.warmupMinutes,
+    concurrency: args.concurrency,
+    pauseMs: args.pauseMs,
+    reloadMinutes: args.reloadMinutes,
+    kinds: active.map(([k]) => k),
+    calls: counts,
+    abuse: abused,
+    reloads,
+    errors: errorCount,
+    firstErrors: errors,
+    engine: {
+      rssMbAfterWarmup: first(samples.engineRss),
+      rssMbEnd: lastV(samples.engineRss),
+      rssSlopeMbPerMin: slope(samples.engineRss),
+      heapSlopeMbPerMin: slope(samples.engineHeap),
+      heapMbEnd: lastV(samples.engineHeap),
+    },
+    gateway: {
+      rssMbAfterWarmup: first(samples.gatewayRss),
+      rssMbEnd: lastV(samples.gatewayRss),
+      rssSlopeMbPerMin: slope(samples.gatewayRss),
+      heapSlopeMbPerMin: slope(samples.gatewayHeap),
+      heapMbEnd: lastV(samples.gatewayHeap),
+    },
     samples,
   };
   const { samples: _omit, ...summary } = result;

@@ -28,7 +28,10 @@ afterAll(async () => {
 
 function writeRepo(): string {
   const r = tempRepo('l0-adaptive');
-  for (const [name, max] of [['grows', 2], ['fixed', undefined]] as const) {
+  for (const [name, max] of [
+    ['grows', 2],
+    ['fixed', undefined],
+  ] as const) {
     mkdirSync(path.join(r, name, '1'), { recursive: true });
     writeFileSync(path.join(r, name, 'config.pbtxt'), config(name, max));
     writeFileSync(path.join(r, name, '1', 'model.onnx'), buildSlowModel(6));
@@ -43,7 +46,12 @@ async function flood(e: RunningEngine, model: string, ms: number): Promise<numbe
   let n = 0;
   const worker = async () => {
     while (performance.now() < until) {
-      await e.server.infer({ modelName: model, inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1], data: new Uint8Array(new Float32Array([0.5]).buffer) }], outputs: [], parameters: {} });
+      await e.server.infer({
+        modelName: model,
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1], data: new Uint8Array(new Float32Array([0.5]).buffer) }],
+        outputs: [],
+        parameters: {},
+      });
       n++;
     }
   };
@@ -55,7 +63,12 @@ describe('adaptive instances', () => {
   it('adds an instance to a queueing model and removes it when idle; others keep their count', async () => {
     repo = writeRepo();
     // The idle-core check is off here: the mechanism is under test, on a host other suites keep busy.
-    const e = await startTestEngine({ modelRepository: repo, adaptiveInstances: true, adaptiveWindowMs: 100, adaptivePolicy: { minIdleCores: 0 } });
+    const e = await startTestEngine({
+      modelRepository: repo,
+      adaptiveInstances: true,
+      adaptiveWindowMs: 100,
+      adaptivePolicy: { minIdleCores: 0 },
+    });
     engines.push(e);
     const pool = (m: string) => e.engine.repository.readyVersion(m)!.pool!.instances.length;
     await flood(e, 'grows', 1500);
@@ -73,7 +86,13 @@ describe('adaptive instances', () => {
   });
 
   it('rate-limits the instances it adds like the configured ones', async () => {
-    const e = await startTestEngine({ modelRepository: repo, adaptiveInstances: true, adaptiveWindowMs: 100, adaptivePolicy: { minIdleCores: 0 }, rateLimit: 'execution_count' });
+    const e = await startTestEngine({
+      modelRepository: repo,
+      adaptiveInstances: true,
+      adaptiveWindowMs: 100,
+      adaptivePolicy: { minIdleCores: 0 },
+      rateLimit: 'execution_count',
+    });
     engines.push(e);
     const registered = e.engine.rateLimiter!.size();
     await flood(e, 'grows', 1200);

@@ -77,7 +77,8 @@ class TritonPythonModel:
         return responses
 `;
 
-const bi = (kind: string, target: string) => `{ kind: ${kind}, target_name: "${target}", data_type: TYPE_FP32, source_input: "RAGGED_INPUT" }`;
+const bi = (kind: string, target: string) =>
+  `{ kind: ${kind}, target_name: "${target}", data_type: TYPE_FP32, source_input: "RAGGED_INPUT" }`;
 const out = (name: string) => `{ name: "${name}", data_type: TYPE_FP32, dims: [ -1 ] }`;
 
 /** Triton's L0_batch_input models, as configs for backend `b`. */
@@ -93,7 +94,11 @@ const MODELS: Record<string, { dims: string; inputs: string[]; outputs: string[]
     outputs: [out('RAGGED_OUTPUT'), out('BATCH_AND_SIZE_OUTPUT'), out('BATCH_OUTPUT')],
   },
   batch_item_flatten: { dims: '-1, -1', inputs: [bi('BATCH_ITEM_SHAPE_FLATTEN', 'BATCH_INPUT')], outputs: [out('BATCH_OUTPUT')] },
-  batch_item: { dims: '-1, -1', inputs: [bi('BATCH_ITEM_SHAPE', 'BATCH_INPUT')], outputs: ['{ name: "BATCH_OUTPUT", data_type: TYPE_FP32, dims: [ 2 ] }'] },
+  batch_item: {
+    dims: '-1, -1',
+    inputs: [bi('BATCH_ITEM_SHAPE', 'BATCH_INPUT')],
+    outputs: ['{ name: "BATCH_OUTPUT", data_type: TYPE_FP32, dims: [ 2 ] }'],
+  },
 };
 
 const config = (name: string, backend: string, m: (typeof MODELS)[string]) => `name: "${name}"
@@ -120,7 +125,8 @@ let eng: RunningEngine;
 pythonEngine(
   () => {
     const extra: Record<string, { config: string; model: string }> = {};
-    for (const [m, spec] of Object.entries(MODELS)) extra[`${m}_python`] = { config: config(`${m}_python`, 'python', spec), model: PY_MODEL };
+    for (const [m, spec] of Object.entries(MODELS))
+      extra[`${m}_python`] = { config: config(`${m}_python`, 'python', spec), model: PY_MODEL };
     extra.ragged_io_python = { config: RAGGED_IO('ragged_io_python', 'python'), model: PY_MODEL };
     const repo = pythonRepo('l0-batch-input-req', [], extra);
     for (const [m, spec] of Object.entries(MODELS)) writeModel(repo, `${m}_js`, config(`${m}_js`, 'js', spec), { 'model.js': JS_MODEL });
@@ -141,13 +147,21 @@ async function batch(model: string, shapes: number[][], input = 'RAGGED_INPUT', 
     const fill = shape.length === 2 ? shape[1]! : shape[0]!;
     const body = { inputs: [{ name: input, datatype: 'FP32', shape, data: new Array<number>(n).fill(fill) }], outputs: [{ name: output }] };
     const { status, json } = await httpJson(eng.httpPort, 'POST', `/v2/models/${model}/infer`, body);
-    const outputs = Object.fromEntries((json.outputs ?? []).map((o: { name: string; shape: number[]; data: number[] }) => [o.name, { shape: o.shape, data: o.data }]));
+    const outputs = Object.fromEntries(
+      (json.outputs ?? []).map((o: { name: string; shape: number[]; data: number[] }) => [o.name, { shape: o.shape, data: o.data }]),
+    );
     return { status, outputs };
   };
   return Promise.all(shapes.map(one));
 }
-const LENGTHS = [[1, 2], [1, 4], [1, 1], [1, 3]];
-const executions = async (model: string) => Number((await httpJson(eng.httpPort, 'GET', `/v2/models/${model}/stats`)).json.model_stats[0].execution_count);
+const LENGTHS = [
+  [1, 2],
+  [1, 4],
+  [1, 1],
+  [1, 3],
+];
+const executions = async (model: string) =>
+  Number((await httpJson(eng.httpPort, 'GET', `/v2/models/${model}/stats`)).json.model_stats[0].execution_count);
 
 describe.each(BACKENDS)('L0_batch_input on %s models (per-request backends)', (b) => {
   it('test_element_count: every request gets BATCH_ELEMENT_COUNT of the whole batch, [[2, 4, 1, 3]], in one execution', async () => {
@@ -178,13 +192,22 @@ describe.each(BACKENDS)('L0_batch_input on %s models (per-request backends)', (b
   });
 
   it('test_batch_item_shape_flatten: [[4, 1, 1, 2, 1, 2, 2, 2]]', async () => {
-    const answers = await batch(`batch_item_flatten_${b}`, [[1, 4, 1], [1, 1, 2], [1, 1, 2], [1, 2, 2]]);
+    const answers = await batch(`batch_item_flatten_${b}`, [
+      [1, 4, 1],
+      [1, 1, 2],
+      [1, 1, 2],
+      [1, 2, 2],
+    ]);
     for (const a of answers) expect(a.outputs.BATCH_OUTPUT).toEqual({ shape: [1, 8], data: [4, 1, 1, 2, 1, 2, 2, 2] });
   });
 
-  it('test_batch_item_shape: each request gets its items\' shapes (a request of batch 2 two rows)', async () => {
+  it("test_batch_item_shape: each request gets its items' shapes (a request of batch 2 two rows)", async () => {
     // Batch sizes 2 + 1 + 1: the preferred batch of 4.
-    const answers = await batch(`batch_item_${b}`, [[2, 1, 2], [1, 1, 2], [1, 2, 2]]);
+    const answers = await batch(`batch_item_${b}`, [
+      [2, 1, 2],
+      [1, 1, 2],
+      [1, 2, 2],
+    ]);
     expect(answers.map((a) => a.outputs.BATCH_OUTPUT)).toEqual([
       { shape: [2, 2], data: [1, 2, 1, 2] },
       { shape: [1, 2], data: [1, 2] },
@@ -195,9 +218,7 @@ describe.each(BACKENDS)('L0_batch_input on %s models (per-request backends)', (b
   it('test_ragged_output: a batch_output returned once is scattered, each request gets [[v] * v]', async () => {
     const before = await executions(`ragged_io_${b}`);
     const answers = await batch(`ragged_io_${b}`, LENGTHS, 'INPUT0', 'OUTPUT0');
-    expect(answers.map((a) => a.outputs.OUTPUT0)).toEqual(
-      [2, 4, 1, 3].map((v) => ({ shape: [1, v], data: new Array<number>(v).fill(v) })),
-    );
+    expect(answers.map((a) => a.outputs.OUTPUT0)).toEqual([2, 4, 1, 3].map((v) => ({ shape: [1, v], data: new Array<number>(v).fill(v) })));
     expect((await executions(`ragged_io_${b}`)) - before).toBe(1);
   });
 });

@@ -51,8 +51,7 @@ export async function execute(requests: Req[]) {
 `;
 const QUEUE_MODELS: Record<string, string> = {
   js_qsize: 'default_queue_policy { max_queue_size: 2 }',
-  js_timeout:
-    'default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 150000 allow_timeout_override: true }',
+  js_timeout: 'default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 150000 allow_timeout_override: true }',
 };
 
 let engine: RunningEngine;

@@ -60,31 +60,88 @@ const waits = (batch: number, at = 0): Send => ({ batch, at, max: DELAY_MS * 1.5
 
 const CASES: Record<string, Case> = {
   test_multi_batch_delayed_sum_gt_max_preferred: {
-    hold: 2, batching: DELAYED, sends: [quick(3), waits(4, 300)], batches: { 3: 1, 4: 1 }, requests: 2, inferences: 7,
+    hold: 2,
+    batching: DELAYED,
+    sends: [quick(3), waits(4, 300)],
+    batches: { 3: 1, 4: 1 },
+    requests: 2,
+    inferences: 7,
   },
   test_multi_batch_use_biggest_preferred: {
-    hold: 6, batching: DELAYED, sends: [1, 1, 1, 1, 1, 1].map((b) => quick(b)), batches: { 6: 1 }, requests: 6, inferences: 6,
+    hold: 6,
+    batching: DELAYED,
+    sends: [1, 1, 1, 1, 1, 1].map((b) => quick(b)),
+    batches: { 6: 1 },
+    requests: 6,
+    inferences: 6,
   },
   test_multi_batch_use_best_preferred: {
-    hold: 3, batching: DELAYED, sends: [quick(1), quick(1), waits(1, 300)], batches: { 2: 1, 1: 1 }, requests: 3, inferences: 3,
+    hold: 3,
+    batching: DELAYED,
+    sends: [quick(1), quick(1), waits(1, 300)],
+    batches: { 2: 1, 1: 1 },
+    requests: 3,
+    inferences: 3,
   },
   test_multi_batch_delayed_use_max_batch: {
     // The third request comes after more than the queue delay: the held two (3 + 4) wait for it, then 8 = max batch goes at once.
-    hold: 3, batching: DELAYED,
-    sends: [{ batch: 3, max: DELAY_MS * 1.5 + 1500, min: DELAY_MS }, { batch: 4, max: DELAY_MS * 1.5 + 1500, min: DELAY_MS }, quick(1, DELAY_MS * 1.1)],
-    batches: { 8: 1 }, requests: 3, inferences: 8,
+    hold: 3,
+    batching: DELAYED,
+    sends: [
+      { batch: 3, max: DELAY_MS * 1.5 + 1500, min: DELAY_MS },
+      { batch: 4, max: DELAY_MS * 1.5 + 1500, min: DELAY_MS },
+      quick(1, DELAY_MS * 1.1),
+    ],
+    batches: { 8: 1 },
+    requests: 3,
+    inferences: 8,
   },
   test_multi_batch_delayed_preferred_different_shape: {
-    hold: 4, batching: DELAYED, variableOnly: true,
-    sends: [{ ...quick(1), size: 16 }, { ...quick(3), size: 16 }, { ...quick(1, 300), size: 8 }, { ...quick(5, 300), size: 8 }],
-    batches: { 4: 1, 6: 1 }, requests: 4, inferences: 10,
+    hold: 4,
+    batching: DELAYED,
+    variableOnly: true,
+    sends: [
+      { ...quick(1), size: 16 },
+      { ...quick(3), size: 16 },
+      { ...quick(1, 300), size: 8 },
+      { ...quick(5, 300), size: 8 },
+    ],
+    batches: { 4: 1, 6: 1 },
+    requests: 4,
+    inferences: 10,
   },
-  test_preferred_batch_only_aligned: { hold: 4, batching: PREFERRED_ONLY, sends: [1, 1, 1, 1].map((b) => quick(b)), batches: { 4: 1 }, requests: 4, inferences: 4 },
-  test_preferred_batch_only_unaligned: { hold: 5, batching: PREFERRED_ONLY, sends: [1, 1, 1, 1, 1].map((b) => quick(b)), batches: { 4: 1, 1: 1 }, requests: 5, inferences: 5 },
+  test_preferred_batch_only_aligned: {
+    hold: 4,
+    batching: PREFERRED_ONLY,
+    sends: [1, 1, 1, 1].map((b) => quick(b)),
+    batches: { 4: 1 },
+    requests: 4,
+    inferences: 4,
+  },
+  test_preferred_batch_only_unaligned: {
+    hold: 5,
+    batching: PREFERRED_ONLY,
+    sends: [1, 1, 1, 1, 1].map((b) => quick(b)),
+    batches: { 4: 1, 1: 1 },
+    requests: 5,
+    inferences: 5,
+  },
   test_preferred_batch_only_use_biggest_preferred: {
-    hold: 7, batching: PREFERRED_ONLY, sends: [1, 1, 1, 1, 1, 1, 1].map((b) => quick(b)), batches: { 6: 1, 1: 1 }, requests: 7, inferences: 7,
+    hold: 7,
+    batching: PREFERRED_ONLY,
+    sends: [1, 1, 1, 1, 1, 1, 1].map((b) => quick(b)),
+    batches: { 6: 1, 1: 1 },
+    requests: 7,
+    inferences: 7,
   },
-  test_preferred_batch_only_use_no_preferred_size: { hold: 3, batching: PREFERRED_ONLY, sends: [1, 1, 1].map((b) => quick(b)), batches: { 3: 1 }, requests: 3, inferences: 3 },
+  test_preferred_batch_only_use_no_preferred_size: {
+    hold: 3,
+    batching: PREFERRED_ONLY,
+    sends: [1, 1, 1].map((b) => quick(b)),
+    batches: { 3: 1 },
+    requests: 3,
+    inferences: 3,
+  },
 };
 
 const TYPES = { FIXED: '16', VARIABLE: '-1' } as const;
@@ -128,7 +185,9 @@ async function send(model: string, s: Send): Promise<number> {
 }
 
 const cases = Object.entries(CASES).flatMap(([test, c]) =>
-  Object.keys(TYPES).filter((t) => !(c.variableOnly && t === 'FIXED')).map((type) => [test, type, c] as const),
+  Object.keys(TYPES)
+    .filter((t) => !(c.variableOnly && t === 'FIXED'))
+    .map((type) => [test, type, c] as const),
 );
 
 describe('L0_batcher delayed-scheduler cases (TRITONSERVER_DELAY_SCHEDULER)', () => {
@@ -146,9 +205,13 @@ describe('L0_batcher delayed-scheduler cases (TRITONSERVER_DELAY_SCHEDULER)', ()
       if (s.min !== undefined) expect(latencies[i], `request ${i} latency`).toBeGreaterThanOrEqual(s.min * 0.98);
     });
     const st = (await httpJson(eng.httpPort, 'GET', `/v2/models/${model}/stats`)).json.model_stats[0];
-    const batches = Object.fromEntries(st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [b.batch_size, Number(b.compute_infer.count)]));
+    const batches = Object.fromEntries(
+      st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [b.batch_size, Number(b.compute_infer.count)]),
+    );
     expect({ batches, requests: Number(st.inference_stats.success.count), inferences: Number(st.inference_count) }).toEqual({
-      batches: c.batches, requests: c.requests, inferences: c.inferences,
+      batches: c.batches,
+      requests: c.requests,
+      inferences: c.inferences,
     });
     await eng.server.unloadModel(model);
   });

@@ -63,7 +63,10 @@ async function runBench(args: string[], env: NodeJS.ProcessEnv, timeoutMs: numbe
 /** Cells of the Markdown table row that contains `needle` (first match), or undefined. */
 function cellsOf(md: string, needle: string): string[] | undefined {
   const line = md.split('\n').find((l) => l.startsWith('|') && l.includes(needle));
-  return line?.split('|').slice(1, -1).map((c) => c.trim());
+  return line
+    ?.split('|')
+    .slice(1, -1)
+    .map((c) => c.trim());
 }
 
 /** The tables of the section whose heading starts with `heading`: each its header and body rows. */
@@ -77,7 +80,12 @@ function sectionTables(md: string, heading: string): Array<{ head: string[]; row
   for (const l of (end < 0 ? rest : rest.slice(0, end)).split('\n')) {
     if (l.startsWith('|')) {
       if (!prev.startsWith('|')) tables.push([]);
-      tables.at(-1)!.push(l.split('|').slice(1, -1).map((c) => c.trim()));
+      tables.at(-1)!.push(
+        l
+          .split('|')
+          .slice(1, -1)
+          .map((c) => c.trim()),
+      );
     }
     prev = l;
   }
@@ -92,8 +100,14 @@ function expectEveryCellFilled(report: string): void {
   const lines = report.split('\n').filter((l) => l.startsWith('|'));
   expect(lines.length).toBeGreaterThan(50);
   for (const l of lines) {
-    const cells = l.split('|').slice(1, -1).map((c) => c.trim());
-    expect(cells.every((c) => c !== ''), `empty cell in: ${l}`).toBe(true);
+    const cells = l
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
+    expect(
+      cells.every((c) => c !== ''),
+      `empty cell in: ${l}`,
+    ).toBe(true);
     for (const c of cells) if (/not measured(?! here)/.test(c)) expect(c, l).toMatch(/not measured: \S/);
   }
 }
@@ -119,18 +133,35 @@ function expectCpuSection(report: string, present: Tool[]): void {
   /** The value cells of a row loaded by `tool` (undefined: a Node client, always there). */
   const expectRow = (what: string, cells: string[], tool: Tool | undefined) => {
     if (tool && !has(tool)) for (const c of cells) expect(c, what).toBe(`not measured: ${MISSING[tool]}`);
-    else expect(cells.slice(0, 3).every((c) => NUM.test(c)), `${what}: ${cells.join(' | ')}`).toBe(true);
+    else
+      expect(
+        cells.slice(0, 3).every((c) => NUM.test(c)),
+        `${what}: ${cells.join(' | ')}`,
+      ).toBe(true);
   };
   const tables = sectionTables(report, '6. Engine CPU per inference');
-  const byHead = (first: string, second?: string) => tables.find(({ head }) => head[0] === first && (!second || head[1] === second))?.rows ?? [];
+  const byHead = (first: string, second?: string) =>
+    tables.find(({ head }) => head[0] === first && (!second || head[1] === second))?.rows ?? [];
 
   const engine = byHead('path', 'engine CPU ms / inference');
   const labels = engine.map(([label]) => label!);
-  for (const want of ['inline over gRPC', 'inline over HTTP', 'client shm', 'product_recommender_model (256 B in), dynamic batching, over gRPC', 'over HTTP (binary extension)', '10 MiB', 'direct path off']) {
-    expect(labels.some((l) => l.includes(want)), `CPU row '${want}' missing: ${labels.join(' / ')}`).toBe(true);
+  for (const want of [
+    'inline over gRPC',
+    'inline over HTTP',
+    'client shm',
+    'product_recommender_model (256 B in), dynamic batching, over gRPC',
+    'over HTTP (binary extension)',
+    '10 MiB',
+    'direct path off',
+  ]) {
+    expect(
+      labels.some((l) => l.includes(want)),
+      `CPU row '${want}' missing: ${labels.join(' / ')}`,
+    ).toBe(true);
   }
   expect(engine.length).toBe(11);
-  for (const [label, ...cells] of engine) expectRow(label!, cells, label!.includes('(Node client)') ? undefined : label!.includes('over gRPC') ? 'h2load' : 'wrk');
+  for (const [label, ...cells] of engine)
+    expectRow(label!, cells, label!.includes('(Node client)') ? undefined : label!.includes('over gRPC') ? 'h2load' : 'wrk');
 
   const targets = byHead('target');
   expect(targets.map(([name]) => TARGET_TOOLS.findIndex(([start]) => name!.startsWith(start)))).toEqual(TARGET_TOOLS.map((_, i) => i));
@@ -155,12 +186,16 @@ function expectCpuSection(report: string, present: Tool[]): void {
   expect(gateway.map(([label]) => label!.split(' ')[0])).toEqual(['gateway', 'gateway', 'gateway', 'FastAPI', 'floor', 'floor']);
   for (const [label, ...cells] of gateway) {
     // The FastAPI peer needs Debian's python3-fastapi & co. (not in .ci/run): measured, or "not measured: <why>".
-    if (label!.startsWith('FastAPI') && has('wrk') && cells[0]!.startsWith('not measured: ')) expect(cells[0]).toMatch(/^not measured: .*python3-fastapi/);
+    if (label!.startsWith('FastAPI') && has('wrk') && cells[0]!.startsWith('not measured: '))
+      expect(cells[0]).toMatch(/^not measured: .*python3-fastapi/);
     else expectRow(label!, cells.slice(0, has('wrk') ? 3 : 4), 'wrk');
   }
 
   const floors = byHead('floor: server, body, client');
-  expect(floors.filter(([label]) => /^(grpc-js|node:http2|own HTTP\/2|node:http): /.test(label!)).length, floors.map(([l]) => l).join(' / ')).toBe(12);
+  expect(
+    floors.filter(([label]) => /^(grpc-js|node:http2|own HTTP\/2|node:http): /.test(label!)).length,
+    floors.map(([l]) => l).join(' / '),
+  ).toBe(12);
   for (const [label, ...cells] of floors) expectRow(label!, cells, label!.includes(', h2load, ') ? 'h2load' : 'wrk');
 
   for (const t of TOOLS) {
@@ -198,7 +233,7 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
     }
   });
 
-  it('has the paper\'s numbers beside (a)-(c), labelled as not measured here', () => {
+  it("has the paper's numbers beside (a)-(c), labelled as not measured here", () => {
     expect(report).toContain('paper (not measured here)');
     for (const n of ['450', '420', '780']) expect(report).toContain(`| ${n} |`);
   });
@@ -233,29 +268,37 @@ describe('L0_bench_smoke: npm run bench -- --quick', () => {
 // installs both). Section 6 alone (`--only cpu`); the full run above covers the
 // combination this machine has.
 const COMBOS: Tool[][] = [['wrk', 'h2load'], ['wrk'], ['h2load'], []];
-describe.each(COMBOS.filter((c) => c.join() !== INSTALLED.join()).map((present) => [present.join(' and ') || 'neither wrk nor h2load', present] as const))(
-  'L0_bench_smoke: --only cpu with %s on PATH',
-  (_name, present) => {
-    const reachable = present.every((t) => INSTALLED.includes(t));
-    let run: BenchRun;
-    let shadow: string;
+describe.each(
+  COMBOS.filter((c) => c.join() !== INSTALLED.join()).map(
+    (present) => [present.join(' and ') || 'neither wrk nor h2load', present] as const,
+  ),
+)('L0_bench_smoke: --only cpu with %s on PATH', (_name, present) => {
+  const reachable = present.every((t) => INSTALLED.includes(t));
+  let run: BenchRun;
+  let shadow: string;
 
-    beforeAll(async () => {
-      if (!reachable) return;
-      shadow = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-path-'));
-      const PATH = pathWithout(TOOLS.filter((t) => !present.includes(t)), shadow);
-      for (const t of TOOLS) expect(PATH.split(':').some((d) => existsSync(path.join(d, t))), `${t} on the shadow PATH`).toBe(present.includes(t));
-      run = await runBench(['--only', 'cpu'], { ...process.env, PATH }, 900_000);
-    }, 910_000);
+  beforeAll(async () => {
+    if (!reachable) return;
+    shadow = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-path-'));
+    const PATH = pathWithout(
+      TOOLS.filter((t) => !present.includes(t)),
+      shadow,
+    );
+    for (const t of TOOLS)
+      expect(
+        PATH.split(':').some((d) => existsSync(path.join(d, t))),
+        `${t} on the shadow PATH`,
+      ).toBe(present.includes(t));
+    run = await runBench(['--only', 'cpu'], { ...process.env, PATH }, 900_000);
+  }, 910_000);
 
-    afterAll(() => {
-      if (shadow) rmSync(shadow, { recursive: true, force: true });
-    });
+  afterAll(() => {
+    if (shadow) rmSync(shadow, { recursive: true, force: true });
+  });
 
-    it.skipIf(!reachable)('exits 0 with section 6 measured by what is on PATH and every other cell saying which tool is missing', () => {
-      expect(run.exitCode, run.stderr).toBe(0);
-      expectCpuSection(run.report, present);
-      expectEveryCellFilled(run.report);
-    });
-  },
-);
+  it.skipIf(!reachable)('exits 0 with section 6 measured by what is on PATH and every other cell saying which tool is missing', () => {
+    expect(run.exitCode, run.stderr).toBe(0);
+    expectCpuSection(run.report, present);
+    expectEveryCellFilled(run.report);
+  });
+});

@@ -43,7 +43,10 @@ afterAll(async () => {
 });
 
 async function infer(m: string): Promise<void> {
-  const r = await fetch(`http://127.0.0.1:${engine.http}/v2/models/${m}/infer`, { method: 'POST', body: JSON.stringify({ inputs: [{ name: 'X', datatype: 'FP32', shape: [2], data: [1, 2] }] }) });
+  const r = await fetch(`http://127.0.0.1:${engine.http}/v2/models/${m}/infer`, {
+    method: 'POST',
+    body: JSON.stringify({ inputs: [{ name: 'X', datatype: 'FP32', shape: [2], data: [1, 2] }] }),
+  });
   if (!r.ok) throw new Error(`${m}: HTTP ${r.status} ${await r.text()}`);
 }
 const entry = async (m: string) => (await repoIndex(engine.http)).find((x) => x.name === m)!;

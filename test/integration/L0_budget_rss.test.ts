@@ -21,9 +21,11 @@ afterAll(async () => {
 
 /** Two closed-loop clients, `n` batches of 16 each. */
 const drive = (port: number, model: string, n: number) =>
-  Promise.all([0, 1].map(async () => {
-    for (let i = 0; i < n; i++) await inferEncoder(port, model, 16);
-  }));
+  Promise.all(
+    [0, 1].map(async () => {
+      for (let i = 0; i < n; i++) await inferEncoder(port, model, 16);
+    }),
+  );
 
 describe('memory budget by RSS', () => {
   it('four encoders under a budget of 2.75 of them end with 2-3 resident and model memory within 1.1x the budget', async () => {

@@ -1,7 +1,17 @@
 // Triton's classification extension over gRPC and HTTP: an output asked for
 // with `classification: k` comes back as its top-k "value:index[:label]".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_REPO, decodeBytesTensor, f32Bytes, httpJson, protoLoaderClient, seededFloats, startTestEngine, toF32, type ProtoClient } from './helpers.ts';
+import {
+  BUNDLED_REPO,
+  decodeBytesTensor,
+  f32Bytes,
+  httpJson,
+  protoLoaderClient,
+  seededFloats,
+  startTestEngine,
+  toF32,
+  type ProtoClient,
+} from './helpers.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 
 let eng: RunningEngine;

@@ -164,7 +164,10 @@ describe('L0_concurrency: SIGTERM', () => {
     try {
       const deadline = Date.now() + 60_000;
       for (;;) {
-        const ok = await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then((r) => r.status === 200, () => false);
+        const ok = await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
         if (ok) break;
         if (Date.now() > deadline || child.exitCode !== null) throw new Error(`engine did not become ready:\n${logs}`);
         await new Promise((r) => setTimeout(r, 200));

@@ -27,7 +27,15 @@ if (!hasChromium) console.warn(`L0_console skipped: ${CHROMIUM} is missing (apt-
 
 const TOKEN = `console-admin-${process.pid}`;
 const ART = path.join(ROOT, 'test-artifacts', 'console');
-const MODELS = ['clip_encoder_model', 'harmful_filter_model', 'image_preprocess_model', 'moderated_search_ensemble', 'ocr_pipeline_ensemble', 'product_recommender_model', 'search_pipeline_ensemble'];
+const MODELS = [
+  'clip_encoder_model',
+  'harmful_filter_model',
+  'image_preprocess_model',
+  'moderated_search_ensemble',
+  'ocr_pipeline_ensemble',
+  'product_recommender_model',
+  'search_pipeline_ensemble',
+];
 
 let engine: Awaited<ReturnType<typeof startTestEngine>>;
 let gw: RunningGateway;
@@ -55,7 +63,8 @@ async function inkBounds(file: string, bands: Array<[number, number]>): Promise<
     const b = [Infinity, Infinity, -Infinity, -Infinity];
     for (let y = top; y < bottom; y++) {
       for (let x = 0; x < info.width; x++) {
-        if (data[y * info.width + x]! < 128) b.splice(0, 4, Math.min(b[0]!, x), Math.min(b[1]!, y), Math.max(b[2]!, x + 1), Math.max(b[3]!, y + 1));
+        if (data[y * info.width + x]! < 128)
+          b.splice(0, 4, Math.min(b[0]!, x), Math.min(b[1]!, y), Math.max(b[2]!, x + 1), Math.max(b[3]!, y + 1));
       }
     }
     return b;
@@ -80,7 +89,9 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     fs.writeFileSync(path.join(fnDir, 'image_search.json'), JSON.stringify({ ...def, async: { enabled: true } }));
     // A real photo-like JPEG above the 64 KiB staging threshold: noise compresses badly.
     jpeg = path.join(tmp, 'noise.jpg');
-    await sharp(randomBytes(400 * 300 * 3), { raw: { width: 400, height: 300, channels: 3 } }).jpeg({ quality: 90 }).toFile(jpeg);
+    await sharp(randomBytes(400 * 300 * 3), { raw: { width: 400, height: 300, channels: 3 } })
+      .jpeg({ quality: 90 })
+      .toFile(jpeg);
 
     engine = await startTestEngine({ modelRepository: BUNDLED_REPO, httpPort: -1, metricsPort: -1 });
     gw = await startGateway({
@@ -96,7 +107,15 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
       viewport: { width: 1280, height: 900 },
     });
     page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -131,8 +150,12 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     expect(clip).toMatch(/preferred 4, 8, 16/);
     expect(clip).toMatch(/MiB/);
     const fns = await page.locator('#functions tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-function')));
-    expect(fns).toEqual(expect.arrayContaining(['image_search', 'ocr', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']));
-    expect(await page.locator('#functions tr[data-function="product_recommender"]').textContent()).toContain('API key (RECOMMENDER_API_KEYS)');
+    expect(fns).toEqual(
+      expect.arrayContaining(['image_search', 'ocr', 'product_recommender', 'search_pipeline_ensemble', 'moderated_search_ensemble']),
+    );
+    expect(await page.locator('#functions tr[data-function="product_recommender"]').textContent()).toContain(
+      'API key (RECOMMENDER_API_KEYS)',
+    );
     expect(await page.locator('#engine').textContent()).toContain('Ready');
     // Keyboard: the first Tab reaches the skip link, the next ones the page links.
     await page.keyboard.press('Tab');
@@ -160,7 +183,12 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     try {
       const rate = page.locator('#chart-rps td[data-series="clip_encoder_model"]');
       await waitFor('a non-zero request rate', async () => Number(await rate.textContent()) > 0, 15_000, 100);
-      await waitFor('a latency percentile', async () => Number(await page.locator('#chart-latency td[data-series="image_search p95"]').textContent()) > 0, 15_000, 100);
+      await waitFor(
+        'a latency percentile',
+        async () => Number(await page.locator('#chart-latency td[data-series="image_search p95"]').textContent()) > 0,
+        15_000,
+        100,
+      );
     } finally {
       flowing = false;
       await traffic;
@@ -197,7 +225,10 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     const png = path.join(tmp, 'invoice.png');
     fs.writeFileSync(png, await renderText(W, H, LINES));
     // Ground truth for "the box sits over the text": each line's ink, from the image's own pixels.
-    const ink = await inkBounds(png, [[0, 145], [145, H]]);
+    const ink = await inkBounds(png, [
+      [0, 145],
+      [145, H],
+    ]);
     await page.goto(`${base()}/console/try#ocr`);
     await page.waitForSelector('#in-image');
     await page.setInputFiles('#in-image', png);
@@ -228,7 +259,10 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
       });
       for (const [i, edges] of boxes.entries()) {
         for (const [j, edge] of ['left', 'top', 'right', 'bottom'].entries()) {
-          expect(Math.abs(edges[j]! - ink[i]![j]!), `line ${i} ${edge} at scale ${scale}: drawn ${edges[j]}, ink ${ink[i]![j]}`).toBeLessThanOrEqual(10);
+          expect(
+            Math.abs(edges[j]! - ink[i]![j]!),
+            `line ${i} ${edge} at scale ${scale}: drawn ${edges[j]}, ink ${ink[i]![j]}`,
+          ).toBeLessThanOrEqual(10);
         }
       }
       return scale;
@@ -242,7 +276,12 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
 
   it('try-it on the streaming /fn/ocr_stream lists each line as it arrives and outlines it', async () => {
     // Lines the real models read exactly at 56 px (the bench's receipts).
-    const LINES = ['Invoice No. 4711-B', 'Total: $1,234.56', 'Due 2026-12-31', 'HELLO 2026'].map((text, i) => ({ text, x: 40, y: 90 + i * 110, size: 56 }));
+    const LINES = ['Invoice No. 4711-B', 'Total: $1,234.56', 'Due 2026-12-31', 'HELLO 2026'].map((text, i) => ({
+      text,
+      x: 40,
+      y: 90 + i * 110,
+      size: 56,
+    }));
     const png = path.join(tmp, 'page.png');
     fs.writeFileSync(png, await renderText(900, 480, LINES));
     // When each list item appears in the page (the stream shown as it comes, not at the end).
@@ -259,7 +298,11 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
       }).observe(g.document.getElementById('try-outputs'), { childList: true, subtree: true });
     });
     await page.click('#try-form button[type=submit]');
-    await page.waitForFunction(() => /^end/.test((globalThis as any).document.getElementById('try-stream-state')?.textContent ?? ''), undefined, { timeout: 60_000 });
+    await page.waitForFunction(
+      () => /^end/.test((globalThis as any).document.getElementById('try-stream-state')?.textContent ?? ''),
+      undefined,
+      { timeout: 60_000 },
+    );
     expect(await page.locator('#try-status').textContent()).toBe('200');
     expect(await page.locator('#try-stream li').allTextContents()).toEqual(LINES.map((l) => l.text));
     expect(await page.locator('#try-stream-state').textContent()).toMatch(/^end: 4 response/);
@@ -271,7 +314,9 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
   }, 90_000);
 
   it('rollback with the admin token changes the active version; a wrong token shows the error', async () => {
-    const { functions } = (await (await fetch(`${base()}/admin/functions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as { functions: unknown[] };
+    const { functions } = (await (await fetch(`${base()}/admin/functions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as {
+      functions: unknown[];
+    };
     for (const version of ['console-a', 'console-b']) {
       const r = await fetch(`${base()}/admin/functions`, {
         method: 'PUT',
@@ -282,11 +327,18 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     }
     await page.goto(`${base()}/console/deploys`);
     await waitFor('active version shown', async () => (await page.locator('#active-version').textContent()) === 'console-b', 10_000, 100);
-    expect(await page.locator('#deploy-history li').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('console-a')]));
+    expect(await page.locator('#deploy-history li').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('console-a')]),
+    );
 
     await page.fill('#admin-token', 'not-the-token');
     await page.click('#rollback button[type=submit]');
-    await waitFor('the error', async () => /the admin token is not valid/.test((await page.locator('#rollback-status').textContent()) ?? ''), 10_000, 100);
+    await waitFor(
+      'the error',
+      async () => /the admin token is not valid/.test((await page.locator('#rollback-status').textContent()) ?? ''),
+      10_000,
+      100,
+    );
     expect(await page.locator('#rollback-status').textContent()).toContain('ADMIN_TOKEN_INVALID');
     expect(await page.locator('#active-version').textContent()).toBe('console-b');
     await shot('deploys-wrong-token');

@@ -45,12 +45,21 @@ let gw: RunningGateway;
 let bare: RunningGateway;
 let pendingM1: ReturnType<typeof httpJson> | undefined;
 
-const gateway = (httpAddress: string | undefined) => startGateway({
-  port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpc}`, engineHttp: httpAddress, functions: fnDir,
-  prefix: `tgwl${process.pid}`, shm: false, consoleSampleMs: 60_000,
-});
+const gateway = (httpAddress: string | undefined) =>
+  startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpc}`,
+    engineHttp: httpAddress,
+    functions: fnDir,
+    prefix: `tgwl${process.pid}`,
+    shm: false,
+    consoleSampleMs: 60_000,
+  });
 const infer = async (model: string, port = engine.http) => {
-  const { status, json } = await httpJson(port, 'POST', `/v2/models/${model}/infer`, { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, IN], data: new Array(IN).fill(0.5) }] });
+  const { status, json } = await httpJson(port, 'POST', `/v2/models/${model}/infer`, {
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [1, IN], data: new Array(IN).fill(0.5) }],
+  });
   expect(status, `${JSON.stringify(json)} ${JSON.stringify(await repoIndex(port))}`).toBe(200);
 };
 /** The engine's own books (its HTTP index) for a model. */
@@ -102,11 +111,13 @@ afterAll(async () => {
 });
 
 describe('console: cold loads and evictions', () => {
-  it('the overview JSON carries each model\'s cold loads, last cold-load ms and evictions as the engine counts them', async () => {
+  it("the overview JSON carries each model's cold loads, last cold-load ms and evictions as the engine counts them", async () => {
     await infer('m0');
     // m1's load evicts m0. Whether m1 then fits depends on how fast the engine's RSS falls (an evicted
     // session is freed when collected), so the call is not waited for here, only its end at the close.
-    pendingM1 = httpJson(engine.http, 'POST', '/v2/models/m1/infer', { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, IN], data: new Array(IN).fill(0.5) }] });
+    pendingM1 = httpJson(engine.http, 'POST', '/v2/models/m1/infer', {
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, IN], data: new Array(IN).fill(0.5) }],
+    });
     const deadline = Date.now() + 60_000;
     while (((await books('m0'))?.evicted ?? 0) < 1) {
       expect(Date.now(), 'm0 was not evicted within 60 s').toBeLessThan(deadline);
@@ -120,13 +131,17 @@ describe('console: cold loads and evictions', () => {
     expect(models.map((r) => r.name).sort()).toEqual(['m0', 'm1']);
     for (const r of models) {
       const b = (await books(r.name))!;
-      expect(r).toMatchObject({ coldLoads: b.cold_loads ?? null, lastColdLoadMs: b.last_cold_load_ms ?? null, evictions: b.evicted ?? null });
+      expect(r).toMatchObject({
+        coldLoads: b.cold_loads ?? null,
+        lastColdLoadMs: b.last_cold_load_ms ?? null,
+        evictions: b.evicted ?? null,
+      });
     }
     expect(models.find((r) => r.name === 'm0')).toMatchObject({ state: 'UNAVAILABLE', coldLoads: 1, evictions: 1 });
     expect(models.find((r) => r.name === 'm0')!.lastColdLoadMs).toBeGreaterThan(0);
   }, 120_000);
 
-  it('without the engine\'s HTTP address the figures are null (unknown), not zero', async () => {
+  it("without the engine's HTTP address the figures are null (unknown), not zero", async () => {
     const { models } = await overview(bare);
     expect(models.map((r) => r.name).sort()).toEqual(['m0', 'm1']);
     for (const r of models) expect(r).toMatchObject({ coldLoads: null, lastColdLoadMs: null, evictions: null });
@@ -143,24 +158,30 @@ describe('console: cold loads and evictions', () => {
     }
   });
 
-  it.skipIf(!fs.existsSync(CHROMIUM))('the overview page shows them in the models table', async () => {
-    const ctx = await chromium.launchPersistentContext(path.join(fnDir, 'chromium-profile'), {
-      executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
-    try {
-      const page = ctx.pages()[0] ?? (await ctx.newPage());
-      const errors: string[] = [];
-      page.on('pageerror', (err) => errors.push(err.message));
-      await page.goto(`http://127.0.0.1:${gw.port}/console`);
-      await page.waitForSelector('#models tbody tr[data-model="m0"]');
-      const m0 = (await books('m0'))!;
-      const cells = await page.locator('#models tr[data-model="m0"] td').allTextContents();
-      expect(cells.slice(-3)).toEqual([String(m0.cold_loads), `${m0.last_cold_load_ms} ms`, String(m0.evicted)]);
-      const heads = await page.locator('#models thead th').allTextContents();
-      expect(heads.slice(-3)).toEqual(['Cold loads', 'Last cold load', 'Evictions']);
-      expect(errors).toEqual([]);
-    } finally {
-      await ctx.close();
-    }
-  }, 60_000);
+  it.skipIf(!fs.existsSync(CHROMIUM))(
+    'the overview page shows them in the models table',
+    async () => {
+      const ctx = await chromium.launchPersistentContext(path.join(fnDir, 'chromium-profile'), {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      });
+      try {
+        const page = ctx.pages()[0] ?? (await ctx.newPage());
+        const errors: string[] = [];
+        page.on('pageerror', (err) => errors.push(err.message));
+        await page.goto(`http://127.0.0.1:${gw.port}/console`);
+        await page.waitForSelector('#models tbody tr[data-model="m0"]');
+        const m0 = (await books('m0'))!;
+        const cells = await page.locator('#models tr[data-model="m0"] td').allTextContents();
+        expect(cells.slice(-3)).toEqual([String(m0.cold_loads), `${m0.last_cold_load_ms} ms`, String(m0.evicted)]);
+        const heads = await page.locator('#models thead th').allTextContents();
+        expect(heads.slice(-3)).toEqual(['Cold loads', 'Last cold load', 'Evictions']);
+        expect(errors).toEqual([]);
+      } finally {
+        await ctx.close();
+      }
+    },
+    60_000,
+  );
 });

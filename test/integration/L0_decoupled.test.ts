@@ -54,7 +54,12 @@ interface Run {
 type Got = { id: string; out?: number; idx?: number; final: boolean; error?: string };
 type StreamMsg = {
   error_message: string;
-  infer_response: { id: string; outputs: Array<{ name: string }>; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+  infer_response: {
+    id: string;
+    outputs: Array<{ name: string }>;
+    raw_output_contents: Buffer[];
+    parameters?: Record<string, { bool_param?: boolean }>;
+  };
 };
 
 /** decoupled_test.py's _decoupled_infer on one stream, times in ms as given: every message the stream carried. */
@@ -70,7 +75,13 @@ function run(model: string, r: Run): Promise<Got[]> {
         const k = res.outputs.findIndex((o: { name: string }) => o.name === name);
         return k < 0 ? undefined : toI32(res.raw_output_contents[k]!)[0];
       };
-      got.push({ id: res.id, out: at('OUT'), idx: at('IDX'), final: res.parameters?.triton_final_response?.bool_param === true, ...(m.error_message ? { error: m.error_message } : {}) });
+      got.push({
+        id: res.id,
+        out: at('OUT'),
+        idx: at('IDX'),
+        final: res.parameters?.triton_final_response?.bool_param === true,
+        ...(m.error_message ? { error: m.error_message } : {}),
+      });
     });
     call.on('error', reject);
     call.on('end', () => resolve(got));
@@ -167,23 +178,63 @@ describe('L0_decoupled: DecoupledTest', () => {
   }, 60_000);
 
   it('test_one_to_many: five responses each, released before, during or after them', async () => {
-    for (const requestCount of [1, 5]) for (const wait of [25, 100, 500]) await everyTrial({ requestCount, repeatCount: 5, delay: 50, wait });
+    for (const requestCount of [1, 5])
+      for (const wait of [25, 100, 500]) await everyTrial({ requestCount, repeatCount: 5, delay: 50, wait });
   }, 120_000);
 
   // The arrival order of the 8 responses of two requests on one instance is each case's expectation.
   // Triton's times × 0.2 (the first three), × 0.05 (the last two): each keeps ≥ 40 ms between the responses it orders.
   it.each([
-    ['interleaved', { requestDelay: 100, delay: 200, wait: 100 }, [[0, 2, 4, 6], [1, 3, 5, 7]]],
-    ['the second request first', { requestDelay: 100, delay: 400, delayFactor: 0.1, wait: 100 }, [[4, 5, 6, 7], [0, 1, 2, 3]]],
-    ['the second inside the first', { requestDelay: 500, delay: 400, delayFactor: 0.1, wait: 100 }, [[0, 5, 6, 7], [1, 2, 3, 4]]],
-    ['the first before the second (sent early)', { requestDelay: 5, delay: 25, delayFactor: 10, wait: 25 }, [[0, 1, 2, 3], [4, 5, 6, 7]]],
-    ['the first before the second (sent late)', { requestDelay: 37, delay: 25, delayFactor: 10, wait: 25 }, [[0, 1, 2, 3], [4, 5, 6, 7]]],
-  ])('test_response_order: %s', async (_, times, order) => {
-    const r = { requestCount: 2, repeatCount: 4, ...times };
-    for (const m of REPEAT_LIKE) expectRepeated(await run(m, r), r, order);
-    expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
-    for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
-  }, 60_000);
+    [
+      'interleaved',
+      { requestDelay: 100, delay: 200, wait: 100 },
+      [
+        [0, 2, 4, 6],
+        [1, 3, 5, 7],
+      ],
+    ],
+    [
+      'the second request first',
+      { requestDelay: 100, delay: 400, delayFactor: 0.1, wait: 100 },
+      [
+        [4, 5, 6, 7],
+        [0, 1, 2, 3],
+      ],
+    ],
+    [
+      'the second inside the first',
+      { requestDelay: 500, delay: 400, delayFactor: 0.1, wait: 100 },
+      [
+        [0, 5, 6, 7],
+        [1, 2, 3, 4],
+      ],
+    ],
+    [
+      'the first before the second (sent early)',
+      { requestDelay: 5, delay: 25, delayFactor: 10, wait: 25 },
+      [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+      ],
+    ],
+    [
+      'the first before the second (sent late)',
+      { requestDelay: 37, delay: 25, delayFactor: 10, wait: 25 },
+      [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+      ],
+    ],
+  ])(
+    'test_response_order: %s',
+    async (_, times, order) => {
+      const r = { requestCount: 2, repeatCount: 4, ...times };
+      for (const m of REPEAT_LIKE) expectRepeated(await run(m, r), r, order);
+      expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
+      for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
+    },
+    60_000,
+  );
 
   it('test_no_streaming: unary gRPC and HTTP refuse a decoupled model', async () => {
     const inputs = [
@@ -191,7 +242,9 @@ describe('L0_decoupled: DecoupledTest', () => {
       { name: 'DELAY', datatype: 'UINT32', shape: [1] },
       { name: 'WAIT', datatype: 'UINT32', shape: [1] },
     ];
-    const e = await grpcError(client.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }));
+    const e = await grpcError(
+      client.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }),
+    );
     expect(e.details).toContain("doesn't support models with decoupled transaction policy");
     const http = await httpJson(eng.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
       inputs: inputs.map((t, k) => ({ ...t, data: [[100], [100], [200]][k] })),
@@ -238,7 +291,11 @@ describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', 
   });
 
   // data_matrix: (IN, DELAY, WAIT) with Triton's ms ÷ 10.
-  const matrix = [[1, 0, 0], [1, 400, 200], [1, 200, 400]];
+  const matrix = [
+    [1, 0, 0],
+    [1, 400, 200],
+    [1, 200, 400],
+  ];
   const req = ([v, d, w]: number[]) => ({
     model_name: 'repeat_int32',
     inputs: [
@@ -267,12 +324,18 @@ describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', 
           { name: 'WAIT', datatype: 'UINT32', shape: [1], data: [w] },
         ],
       });
-      expect((r.json.outputs as Array<{ name: string; data: number[] }>).map((o) => [o.name, o.data[0]])).toEqual([['OUT', 1], ['IDX', 0]]);
+      expect((r.json.outputs as Array<{ name: string; data: number[] }>).map((o) => [o.name, o.data[0]])).toEqual([
+        ['OUT', 1],
+        ['IDX', 0],
+      ]);
     }
   });
 
   it('test_grpc_async_cancel: a request cancelled while it runs answers CANCELLED; the model stays ready', async () => {
-    for (const row of [[1, 400, 200], [1, 200, 400]]) {
+    for (const row of [
+      [1, 400, 200],
+      [1, 200, 400],
+    ]) {
       let call: grpc.ClientUnaryCall | undefined;
       const outcome = new Promise<number | undefined>((resolve) => {
         call = client2.raw.ModelInfer(req(row), (err: grpc.ServiceError | null) => resolve(err?.code)) as grpc.ClientUnaryCall;

@@ -10,7 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { writeModel } from '../fixtures/test-models.ts';
 import {
-  decodeBytesTensor, f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, type ProtoClient,
+  decodeBytesTensor,
+  f32Bytes,
+  grpcError,
+  httpJson,
+  protoLoaderClient,
+  removeDir,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  type ProtoClient,
 } from './helpers.ts';
 
 const JS_PASS = `type T = { datatype: string; shape: number[]; data: Uint8Array };
@@ -62,7 +71,10 @@ max_batch_size: ${mbs}
 input [ { name: "X", data_type: TYPE_FP32, dims: ${dims} } ]
 output [ { name: "Y", data_type: TYPE_FP32, dims: ${dims} ${outExtra} } ]
 ensemble_scheduling { step [ ${steps
-  .map(([model, from, to]) => `{ model_name: "${model}" model_version: -1 input_map { key: "${model.startsWith('js_') ? 'IN' : model === 'simple_fp32_batch' ? 'x' : 'X'}" value: "${from}" } output_map { key: "${model.startsWith('js_') ? 'OUT' : model === 'simple_fp32_batch' ? 'y' : 'Y'}" value: "${to}" } }`)
+  .map(
+    ([model, from, to]) =>
+      `{ model_name: "${model}" model_version: -1 input_map { key: "${model.startsWith('js_') ? 'IN' : model === 'simple_fp32_batch' ? 'x' : 'X'}" value: "${from}" } output_map { key: "${model.startsWith('js_') ? 'OUT' : model === 'simple_fp32_batch' ? 'y' : 'Y'}" value: "${to}" } }`,
+  )
   .join(', ')} ] }
 `;
 
@@ -81,7 +93,15 @@ beforeAll(async () => {
   writeFileSync(path.join(repo, 'ens_own_labels', 'mine.txt'), Array.from({ length: 16 }, (_, i) => `mine${i}`).join('\n'));
   // Batching ensemble over a non-batching step whose dims start with the batch dim, then a batching step.
   writeModel(repo, 'js_rows', jsPass('js_rows', 0, '[ -1, 4 ]'), { 'model.ts': JS_PASS });
-  writeModel(repo, 'ens_mixed_batch', ensemble('ens_mixed_batch', 8, '[ 4 ]', [['js_rows', 'X', 'R'], ['simple_fp32_batch', 'R', 'Y']]), {});
+  writeModel(
+    repo,
+    'ens_mixed_batch',
+    ensemble('ens_mixed_batch', 8, '[ 4 ]', [
+      ['js_rows', 'X', 'R'],
+      ['simple_fp32_batch', 'R', 'Y'],
+    ]),
+    {},
+  );
   // Step errors.
   writeModel(repo, 'js_refuse', jsPass('js_refuse', 0, '[ -1 ]'), { 'model.ts': JS_PASS });
   writeModel(repo, 'ens_fail', ensemble('ens_fail', 0, '[ -1 ]', [['js_refuse', 'X', 'Y']]), {});
@@ -113,11 +133,19 @@ async function top(model: string, k: number): Promise<string[]> {
 describe('L0_ensemble', () => {
   it('nested ensembles in one repository all load (dependency order, no transient UNAVAILABLE)', async () => {
     const { json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {});
-    const states = Object.fromEntries(json.map((m: { name: string; state: string; reason?: string }) => [m.name, `${m.state} ${m.reason ?? ''}`.trim()]));
-    expect(states).toMatchObject({ a_nested_labels: 'READY', ens_labels: 'READY', ens_own_labels: 'READY', ens_mixed_batch: 'READY', ens_fail: 'READY' });
+    const states = Object.fromEntries(
+      json.map((m: { name: string; state: string; reason?: string }) => [m.name, `${m.state} ${m.reason ?? ''}`.trim()]),
+    );
+    expect(states).toMatchObject({
+      a_nested_labels: 'READY',
+      ens_labels: 'READY',
+      ens_own_labels: 'READY',
+      ens_mixed_batch: 'READY',
+      ens_fail: 'READY',
+    });
   });
 
-  it('classification through an ensemble carries the composing model\'s labels', async () => {
+  it("classification through an ensemble carries the composing model's labels", async () => {
     expect(await top('js_scores', 2)).toEqual(['14.000000:15:label15', '7.000000:14:label14']);
     expect(await top('ens_labels', 2)).toEqual(['14.000000:15:label15', '7.000000:14:label14']);
   });
@@ -149,12 +177,13 @@ describe('L0_ensemble', () => {
     expect(json.inputs[0].shape).toEqual([-1, 4]);
   });
 
-  it('a failed step answers "in ensemble \'E\', " followed by the step\'s own message', async () => {
-    const call = (model: string, input: string) => client.call('ModelInfer', {
-      model_name: model,
-      inputs: [{ name: input, datatype: 'FP32', shape: [2] }],
-      raw_input_contents: [f32Bytes([1, -1])],
-    });
+  it("a failed step answers \"in ensemble 'E', \" followed by the step's own message", async () => {
+    const call = (model: string, input: string) =>
+      client.call('ModelInfer', {
+        model_name: model,
+        inputs: [{ name: input, datatype: 'FP32', shape: [2] }],
+        raw_input_contents: [f32Bytes([1, -1])],
+      });
     const direct = await grpcError(call('js_refuse', 'IN'));
     expect(direct.details).toContain('negative values are refused by this model');
     const viaEnsemble = await grpcError(call('ens_fail', 'X'));
@@ -167,7 +196,7 @@ describe('L0_ensemble', () => {
     expect(json.error).toBe(`in ensemble 'ens_fail', ${direct.details}`);
   });
 
-  it('every parameter of the ensemble\'s request reaches its steps (Triton\'s SetParameters), nested too, over gRPC and HTTP', async () => {
+  it("every parameter of the ensemble's request reaches its steps (Triton's SetParameters), nested too, over gRPC and HTTP", async () => {
     const echo = async (model: string) => {
       const r = await client.call('ModelInfer', {
         model_name: model,

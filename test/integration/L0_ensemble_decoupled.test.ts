@@ -84,9 +84,16 @@ function write(name: string, config: string, file?: { name: string; text: string
 pythonEngine(
   () => {
     repo = pythonRepo('l0-ens-decoupled', [], { async_tasks: PY_MODELS.async_tasks!, cancel_watch: PY_MODELS.cancel_watch! });
-    const js = (name: string, extra: string) => `name: "${name}"\nbackend: "js"\ndefault_model_filename: "model.ts"\nmax_batch_size: 0\n${extra}`;
-    write('js_count', js('js_count', `model_transaction_policy { decoupled: true }\n${io(['N', 'FROM', 'DELAY_MS'], ['OUT'])}`), { name: 'model.ts', text: JS_COUNT(path.join(repo, 'js_count')) });
-    write('js_scale', js('js_scale', `instance_group [ { count: 4, kind: KIND_CPU } ]\n${io(['X'], ['Y'])}`), { name: 'model.ts', text: JS_SCALE });
+    const js = (name: string, extra: string) =>
+      `name: "${name}"\nbackend: "js"\ndefault_model_filename: "model.ts"\nmax_batch_size: 0\n${extra}`;
+    write('js_count', js('js_count', `model_transaction_policy { decoupled: true }\n${io(['N', 'FROM', 'DELAY_MS'], ['OUT'])}`), {
+      name: 'model.ts',
+      text: JS_COUNT(path.join(repo, 'js_count')),
+    });
+    write('js_scale', js('js_scale', `instance_group [ { count: 4, kind: KIND_CPU } ]\n${io(['X'], ['Y'])}`), {
+      name: 'model.ts',
+      text: JS_SCALE,
+    });
     write('js_add', js('js_add', io(['A', 'B'], ['S'])), { name: 'model.ts', text: 'export function execute() { return []; }\n' });
     write('ens_js', ensemble('ens_js', 'js_count', ['N', 'FROM', 'DELAY_MS']));
     write('ens_py', ensemble('ens_py', 'async_tasks', ['IN']));
@@ -96,10 +103,16 @@ pythonEngine(
     return repo;
   },
   (s) => ({ repo, eng, client } = s),
-  { controlMode: 'explicit', loadModels: ['async_tasks', 'cancel_watch', 'js_count', 'js_scale', 'js_add', 'ens_js', 'ens_py', 'ens_py_cancel', 'ens_plain'] },
+  {
+    controlMode: 'explicit',
+    loadModels: ['async_tasks', 'cancel_watch', 'js_count', 'js_scale', 'js_add', 'ens_js', 'ens_py', 'ens_py_cancel', 'ens_plain'],
+  },
 );
 
-type StreamMsg = { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> } };
+type StreamMsg = {
+  error_message: string;
+  infer_response: { id: string; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+};
 type Got = { value?: number; error?: string; final: boolean; empty: boolean };
 
 const tensors = (values: Record<string, number>) => ({
@@ -108,7 +121,11 @@ const tensors = (values: Record<string, number>) => ({
 });
 
 /** One ModelStreamInfer request asking for the empty final response; every message until the stream ends. */
-function streamInfer(model: string, values: Record<string, number>, onMsg?: (g: Got, call: grpc.ClientDuplexStream<unknown, StreamMsg>) => void): Promise<Got[]> {
+function streamInfer(
+  model: string,
+  values: Record<string, number>,
+  onMsg?: (g: Got, call: grpc.ClientDuplexStream<unknown, StreamMsg>) => void,
+): Promise<Got[]> {
   const got: Got[] = [];
   return new Promise((resolve, reject) => {
     const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
@@ -124,7 +141,12 @@ function streamInfer(model: string, values: Record<string, number>, onMsg?: (g: 
     });
     call.on('error', (e: grpc.ServiceError) => (e.code === grpc.status.CANCELLED ? resolve(got) : reject(e)));
     call.on('end', () => resolve(got));
-    call.write({ model_name: model, id: 'r1', ...tensors(values), parameters: { triton_enable_empty_final_response: { bool_param: true } } });
+    call.write({
+      model_name: model,
+      id: 'r1',
+      ...tensors(values),
+      parameters: { triton_enable_empty_final_response: { bool_param: true } },
+    });
     call.end();
   });
 }
@@ -165,9 +187,15 @@ describe('L0_ensemble_decoupled', () => {
       ['ens_js', { N: 4, FROM: 3, DELAY_MS: 5 }, [30, 40, 50, 60]],
       ['ens_py', { IN: 3 }, [0, 10, 20]],
     ] as const) {
-      const r = await fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/${model}/generate_stream`, { method: 'POST', body: JSON.stringify(body) });
+      const r = await fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/${model}/generate_stream`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+      });
       expect(r.status).toBe(200);
-      const events = (await r.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.slice('data: '.length)) as { RESULT: number });
+      const events = (await r.text())
+        .split('\n\n')
+        .filter(Boolean)
+        .map((e) => JSON.parse(e.slice('data: '.length)) as { RESULT: number });
       expect(events.map((e) => e.RESULT)).toEqual(want);
     }
   }, 30_000);
@@ -179,7 +207,9 @@ describe('L0_ensemble_decoupled', () => {
     expect(plain.json.model_transaction_policy?.decoupled ?? false).toBe(false);
     const e = await grpcError(client.call('ModelInfer', { model_name: 'ens_py', ...tensors({ IN: 2 }) }));
     expect(e.details).toBe(DECOUPLED_GRPC_MESSAGE);
-    const h = await httpJson(eng.httpPort, 'POST', '/v2/models/ens_py/infer', { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [2] }] });
+    const h = await httpJson(eng.httpPort, 'POST', '/v2/models/ens_py/infer', {
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [2] }],
+    });
     expect(h.json.error).toBe(DECOUPLED_HTTP_MESSAGE);
     const ok = await client.call('ModelInfer', { model_name: 'ens_plain', ...tensors({ X: 4 }) });
     expect(toI32(ok.raw_output_contents[0])[0]).toBe(400);
@@ -213,7 +243,9 @@ describe('L0_ensemble_decoupled', () => {
     writeFileSync(mark, '');
     const ac = new AbortController();
     const r = await fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/ens_js/generate_stream`, {
-      method: 'POST', body: JSON.stringify({ N: 200, FROM: 0, DELAY_MS: 20 }), signal: ac.signal,
+      method: 'POST',
+      body: JSON.stringify({ N: 200, FROM: 0, DELAY_MS: 20 }),
+      signal: ac.signal,
     });
     const reader = r.body!.getReader();
     let text = '';

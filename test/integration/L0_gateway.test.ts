@@ -50,7 +50,11 @@ beforeAll(async () => {
   }
   fs.writeFileSync(
     path.join(fnDir, 'hasty_search.json'),
-    JSON.stringify({ name: 'hasty_search', target: { model: 'search_pipeline_ensemble' }, limits: { timeoutMs: 1, maxBodyBytes: 64 << 20 } }),
+    JSON.stringify({
+      name: 'hasty_search',
+      target: { model: 'search_pipeline_ensemble' },
+      limits: { timeoutMs: 1, maxBodyBytes: 64 << 20 },
+    }),
   );
   process.env.RECOMMENDER_API_KEYS = 'k-one, k-two';
   gw = await startGateway({
@@ -81,7 +85,9 @@ describe('gateway routes', () => {
   it('lists ensembles and defined functions with inputs and outputs', async () => {
     const r = (await (await fetch(`${base}/fn`)).json()) as Json;
     const byName = Object.fromEntries(r.functions.map((f: Json) => [f.name, f]));
-    expect(Object.keys(byName)).toEqual(expect.arrayContaining(['search_pipeline_ensemble', 'moderated_search_ensemble', 'image_search', 'product_recommender']));
+    expect(Object.keys(byName)).toEqual(
+      expect.arrayContaining(['search_pipeline_ensemble', 'moderated_search_ensemble', 'image_search', 'product_recommender']),
+    );
     expect(byName.search_pipeline_ensemble.inputs).toEqual([{ name: 'RAW_IMAGE', tensor: 'RAW_IMAGE', datatype: 'UINT8', shape: [-1] }]);
     expect(byName.image_search.outputs).toEqual([{ name: 'embedding', tensor: 'FINAL_VECTOR', datatype: 'FP32', shape: [512] }]);
     expect(byName.moderated_search_ensemble.outputs.map((o: Json) => o.name).sort()).toEqual(['FINAL_VECTOR', 'HARMFUL_PROBABILITIES']);
@@ -101,14 +107,20 @@ describe('gateway routes', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.paths['/fn/search_pipeline_ensemble'].post.requestBody.content['image/jpeg']).toBeDefined();
     expect(doc.paths['/jobs/{id}'].get).toBeDefined();
-    expect(doc.paths['/admin/functions'].put.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/FunctionBundle');
+    expect(doc.paths['/admin/functions'].put.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/FunctionBundle',
+    );
     expect(doc.components.schemas.FunctionBundle.properties.functions).toBeDefined();
   });
 
   it('registered its arena regions with the engine and on /dev/shm', async () => {
     const regions = await direct.systemSharedMemoryStatus();
     const mine = gw.arena!.regionKeys.map((r) => r.region).sort();
-    expect(Object.keys(regions).filter((n) => n.startsWith('tgwtest_')).sort()).toEqual(mine);
+    expect(
+      Object.keys(regions)
+        .filter((n) => n.startsWith('tgwtest_'))
+        .sort(),
+    ).toEqual(mine);
     expect(listSharedMemoryKeys('/tgwtest_').sort()).toEqual(mine.map((n) => `/${n}`));
   });
 });
@@ -142,7 +154,9 @@ describe('calls', () => {
 
   it('renamed function, JSON base64 and multipart inputs give the same vector', async () => {
     const want = await engineVector('search_pipeline_ensemble', small);
-    const j = await post('image_search', JSON.stringify({ inputs: { image: { b64: small.toString('base64') } } }), { 'Content-Type': 'application/json' });
+    const j = await post('image_search', JSON.stringify({ inputs: { image: { b64: small.toString('base64') } } }), {
+      'Content-Type': 'application/json',
+    });
     expect(((await j.json()) as Json).outputs.embedding.data).toEqual(want);
     const form = new FormData();
     form.append('image', new Blob([small], { type: 'image/jpeg' }), 'x.jpg');
@@ -153,14 +167,19 @@ describe('calls', () => {
 
   it('large JSON body is staged too', async () => {
     const want = await engineVector('search_pipeline_ensemble', large);
-    const r = await post('image_search', JSON.stringify({ inputs: { image: { b64: large.toString('base64') } } }), { 'Content-Type': 'application/json' });
+    const r = await post('image_search', JSON.stringify({ inputs: { image: { b64: large.toString('base64') } } }), {
+      'Content-Type': 'application/json',
+    });
     expect(r.headers.get('x-payload-transfer')).toBe('shm');
     expect(((await r.json()) as Json).outputs.embedding.data).toEqual(want);
   });
 
   it('Accept: application/octet-stream returns one output’s raw bytes', async () => {
     const want = await engineVector('moderated_search_ensemble', large, 'HARMFUL_PROBABILITIES');
-    const r = await post('moderated_search_ensemble?output=HARMFUL_PROBABILITIES', large, { 'Content-Type': 'image/jpeg', Accept: 'application/octet-stream' });
+    const r = await post('moderated_search_ensemble?output=HARMFUL_PROBABILITIES', large, {
+      'Content-Type': 'image/jpeg',
+      Accept: 'application/octet-stream',
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-payload-transfer')).toBe('shm');
     expect(r.headers.get('x-output-shape')).toBe('2');
@@ -190,9 +209,15 @@ describe('calls', () => {
     });
     expect(out.data).toEqual([...new Float32Array(Uint8Array.from(d.raw_output_contents[0]!).buffer)]);
 
-    const bad = await post('product_recommender', JSON.stringify({ inputs: { user_features: [[1, 2, 3]] } }), { ...h, 'X-API-Key': 'k-one' });
+    const bad = await post('product_recommender', JSON.stringify({ inputs: { user_features: [[1, 2, 3]] } }), {
+      ...h,
+      'X-API-Key': 'k-one',
+    });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as Json).error).toMatchObject({ code: 'INPUT_INVALID', message: expect.stringContaining("input 'user_features'") });
+    expect(((await bad.json()) as Json).error).toMatchObject({
+      code: 'INPUT_INVALID',
+      message: expect.stringContaining("input 'user_features'"),
+    });
     const big = await post('product_recommender', Buffer.alloc(2 << 20, 32), { ...h, 'X-API-Key': 'k-one' });
     expect(big.status).toBe(413);
     const missing = await post('nonexistent_fn', small, { 'Content-Type': 'image/jpeg' });
@@ -220,10 +245,15 @@ describe('engine restarts', () => {
     expect((await fetch(`${base}/readyz`)).status).toBe(503);
     engine = await startEngine({ modelRepository: REPO, grpcPort: port, httpPort: -1, metricsPort: -1, allowClientShm: true });
     await waitFor('gateway ready again', async () => (await fetch(`${base}/readyz`)).status === 200, 30_000, 100);
-    await waitFor('regions re-registered', async () => {
-      const regions = await direct.systemSharedMemoryStatus();
-      return gw.arena!.regionKeys.every((r) => regions[r.region]);
-    }, 10_000, 100);
+    await waitFor(
+      'regions re-registered',
+      async () => {
+        const regions = await direct.systemSharedMemoryStatus();
+        return gw.arena!.regionKeys.every((r) => regions[r.region]);
+      },
+      10_000,
+      100,
+    );
     const want = await engineVector('search_pipeline_ensemble', large);
     const r = await post('search_pipeline_ensemble', large, { 'Content-Type': 'image/jpeg' });
     expect(r.status).toBe(200);

@@ -19,7 +19,9 @@ import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 type Json = Record<string, any>;
 const NS = `acc${process.pid}`;
 /** This host's first non-loopback IPv4 address: a client there is "another host" to the gateway. */
-const HOST_ADDR = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+const HOST_ADDR = Object.values(os.networkInterfaces())
+  .flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
 
 let engine: Awaited<ReturnType<typeof startTestEngine>>;
 let redis: TestRedis;
@@ -31,16 +33,24 @@ const saved = { ...process.env };
 
 const at = (g: RunningGateway, p: string, host = '127.0.0.1') => `http://${host}:${g.port}${p}`;
 const call = (g: RunningGateway, fn: string, headers: Record<string, string> = {}) =>
-  fetch(at(g, `/fn/${fn}`), { method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async', ...headers }, body: Buffer.from('secret-result') });
+  fetch(at(g, `/fn/${fn}`), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async', ...headers },
+    body: Buffer.from('secret-result'),
+  });
 const readJob = async (g: RunningGateway, id: string, headers: Record<string, string> = {}) => {
   const r = await fetch(at(g, `/jobs/${id}`), { headers });
   return { status: r.status, body: (await r.json()) as Json };
 };
 const finished = (g: RunningGateway, id: string, headers: Record<string, string>) =>
-  waitFor('the job to finish', async () => {
-    const j = await readJob(g, id, headers);
-    return j.body.status === 'succeeded' || j.body.status === 'failed' ? j.body : undefined;
-  }, 15_000);
+  waitFor(
+    'the job to finish',
+    async () => {
+      const j = await readJob(g, id, headers);
+      return j.body.status === 'succeeded' || j.body.status === 'failed' ? j.body : undefined;
+    },
+    15_000,
+  );
 
 beforeAll(async () => {
   setQuiet(true);
@@ -50,7 +60,10 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   redis = await TestRedis.start();
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-access-fn-'));
-  fs.writeFileSync(path.join(fnDir, 'keyed_bytes.json'), JSON.stringify({ name: 'keyed_bytes', target: { model: 'identity_bytes' }, auth: { apiKeyEnv: ['ACCESS_KEYS'] } }));
+  fs.writeFileSync(
+    path.join(fnDir, 'keyed_bytes.json'),
+    JSON.stringify({ name: 'keyed_bytes', target: { model: 'identity_bytes' }, auth: { apiKeyEnv: ['ACCESS_KEYS'] } }),
+  );
   fs.writeFileSync(path.join(fnDir, 'open_bytes.json'), JSON.stringify({ name: 'open_bytes', target: { model: 'identity_bytes' } }));
   const common = { port: 0, engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, consoleSampleMs: 60_000 };
   R = await startGateway({ ...common, host: '0.0.0.0', redisUrl: redis.url, redisNamespace: NS, leaseNamespace: NS });
@@ -66,7 +79,10 @@ afterAll(async () => {
   removeDir(fnDir);
 });
 
-describe.each([['Redis', () => R], ['memory', () => M]] as const)('async job results (%s job queue)', (_kind, gw) => {
+describe.each([
+  ['Redis', () => R],
+  ['memory', () => M],
+] as const)('async job results (%s job queue)', (_kind, gw) => {
   it('a job of a function with an API key is readable only with the key its call was made with', async () => {
     const g = gw();
     const r = await call(g, 'keyed_bytes', { 'X-API-Key': 'key-alice' });
@@ -139,7 +155,11 @@ describe.skipIf(!HOST_ADDR)('console without a console token', () => {
     await finished(R, id, { 'X-API-Key': 'key-alice' });
 
     for (const p of ['/console', '/console/jobs', '/console/api/jobs', '/console/api/overview']) {
-      const spoofs: Array<Record<string, string>> = [{}, { 'X-Forwarded-For': '127.0.0.1' }, { Forwarded: 'for=127.0.0.1', 'X-Real-IP': '127.0.0.1' }];
+      const spoofs: Array<Record<string, string>> = [
+        {},
+        { 'X-Forwarded-For': '127.0.0.1' },
+        { Forwarded: 'for=127.0.0.1', 'X-Real-IP': '127.0.0.1' },
+      ];
       for (const headers of spoofs) {
         const remote = await fetch(at(R, p, HOST_ADDR), { headers });
         expect([p, remote.status, ((await remote.json()) as Json).error.code]).toEqual([p, 403, 'CONSOLE_LOCAL_ONLY']);

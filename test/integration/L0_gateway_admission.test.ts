@@ -43,8 +43,14 @@ afterAll(async () => {
 
 async function gateway(o: GatewayOptions): Promise<RunningGateway> {
   const g = await startGateway({
-    host: '127.0.0.1', port: 0, engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, console: false, shm: false,
-    prefix: `gwadm${process.pid}n${started.length}`, ...o,
+    host: '127.0.0.1',
+    port: 0,
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    console: false,
+    shm: false,
+    prefix: `gwadm${process.pid}n${started.length}`,
+    ...o,
   });
   started.push(g);
   return g;
@@ -61,13 +67,20 @@ function pipeline(port: number, count: number): Promise<Replies> {
   return new Promise((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1');
     let text = '';
-    const timer = setTimeout(() => finish(new Error(`only ${(text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length} of ${count} replies in 20 s`)), 20_000);
+    const timer = setTimeout(
+      () => finish(new Error(`only ${(text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length} of ${count} replies in 20 s`)),
+      20_000,
+    );
     const finish = (err?: Error) => {
       clearTimeout(timer);
       s.destroy();
       if (err) return reject(err);
       const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
-      resolve({ statuses, retryAfter: (text.match(/\r\nretry-after: 1\r\n/gi) ?? []).length, codes: new Set([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]!)) });
+      resolve({
+        statuses,
+        retryAfter: (text.match(/\r\nretry-after: 1\r\n/gi) ?? []).length,
+        codes: new Set([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]!)),
+      });
     };
     s.setEncoding('latin1');
     s.on('data', (d: string) => {
@@ -85,7 +98,11 @@ async function otherClient(port: number, n: number): Promise<{ statuses: number[
   let maxMs = 0;
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const r = await fetch(`http://127.0.0.1:${port}/fn/product_recommender`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+    const r = await fetch(`http://127.0.0.1:${port}/fn/product_recommender`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: BODY,
+    });
     await r.text();
     statuses.push(r.status);
     maxMs = Math.max(maxMs, performance.now() - t0);
@@ -122,20 +139,24 @@ describe('L0_gateway_admission', () => {
   it.each([
     ['node:http', false],
     ['the lean front', true],
-  ])('%s: calls past the gateway-wide bound are refused 503 GATEWAY_BUSY at once', async (_name, http1Front) => {
-    const g = await gateway({ http1Front, admission: { perConnection: 2, perConnectionQueue: 200, total: 2 } });
-    const floods = await Promise.all([pipeline(g.port, 100), pipeline(g.port, 100), pipeline(g.port, 100)]);
-    const all = floods.flatMap((f) => f.statuses);
-    expect(all.length).toBe(300);
-    expect(all.every((s) => s === 200 || s === 503)).toBe(true);
-    expect(g.admission.peak).toBeLessThanOrEqual(2);
-    expect(g.admission.inFlight).toBe(0);
-    const busy = all.filter((s) => s === 503).length;
-    expect(busy).toBeGreaterThan(0); // three connections' calls overlap, two slots
-    expect(g.admission.refused.total).toBe(busy);
-    if (http1Front) expect(g.http1Front!.stats.served).toBeGreaterThan(0);
-    const metrics = await (await fetch(`http://127.0.0.1:${g.port}/metrics`)).text();
-    expect(metrics).toContain(`gateway_calls_refused_busy{scope="gateway"} ${busy}`);
-    expect(metrics).toMatch(/gateway_calls_in_flight 0/);
-  }, 30_000);
+  ])(
+    '%s: calls past the gateway-wide bound are refused 503 GATEWAY_BUSY at once',
+    async (_name, http1Front) => {
+      const g = await gateway({ http1Front, admission: { perConnection: 2, perConnectionQueue: 200, total: 2 } });
+      const floods = await Promise.all([pipeline(g.port, 100), pipeline(g.port, 100), pipeline(g.port, 100)]);
+      const all = floods.flatMap((f) => f.statuses);
+      expect(all.length).toBe(300);
+      expect(all.every((s) => s === 200 || s === 503)).toBe(true);
+      expect(g.admission.peak).toBeLessThanOrEqual(2);
+      expect(g.admission.inFlight).toBe(0);
+      const busy = all.filter((s) => s === 503).length;
+      expect(busy).toBeGreaterThan(0); // three connections' calls overlap, two slots
+      expect(g.admission.refused.total).toBe(busy);
+      if (http1Front) expect(g.http1Front!.stats.served).toBeGreaterThan(0);
+      const metrics = await (await fetch(`http://127.0.0.1:${g.port}/metrics`)).text();
+      expect(metrics).toContain(`gateway_calls_refused_busy{scope="gateway"} ${busy}`);
+      expect(metrics).toMatch(/gateway_calls_in_flight 0/);
+    },
+    30_000,
+  );
 });

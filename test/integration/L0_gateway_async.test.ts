@@ -59,10 +59,19 @@ let flaky: Receiver;
 let silent: Receiver;
 const closers: Array<() => Promise<unknown>> = [];
 
-const fnDef = (name: string, extra: object = {}) => ({ name, target: { model: 'simple' }, outputs: { sum: 'OUTPUT0', diff: 'OUTPUT1' }, ...extra });
+const fnDef = (name: string, extra: object = {}) => ({
+  name,
+  target: { model: 'simple' },
+  outputs: { sum: 'OUTPUT0', diff: 'OUTPUT1' },
+  ...extra,
+});
 const INPUTS = { inputs: { INPUT0: Array.from({ length: 16 }, (_, i) => i), INPUT1: Array.from({ length: 16 }, () => 3) } };
 const postFn = (b: string, fn: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${b}/fn/${fn}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'Content-Type': 'application/json', ...headers } });
+  fetch(`${b}/fn/${fn}`, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
 
 beforeAll(async () => {
   setQuiet(true);
@@ -82,7 +91,14 @@ beforeAll(async () => {
     { name: 'hook_echo', target: { model: 'identity_bytes' }, webhook: { secretEnv: 'HOOK_SECRET', inputs: { INPUT0: '$.data.payload' } } },
   ];
   for (const d of defs) fs.writeFileSync(path.join(fnDir, `${d.name}.json`), JSON.stringify(d));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: '' });
+  gw = await startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: '',
+  });
   base = `http://127.0.0.1:${gw.port}`;
 }, 120_000);
 
@@ -124,10 +140,14 @@ describe('async calls with callbacks (in-memory queue)', () => {
     const r = await postFn(base, 'adder_silent', INPUTS, { 'X-Callback-Url': silent.url });
     expect(r.status).toBe(202);
     const { id } = (await r.json()) as Json;
-    const job = await waitFor('job dead', async () => {
-      const j = (await (await fetch(`${base}/jobs/${id}`)).json()) as Json;
-      return j.status === 'dead' ? j : undefined;
-    }, 10_000);
+    const job = await waitFor(
+      'job dead',
+      async () => {
+        const j = (await (await fetch(`${base}/jobs/${id}`)).json()) as Json;
+        return j.status === 'dead' ? j : undefined;
+      },
+      10_000,
+    );
     expect(job).toMatchObject({ outcome: 'succeeded', callback: { attempts: 3, max_attempts: 3 }, last_error: 'no answer within 200 ms' });
     expect(silent.got).toHaveLength(3);
   });
@@ -152,7 +172,10 @@ describe('async calls with callbacks (in-memory queue)', () => {
       expect(await code(postFn(base, 'adder', INPUTS, { 'X-Callback-Url': bad })), bad).toEqual([400, 'CALLBACK_URL_INVALID']);
     }
     expect(await code(postFn(base, 'adder_sync_only', INPUTS, { Prefer: 'respond-async' }))).toEqual([400, 'ASYNC_DISABLED']);
-    expect(await code(postFn(base, 'adder', { inputs: { INPUT0: INPUTS.inputs.INPUT0 } }, { Prefer: 'respond-async' }))).toEqual([400, 'INPUT_MISSING']);
+    expect(await code(postFn(base, 'adder', { inputs: { INPUT0: INPUTS.inputs.INPUT0 } }, { Prefer: 'respond-async' }))).toEqual([
+      400,
+      'INPUT_MISSING',
+    ]);
     expect(await code(postFn(base, 'nope', INPUTS, { Prefer: 'respond-async' }))).toEqual([404, 'FUNCTION_NOT_FOUND']);
     expect(await code(fetch(`${base}/jobs/00000000-0000-0000-0000-000000000000`))).toEqual([404, 'JOB_NOT_FOUND']);
   });
@@ -161,7 +184,11 @@ describe('async calls with callbacks (in-memory queue)', () => {
 describe('inbound webhooks', () => {
   const event = { type: 'doc.created', data: { payload: Buffer.from('hello webhook').toString('base64') } };
   const send = (body: string, ts: string, sig: string | undefined) =>
-    fetch(`${base}/fn/hook_echo`, { method: 'POST', body, headers: { 'Content-Type': 'application/json', 'X-Timestamp': ts, ...(sig ? { 'X-Signature-256': sig } : {}) } });
+    fetch(`${base}/fn/hook_echo`, {
+      method: 'POST',
+      body,
+      headers: { 'Content-Type': 'application/json', 'X-Timestamp': ts, ...(sig ? { 'X-Signature-256': sig } : {}) },
+    });
 
   it('a signed event is verified, mapped (base64 to bytes) and answered with the result', async () => {
     const body = JSON.stringify(event);
@@ -204,9 +231,24 @@ describe('durable jobs in Redis', () => {
   async function spawnGateway(dir: string, extra: string[]): Promise<{ proc: ChildProcess; port: number; log: () => string }> {
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', 'gateway/main.ts', '--port=0', '--host=127.0.0.1', `--engine=127.0.0.1:${engine.grpcPort}`, `--functions=${dir}`,
-        `--redis-url=${redis.url}`, '--shm=false', '--lease-namespace=gwasync', ...extra],
-      { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, GATEWAY_QUIET: '0', GATEWAY_WEBHOOK_SECRET: SECRET } },
+      [
+        '--import',
+        'tsx',
+        'gateway/main.ts',
+        '--port=0',
+        '--host=127.0.0.1',
+        `--engine=127.0.0.1:${engine.grpcPort}`,
+        `--functions=${dir}`,
+        `--redis-url=${redis.url}`,
+        '--shm=false',
+        '--lease-namespace=gwasync',
+        ...extra,
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        env: { ...process.env, GATEWAY_QUIET: '0', GATEWAY_WEBHOOK_SECRET: SECRET },
+      },
     );
     children.push(proc);
     let log = '';
@@ -231,7 +273,9 @@ describe('durable jobs in Redis', () => {
     closers.push(rx.close);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-durable-fn-'));
     closers.push(async () => removeDir(dir));
-    const def = fnDef('adder', { async: { callbackAllow: [rx.url], maxDeliveryAttempts: 50, backoffMs: 100, maxBackoffMs: 200, attemptTimeoutMs: 500 } });
+    const def = fnDef('adder', {
+      async: { callbackAllow: [rx.url], maxDeliveryAttempts: 50, backoffMs: 100, maxBackoffMs: 200, attemptTimeoutMs: 500 },
+    });
     fs.writeFileSync(path.join(dir, 'adder.json'), JSON.stringify(def));
     // Two jobs run at once; the rest wait in the stream, unread.
     const first = await spawnGateway(dir, ['--jobs-concurrency=2', '--job-claim-idle-ms=1000']);
@@ -248,7 +292,12 @@ describe('durable jobs in Redis', () => {
     const failedBefore = rx.got.length;
     paused = false;
     const second = await spawnGateway(dir, ['--job-claim-idle-ms=1000']);
-    await waitFor('all 20 delivered', () => new Set(rx.got.filter((g) => g.status === 200).map((g) => g.headers['x-job-id'])).size === 20, 30_000, 100).catch((e) => {
+    await waitFor(
+      'all 20 delivered',
+      () => new Set(rx.got.filter((g) => g.status === 200).map((g) => g.headers['x-job-id'])).size === 20,
+      30_000,
+      100,
+    ).catch((e) => {
       throw new Error(`${(e as Error).message}\n${second.log()}`);
     });
     const delivered = rx.got.filter((g) => g.status === 200);

@@ -30,7 +30,8 @@ const admin = (g: RunningGateway, method: string, p: string, body?: unknown, tok
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 const INPUTS = { inputs: { INPUT0: Array.from({ length: 16 }, (_, i) => i), INPUT1: Array.from({ length: 16 }, () => 2) } };
-const calc = (g: RunningGateway) => fetch(url(g, '/fn/calc'), { method: 'POST', body: JSON.stringify(INPUTS), headers: { 'Content-Type': 'application/json' } });
+const calc = (g: RunningGateway) =>
+  fetch(url(g, '/fn/calc'), { method: 'POST', body: JSON.stringify(INPUTS), headers: { 'Content-Type': 'application/json' } });
 const activeVersion = async (g: RunningGateway) => ((await (await admin(g, 'GET', '/admin/functions')).json()) as Json).version as string;
 
 const V1 = [{ name: 'calc', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' } }];
@@ -47,7 +48,15 @@ beforeAll(async () => {
   redis = await TestRedis.start();
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-deploy-fn-'));
   fs.writeFileSync(path.join(fnDir, 'calc.json'), JSON.stringify(V1[0]));
-  const opts = { port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: redis.url, leaseNamespace: 'gwdeploy' };
+  const opts = {
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: redis.url,
+    leaseNamespace: 'gwdeploy',
+  };
   A = await startGateway(opts);
   B = await startGateway(opts);
 }, 120_000);
@@ -137,7 +146,11 @@ describe('config deploys', () => {
     expect(statuses.length).toBeGreaterThan(20);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect([...outputs].sort()).toEqual(['diff,sum', 'sum']); // both versions served, no failure between
-    const echo = await fetch(url(B, '/fn/echo'), { method: 'POST', body: JSON.stringify({ inputs: { INPUT0: [1.5, 2] } }), headers: { 'Content-Type': 'application/json' } });
+    const echo = await fetch(url(B, '/fn/echo'), {
+      method: 'POST',
+      body: JSON.stringify({ inputs: { INPUT0: [1.5, 2] } }),
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(((await echo.json()) as Json).outputs.OUTPUT0.data).toEqual([1.5, 2]);
 
     const rb = await admin(B, 'POST', '/admin/functions/rollback');
@@ -159,7 +172,10 @@ describe('config deploys', () => {
       for (const f of V2) fs.writeFileSync(path.join(dir, `${f.name}.json`), JSON.stringify(f));
       const run = (args: string[]) =>
         new Promise<{ code: number | null; out: string }>((resolve) => {
-          const p = spawn(process.execPath, ['--import', 'tsx', 'gateway/deploy/deploy-cli.ts', ...args], { cwd: ROOT, env: { ...process.env, GATEWAY_ADMIN_TOKEN: TOKEN } });
+          const p = spawn(process.execPath, ['--import', 'tsx', 'gateway/deploy/deploy-cli.ts', ...args], {
+            cwd: ROOT,
+            env: { ...process.env, GATEWAY_ADMIN_TOKEN: TOKEN },
+          });
           let out = '';
           p.stdout.on('data', (d) => (out += d));
           p.stderr.on('data', (d) => (out += d));

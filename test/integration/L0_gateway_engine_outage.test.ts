@@ -26,7 +26,11 @@ const gatewayOn = async (address: string): Promise<{ gw: RunningGateway; base: s
   return { gw, base: `http://127.0.0.1:${gw.port}` };
 };
 const call = (base: string, fn: string) =>
-  fetch(`${base}/fn/${fn}`, { method: 'POST', body: JSON.stringify({ inputs: { X: [1, 2] } }), headers: { 'Content-Type': 'application/json' } });
+  fetch(`${base}/fn/${fn}`, {
+    method: 'POST',
+    body: JSON.stringify({ inputs: { X: [1, 2] } }),
+    headers: { 'Content-Type': 'application/json' },
+  });
 
 beforeAll(async () => {
   repo = writeTestRepository(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-outage-')), ['js_echo']);

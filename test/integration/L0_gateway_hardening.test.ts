@@ -51,7 +51,14 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(repo, 'picky', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'picky', 'config.pbtxt'), PICKY_CONFIG);
   fs.writeFileSync(path.join(repo, 'picky', '1', 'model.ts'), PICKY_MODEL);
-  engine = await startEngine({ modelRepository: repo, grpcPort: 0, httpPort: -1, metricsPort: -1, host: '127.0.0.1', allowClientShm: true });
+  engine = await startEngine({
+    modelRepository: repo,
+    grpcPort: 0,
+    httpPort: -1,
+    metricsPort: -1,
+    host: '127.0.0.1',
+    allowClientShm: true,
+  });
   direct = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`);
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-hard-fn-'));
   const def = (name: string, model: string, extra: object = {}) =>
@@ -60,11 +67,20 @@ beforeAll(async () => {
   def('small_echo', 'js_echo');
   def('picky_fn', 'picky', { limits: { maxBodyBytes: 16 * MB } });
   def('bytes_noasync', 'identity_bytes');
-  def('picky_hook', 'picky', { limits: { maxBodyBytes: 16 * MB }, webhook: { secretEnv: 'PICKY_HOOK_SECRET', inputs: { INPUT0: '$.values' } } });
+  def('picky_hook', 'picky', {
+    limits: { maxBodyBytes: 16 * MB },
+    webhook: { secretEnv: 'PICKY_HOOK_SECRET', inputs: { INPUT0: '$.values' } },
+  });
   process.env.PICKY_HOOK_SECRET = 'picky-hook-secret';
   gw = await startGateway({
-    port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir,
-    shmThreshold: 4096, arenaRegions: 2, arenaRegionBytes: 4 * MB, prefix,
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shmThreshold: 4096,
+    arenaRegions: 2,
+    arenaRegionBytes: 4 * MB,
+    prefix,
     timeouts: { headersMs: 400, bodyMs: 600, idleMs: 2000 },
   });
 }, 120_000);
@@ -77,7 +93,11 @@ afterAll(async () => {
   removeDir(fnDir);
 });
 
-interface Reply { status: number; body: string; sentBytes: number }
+interface Reply {
+  status: number;
+  body: string;
+  sentBytes: number;
+}
 
 /**
  * POST a chunked body of `total` bytes in 64 KiB chunks (no Content-Length),
@@ -87,14 +107,23 @@ function postChunked(p: string, contentType: string, total: number, chunk: (i: n
   return new Promise((resolve, reject) => {
     let sent = 0;
     let replied = false;
-    const req = http.request({ host: '127.0.0.1', port: gw.port, path: p, method: 'POST', headers: { 'Content-Type': contentType, 'Transfer-Encoding': 'chunked' } }, (res) => {
-      replied = true;
-      const at = sent;
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body, sentBytes: at }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: gw.port,
+        path: p,
+        method: 'POST',
+        headers: { 'Content-Type': contentType, 'Transfer-Encoding': 'chunked' },
+      },
+      (res) => {
+        replied = true;
+        const at = sent;
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body, sentBytes: at }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', (e) => (replied ? undefined : reject(e)));
     let i = 0;
     const pump = () => {
@@ -120,7 +149,9 @@ describe('body limits hold on every reader', () => {
   });
 
   it('chunked JSON body over the limit: 413', async () => {
-    const r = await postChunked('/fn/small_echo', 'application/json', 20 * MB, (i) => Buffer.from(i === 0 ? '{"inputs":{"INPUT0":[' : '1,'.repeat(32 * 1024)));
+    const r = await postChunked('/fn/small_echo', 'application/json', 20 * MB, (i) =>
+      Buffer.from(i === 0 ? '{"inputs":{"INPUT0":[' : '1,'.repeat(32 * 1024)),
+    );
     expect(r.status).toBe(413);
     expect(JSON.parse(r.body).error.code).toBe('BODY_TOO_LARGE');
   });
@@ -128,8 +159,12 @@ describe('body limits hold on every reader', () => {
   it('chunked multipart body over the limit: 413 and nothing reaches the engine', async () => {
     const before = await identityCount();
     const boundary = 'xBOUNDARYx';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="INPUT0"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-    const r = await postChunked('/fn/small_bytes', `multipart/form-data; boundary=${boundary}`, 60 * MB, (i) => (i === 0 ? head : Buffer.alloc(64 * 1024, 0x42)));
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="INPUT0"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+    const r = await postChunked('/fn/small_bytes', `multipart/form-data; boundary=${boundary}`, 60 * MB, (i) =>
+      i === 0 ? head : Buffer.alloc(64 * 1024, 0x42),
+    );
     expect(r.status).toBe(413);
     expect(JSON.parse(r.body).error.code).toBe('BODY_TOO_LARGE');
     expect(r.sentBytes).toBeLessThan(30 * MB);
@@ -138,11 +173,20 @@ describe('body limits hold on every reader', () => {
 
   it('async call with a chunked body over the limit: 413', async () => {
     const r = await new Promise<Reply>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: gw.port, path: '/fn/small_bytes', method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' } }, (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body, sentBytes: 0 }));
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: gw.port,
+          path: '/fn/small_bytes',
+          method: 'POST',
+          headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body, sentBytes: 0 }));
+        },
+      );
       req.on('error', () => undefined);
       req.write(Buffer.alloc(2 * MB));
       req.end();
@@ -187,7 +231,9 @@ describe('slow clients', () => {
   });
 
   it('a body that never finishes gets 408 with the catalog body', async () => {
-    const r = await stall('POST /fn/small_bytes HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc');
+    const r = await stall(
+      'POST /fn/small_bytes HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc',
+    );
     expect(r.reply).toMatch(/^HTTP\/1.1 408/);
     expect(r.reply).toMatch(/REQUEST_TIMEOUT/);
     expect(r.ms).toBeLessThan(5000);
@@ -206,35 +252,55 @@ async function pickyFailures(): Promise<number> {
 
 describe('staged calls retry inline only for a lost region', () => {
   it('a staged call the model refuses fails once, even while another region of the arena is missing', async () => {
-    const regions = Object.keys(await direct.systemSharedMemoryStatus()).filter((n) => n.startsWith(prefix)).sort();
+    const regions = Object.keys(await direct.systemSharedMemoryStatus())
+      .filter((n) => n.startsWith(prefix))
+      .sort();
     expect(regions.length).toBe(2);
     await direct.systemSharedMemoryUnregister(regions[1]!); // not the region this call stages into
     const before = await pickyFailures();
     const values = Array.from({ length: 4096 }, (_, i) => (i === 0 ? -1 : i));
-    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_fn`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ inputs: { INPUT0: values } }) });
+    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_fn`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ inputs: { INPUT0: values } }),
+    });
     expect(r.status).toBe(400); // 4096 FP32 = 16 KiB, above the 4 KiB threshold: staged
     expect(r.headers.get('x-payload-transfer')).toBe('shm'); // it was staged, refused or not (issue 21)
     expect(await pickyFailures()).toBe(before + 1);
-    await waitFor('the arena re-registered its region', async () => Object.keys(await direct.systemSharedMemoryStatus()).includes(regions[1]!), 10_000);
+    await waitFor(
+      'the arena re-registered its region',
+      async () => Object.keys(await direct.systemSharedMemoryStatus()).includes(regions[1]!),
+      10_000,
+    );
   });
 
   it('an inbound webhook call the model refuses after staging says shm too', async () => {
     const body = JSON.stringify({ values: Array.from({ length: 4096 }, (_, i) => (i === 0 ? -1 : i)) });
     const ts = String(Math.floor(Date.now() / 1000));
     const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_hook`, {
-      method: 'POST', body,
+      method: 'POST',
+      body,
       headers: { 'Content-Type': 'application/json', 'X-Timestamp': ts, 'X-Signature-256': signTimestamped('picky-hook-secret', ts, body) },
     });
     expect(r.status).toBe(400);
-    expect(((await r.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ENGINE_REJECTED', message: expect.stringContaining('picky: negative input') });
+    expect(((await r.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'ENGINE_REJECTED',
+      message: expect.stringContaining('picky: negative input'),
+    });
     expect(r.headers.get('x-payload-transfer')).toBe('shm');
   });
 
   it('a staged call whose own region the engine lost is retried inline and succeeds', async () => {
-    const regions = Object.keys(await direct.systemSharedMemoryStatus()).filter((n) => n.startsWith(prefix)).sort();
+    const regions = Object.keys(await direct.systemSharedMemoryStatus())
+      .filter((n) => n.startsWith(prefix))
+      .sort();
     for (const n of regions) await direct.systemSharedMemoryUnregister(n);
     const values = Array.from({ length: 4096 }, (_, i) => i);
-    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_fn`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ inputs: { INPUT0: values } }) });
+    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/picky_fn`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ inputs: { INPUT0: values } }),
+    });
     expect(r.status, await r.clone().text()).toBe(200);
     expect(r.headers.get('x-payload-transfer')).toBe('inline');
   });
@@ -242,13 +308,21 @@ describe('staged calls retry inline only for a lost region', () => {
 
 describe('async calls to a function without async settings', () => {
   it('are accepted with the documented defaults and run', async () => {
-    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/bytes_noasync`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' }, body: Buffer.from('hello') });
+    const r = await fetch(`http://127.0.0.1:${gw.port}/fn/bytes_noasync`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' },
+      body: Buffer.from('hello'),
+    });
     expect(r.status).toBe(202);
     const { id } = (await r.json()) as { id: string };
-    const done = await waitFor('the job to finish', async () => {
-      const j = (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status: string };
-      return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
-    }, 10_000);
+    const done = await waitFor(
+      'the job to finish',
+      async () => {
+        const j = (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status: string };
+        return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
+      },
+      10_000,
+    );
     expect(done.status).toBe('succeeded');
   });
 });

@@ -28,7 +28,8 @@ let repo: string;
 
 const row = (k: number) => Array.from({ length: 64 }, (_, i) => Math.sin(i * 0.3 + k));
 const BODY = JSON.stringify({ inputs: { user_features: [row(1)] } });
-const HEAD = 'POST /fn/product_recommender HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-API-Key: k-one\r\nX-Request-Id: q1\r\n';
+const HEAD =
+  'POST /fn/product_recommender HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-API-Key: k-one\r\nX-Request-Id: q1\r\n';
 /** A complete request: `head` (request line and fields, each ending CRLF), Content-Length, the body. */
 const req = (head: string, body = BODY, extra = '') => `${head}${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
@@ -39,9 +40,21 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-front-fn-'));
   const rec = JSON.parse(fs.readFileSync(path.join(BUNDLED_REPO, '../functions/product_recommender.json'), 'utf8'));
-  fs.writeFileSync(path.join(fnDir, 'product_recommender.json'), JSON.stringify({ ...rec, limits: { ...rec.limits, maxBodyBytes: 20_000 } }));
+  fs.writeFileSync(
+    path.join(fnDir, 'product_recommender.json'),
+    JSON.stringify({ ...rec, limits: { ...rec.limits, maxBodyBytes: 20_000 } }),
+  );
   process.env.RECOMMENDER_API_KEYS = 'k-one';
-  const common = { host: '127.0.0.1', port: 0, engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shmThreshold: 1 << 20, console: false, shm: false, timeouts: { idleMs: 1500 } };
+  const common = {
+    host: '127.0.0.1',
+    port: 0,
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shmThreshold: 1 << 20,
+    console: false,
+    shm: false,
+    timeouts: { idleMs: 1500 },
+  };
   front = await startGateway({ ...common, prefix: `gwf${process.pid}a` });
   plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, http1Front: false });
 }, 120_000);
@@ -61,19 +74,69 @@ const CASES: FrontCase[] = [
   { name: 'three calls pipelined in one write', parts: [req(HEAD) + req(HEAD) + req(HEAD)], replies: 3, served: true },
   { name: 'Connection: close', parts: [req(HEAD, BODY, 'Connection: close\r\n')], replies: 1, served: true },
   { name: 'Connection: keep-alive', parts: [req(HEAD, BODY, 'Connection: keep-alive\r\n')], replies: 1, served: true },
-  { name: 'head, then the body 50 ms later', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY], replies: 1, gapMs: 50, served: true },
-  { name: 'the body in 40 pieces, 5 ms apart', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 40)], replies: 1, gapMs: 5, served: true },
-  { name: 'a call and the head of a second, then its body in 20 pieces', parts: [req(HEAD) + req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 20)], replies: 2, gapMs: 5, served: true },
-  { name: 'two pipelined calls in 60 pieces, 3 ms apart (a partial head: handed over)', parts: pieces(req(HEAD) + req(HEAD), 60), replies: 2, gapMs: 3, served: false },
+  {
+    name: 'head, then the body 50 ms later',
+    parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY],
+    replies: 1,
+    gapMs: 50,
+    served: true,
+  },
+  {
+    name: 'the body in 40 pieces, 5 ms apart',
+    parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 40)],
+    replies: 1,
+    gapMs: 5,
+    served: true,
+  },
+  {
+    name: 'a call and the head of a second, then its body in 20 pieces',
+    parts: [req(HEAD) + req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BODY, 20)],
+    replies: 2,
+    gapMs: 5,
+    served: true,
+  },
+  {
+    name: 'two pipelined calls in 60 pieces, 3 ms apart (a partial head: handed over)',
+    parts: pieces(req(HEAD) + req(HEAD), 60),
+    replies: 2,
+    gapMs: 3,
+    served: false,
+  },
   { name: 'bad JSON', parts: [req(HEAD, '{"inputs": ')], replies: 1, served: true },
   { name: 'no key', parts: [req(HEAD.replace('X-API-Key: k-one\r\n', ''))], replies: 1, served: true },
   { name: 'unknown function', parts: [req(HEAD.replace('product_recommender', 'nope'))], replies: 1, served: true },
-  { name: 'body over the function limit (413, closes)', parts: [req(HEAD, JSON.stringify({ inputs: { user_features: [row(1)] }, pad: 'x'.repeat(30_000) }))], replies: 1, served: true },
-  { name: 'a call, then a GET on the same connection (hand-over)', parts: [req(HEAD), 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', req(HEAD)], replies: 3, gapMs: 30, served: false },
+  {
+    name: 'body over the function limit (413, closes)',
+    parts: [req(HEAD, JSON.stringify({ inputs: { user_features: [row(1)] }, pad: 'x'.repeat(30_000) }))],
+    replies: 1,
+    served: true,
+  },
+  {
+    name: 'a call, then a GET on the same connection (hand-over)',
+    parts: [req(HEAD), 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', req(HEAD)],
+    replies: 3,
+    gapMs: 30,
+    served: false,
+  },
   { name: 'HTTP/1.0', parts: [req(HEAD.replace('HTTP/1.1', 'HTTP/1.0'))], replies: 1, served: false },
-  { name: 'chunked body', parts: [`${HEAD}Transfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`], replies: 1, served: false },
-  { name: 'Content-Length and Transfer-Encoding', parts: [`${HEAD}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`], replies: 1, served: false },
-  { name: 'two Content-Length fields', parts: [`${HEAD}Content-Length: ${BODY.length}\r\nContent-Length: 3\r\n\r\n${BODY}`], replies: 1, served: false },
+  {
+    name: 'chunked body',
+    parts: [`${HEAD}Transfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`],
+    replies: 1,
+    served: false,
+  },
+  {
+    name: 'Content-Length and Transfer-Encoding',
+    parts: [`${HEAD}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`],
+    replies: 1,
+    served: false,
+  },
+  {
+    name: 'two Content-Length fields',
+    parts: [`${HEAD}Content-Length: ${BODY.length}\r\nContent-Length: 3\r\n\r\n${BODY}`],
+    replies: 1,
+    served: false,
+  },
   { name: 'a repeated field', parts: [req(HEAD, BODY, 'X-API-Key: k-one\r\n')], replies: 1, served: false },
   { name: 'obs-fold', parts: [req(HEAD, BODY, 'X-Fold: a\r\n b\r\n')], replies: 1, served: false },
   { name: 'bare LF', parts: [req(HEAD, BODY, 'X-Bare: a\nX-Other: b\r\n')], replies: 1, served: false },
@@ -90,13 +153,24 @@ const CASES: FrontCase[] = [
   { name: 'async (Prefer)', parts: [req(HEAD, BODY, 'Prefer: respond-async\r\n')], replies: 1, served: false },
   { name: 'Connection: upgrade', parts: [req(HEAD, BODY, 'Connection: upgrade\r\nUpgrade: websocket\r\n')], replies: 1, served: false },
   { name: 'head over 8 KiB', parts: [req(HEAD, BODY, `X-Big: ${'a'.repeat(9000)}\r\n`)], replies: 1, served: false },
-  { name: 'body over 64 KiB (node:http reads it)', parts: [req(HEAD, JSON.stringify({ inputs: { user_features: [row(1)] }, pad: 'x'.repeat(70_000) }))], replies: 1, served: false },
+  {
+    name: 'body over 64 KiB (node:http reads it)',
+    parts: [req(HEAD, JSON.stringify({ inputs: { user_features: [row(1)] }, pad: 'x'.repeat(70_000) }))],
+    replies: 1,
+    served: false,
+  },
   { name: 'body 1.5 s after the head', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY], replies: 1, gapMs: 1500, served: false },
   // As node:http (httpAllowHalfOpen false): the client's end aborts the calls in flight; no reply, the connection ends.
   { name: 'a call, then the client ends its side', parts: [req(HEAD)], replies: 0, served: true, halfClose: true },
   { name: 'two pipelined calls, then the client ends its side', parts: [req(HEAD) + req(HEAD)], replies: 0, served: true, halfClose: true },
   { name: 'a partial head, then the client ends its side', parts: [HEAD], replies: 1, served: false, halfClose: true },
-  { name: 'a head without its whole body, then the client ends its side', parts: [req(HEAD).slice(0, -10)], replies: 1, served: false, halfClose: true },
+  {
+    name: 'a head without its whole body, then the client ends its side',
+    parts: [req(HEAD).slice(0, -10)],
+    replies: 1,
+    served: false,
+    halfClose: true,
+  },
   { name: 'a partial head, then the rest', parts: [HEAD.slice(0, 30), req(HEAD).slice(30)], replies: 1, gapMs: 30, served: false },
 ];
 
@@ -108,10 +182,36 @@ describe('the HTTP/1.1 front vs node:http', () => {
 
   it('fuzzed heads: the same bytes back from both, and both gateways live on', async () => {
     const tchar = fc.constantFrom(...'abcxyzXYZ-_!#~09');
-    const name = fc.oneof(fc.string({ unit: tchar, minLength: 1, maxLength: 8 }), fc.constantFrom('Transfer-Encoding', 'Content-Length', 'Connection', 'Host', 'X-API-Key', 'Content-Type', 'Expect', 'X Bad', ''));
-    const value = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('chunked', 'close', 'keep-alive', ' 5', '5, 5', '-1', 'k-one', 'application/json', '\x00', 'a\rb', 'a\nb', '\ta\t', '\xff'));
+    const name = fc.oneof(
+      fc.string({ unit: tchar, minLength: 1, maxLength: 8 }),
+      fc.constantFrom('Transfer-Encoding', 'Content-Length', 'Connection', 'Host', 'X-API-Key', 'Content-Type', 'Expect', 'X Bad', ''),
+    );
+    const value = fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom(
+        'chunked',
+        'close',
+        'keep-alive',
+        ' 5',
+        '5, 5',
+        '-1',
+        'k-one',
+        'application/json',
+        '\x00',
+        'a\rb',
+        'a\nb',
+        '\ta\t',
+        '\xff',
+      ),
+    );
     const field = fc.tuple(name, fc.constantFrom(':', ': ', ' :', ':\t'), value).map(([n, sep, v]) => `${n}${sep}${v}\r\n`);
-    const line = fc.constantFrom('POST /fn/product_recommender HTTP/1.1', 'POST /fn/product_recommender HTTP/1.0', 'POST  /fn/product_recommender HTTP/1.1', 'POST /fn/product_recommender\tHTTP/1.1', 'PUT /fn/product_recommender HTTP/1.1');
+    const line = fc.constantFrom(
+      'POST /fn/product_recommender HTTP/1.1',
+      'POST /fn/product_recommender HTTP/1.0',
+      'POST  /fn/product_recommender HTTP/1.1',
+      'POST /fn/product_recommender\tHTTP/1.1',
+      'PUT /fn/product_recommender HTTP/1.1',
+    );
     await fc.assert(
       fc.asyncProperty(line, fc.array(field, { maxLength: 4 }), fc.boolean(), async (l, fields, keyed) => {
         const head = `${l}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Request-Id: f1\r\n${keyed ? 'X-API-Key: k-one\r\n' : ''}${fields.join('')}`;
@@ -179,15 +279,23 @@ describe('the HTTP/1.1 front vs node:http', () => {
     expect(Date.now() - t0).toBeLessThan(3500);
   });
 
-  it('calls whose client went away mid-body leave no call in flight: the gateways stop without waiting out the drain (this one; the front\'s in the next test)', async () => {
+  it("calls whose client went away mid-body leave no call in flight: the gateways stop without waiting out the drain (this one; the front's in the next test)", async () => {
     // Head and part of the body, then the client goes: the request's 'close' can come before the direct route
     // reads the body (the function is resolved first); a reader waiting for it again held the drain for 10 s.
-    await Promise.all([front.port, plain.port].flatMap((port) => Array.from({ length: 10 }, () => new Promise<void>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => s.write(req(HEAD).slice(0, -20)));
-      s.on('error', () => undefined);
-      s.on('close', () => resolve());
-      setTimeout(() => s.destroy(), 300);
-    }))));
+    await Promise.all(
+      [front.port, plain.port].flatMap((port) =>
+        Array.from(
+          { length: 10 },
+          () =>
+            new Promise<void>((resolve) => {
+              const s = net.connect(port, '127.0.0.1', () => s.write(req(HEAD).slice(0, -20)));
+              s.on('error', () => undefined);
+              s.on('close', () => resolve());
+              setTimeout(() => s.destroy(), 300);
+            }),
+        ),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 300));
     const t0 = Date.now();
     await plain.stop();

@@ -28,8 +28,14 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(fnDir, 'echo_bytes.json'), JSON.stringify({ name: 'echo_bytes', target: { model: 'identity_bytes' } }));
   redis = await TestRedis.start();
   gw = await startGateway({
-    port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false,
-    redisUrl: redis.url, redisNamespace: `rec${process.pid}`, leaseNamespace: `rec${process.pid}`,
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: redis.url,
+    redisNamespace: `rec${process.pid}`,
+    leaseNamespace: `rec${process.pid}`,
   });
 }, 120_000);
 
@@ -44,15 +50,21 @@ afterAll(async () => {
 /** One async call; resolves with its job's final state (or 'accepted-but-never-ran'). */
 async function asyncCall(): Promise<string> {
   const r = await fetch(`http://127.0.0.1:${gw.port}/fn/echo_bytes`, {
-    method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' }, body: Buffer.from('hi'),
+    method: 'POST',
+    headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' },
+    body: Buffer.from('hi'),
   });
   if (r.status !== 202) return `refused ${r.status}`;
   const { id } = (await r.json()) as { id: string };
   try {
-    return await waitFor('the job to finish', async () => {
-      const j = (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status?: string };
-      return j.status === 'succeeded' || j.status === 'failed' ? j.status : undefined;
-    }, 8000);
+    return await waitFor(
+      'the job to finish',
+      async () => {
+        const j = (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status?: string };
+        return j.status === 'succeeded' || j.status === 'failed' ? j.status : undefined;
+      },
+      8000,
+    );
   } catch {
     return 'accepted-but-never-ran';
   }
@@ -64,19 +76,30 @@ describe('a job released after a 503 (issue 41)', () => {
     const port = engine.grpcPort;
     await engine.stop();
     const r = await fetch(`http://127.0.0.1:${gw.port}/fn/echo_bytes`, {
-      method: 'POST', headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' }, body: Buffer.from('later'),
+      method: 'POST',
+      headers: { 'Content-Type': 'application/octet-stream', Prefer: 'respond-async' },
+      body: Buffer.from('later'),
     });
     expect(r.status).toBe(202);
     const { id } = (await r.json()) as { id: string };
     const job = async () => (await (await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`)).json()) as { status?: string };
     try {
-      await waitFor('a first run that failed with 503', async () => { const rec = await gw.jobs.get(id); return rec && rec.runs >= 1 && rec.state === 'queued'; }, 10_000);
+      await waitFor(
+        'a first run that failed with 503',
+        async () => {
+          const rec = await gw.jobs.get(id);
+          return rec && rec.runs >= 1 && rec.state === 'queued';
+        },
+        10_000,
+      );
     } finally {
       engine = await startEngine({ modelRepository: repo, grpcPort: port, httpPort: -1, metricsPort: -1, host: '127.0.0.1' });
     }
     const t0 = Date.now();
     // Before the fix the Redis queue left the entry pending until XAUTOCLAIM took it 30 s later.
-    expect(await waitFor('the job to succeed', async () => ((await job()).status === 'succeeded' ? 'succeeded' : undefined), 15_000, 100)).toBe('succeeded');
+    expect(
+      await waitFor('the job to succeed', async () => ((await job()).status === 'succeeded' ? 'succeeded' : undefined), 15_000, 100),
+    ).toBe('succeeded');
     expect(Date.now() - t0).toBeLessThan(15_000);
   }, 40_000);
 });

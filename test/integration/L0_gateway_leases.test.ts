@@ -36,9 +36,21 @@ interface Child {
 async function spawnGateway(): Promise<Child> {
   const proc = spawn(
     process.execPath,
-    ['--import', 'tsx', 'gateway/main.ts', '--port=0', '--host=127.0.0.1', `--engine=127.0.0.1:${engine.grpcPort}`,
-      `--redis-url=${redis.url}`, `--lease-ttl-ms=${TTL}`, `--prefix=${PREFIX}`, `--lease-namespace=${NS}`,
-      '--arena-regions=2', `--arena-region-bytes=${8 << 20}`, '--shm-threshold=65536'],
+    [
+      '--import',
+      'tsx',
+      'gateway/main.ts',
+      '--port=0',
+      '--host=127.0.0.1',
+      `--engine=127.0.0.1:${engine.grpcPort}`,
+      `--redis-url=${redis.url}`,
+      `--lease-ttl-ms=${TTL}`,
+      `--prefix=${PREFIX}`,
+      `--lease-namespace=${NS}`,
+      '--arena-regions=2',
+      `--arena-region-bytes=${8 << 20}`,
+      '--shm-threshold=65536',
+    ],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, GATEWAY_QUIET: '0' } },
   );
   children.push(proc);
@@ -103,7 +115,13 @@ const shmKeys = (owner: string) => listSharedMemoryKeys(`/${regionsOf(owner)}`);
 beforeAll(async () => {
   setQuiet(true);
   redis = await TestRedis.start();
-  engine = await startEngine({ modelRepository: path.join(ROOT, 'model_repository'), grpcPort: 0, httpPort: -1, metricsPort: -1, allowClientShm: true });
+  engine = await startEngine({
+    modelRepository: path.join(ROOT, 'model_repository'),
+    grpcPort: 0,
+    httpPort: -1,
+    metricsPort: -1,
+    allowClientShm: true,
+  });
   direct = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`);
   image = await makeLargeJpeg(1 << 20);
 }, 180_000);
@@ -132,8 +150,12 @@ describe('leases across gateway processes', () => {
     await exited(a.proc);
     await la.stop();
     const killedAt = Date.now();
-    await waitFor('the dead gateway’s regions cleaned', async () =>
-      (await engineRegions(a.ownerId)).length === 0 && shmKeys(a.ownerId).length === 0, 10 * TTL + 5000, 50);
+    await waitFor(
+      'the dead gateway’s regions cleaned',
+      async () => (await engineRegions(a.ownerId)).length === 0 && shmKeys(a.ownerId).length === 0,
+      10 * TTL + 5000,
+      50,
+    );
     const took = Date.now() - killedAt;
     expect(took).toBeLessThan(6 * TTL + 2000); // within a few lease periods (+ reaper interval)
     expect((await leases.list()).filter((l) => l.owner === a.ownerId)).toEqual([]);
@@ -159,8 +181,15 @@ describe('leases across gateway processes', () => {
     await waitFor('staged calls', () => l.results.filter((r) => 'transfer' in r && r.transfer === 'shm').length >= 2, 30_000);
     await redis.stop();
     const outageStart = l.results.length;
-    await waitFor('inline calls during the outage', () => l.results.slice(outageStart).filter((r) => 'transfer' in r && r.transfer === 'inline').length >= 2, 30_000);
-    const ready = (await (await fetch(`http://127.0.0.1:${g.port}/readyz`)).json()) as { leaseStore: { state: string }; staging: { enabled: boolean; reason: string } };
+    await waitFor(
+      'inline calls during the outage',
+      () => l.results.slice(outageStart).filter((r) => 'transfer' in r && r.transfer === 'inline').length >= 2,
+      30_000,
+    );
+    const ready = (await (await fetch(`http://127.0.0.1:${g.port}/readyz`)).json()) as {
+      leaseStore: { state: string };
+      staging: { enabled: boolean; reason: string };
+    };
     expect(ready.leaseStore.state).toBe('down');
     expect(ready.staging).toMatchObject({ enabled: false, reason: 'redis lease store unreachable' });
     await redis.start();

@@ -30,15 +30,32 @@ const gateways: RunningGateway[] = [];
 const savedToken = process.env.GATEWAY_ADMIN_TOKEN;
 
 const V2 = { version: 'v-two', functions: [{ name: 'calc', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0', diff: 'OUTPUT1' } }] };
-const V3 = { version: 'v-three', functions: [{ name: 'calc', target: { model: 'simple' }, outputs: { diff: 'OUTPUT1' } }, { name: 'echo', target: { model: 'js_echo' } }] };
+const V3 = {
+  version: 'v-three',
+  functions: [
+    { name: 'calc', target: { model: 'simple' }, outputs: { diff: 'OUTPUT1' } },
+    { name: 'echo', target: { model: 'js_echo' } },
+  ],
+};
 const admin = (g: RunningGateway, method: string, p: string, body?: unknown) =>
-  fetch(`http://127.0.0.1:${g.port}${p}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  fetch(`http://127.0.0.1:${g.port}${p}`, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 const activeVersion = async (g: RunningGateway) => ((await (await admin(g, 'GET', '/admin/functions')).json()) as Json).version as string;
 
 async function gateway(): Promise<RunningGateway> {
   const g = await startGateway({
-    port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false,
-    redisUrl: redis.url, redisNamespace: NS, leaseNamespace: NS, console: false,
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: redis.url,
+    redisNamespace: NS,
+    leaseNamespace: NS,
+    console: false,
   });
   gateways.push(g);
   return g;
@@ -61,7 +78,10 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   redis = await TestRedis.start();
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-redis-state-fn-'));
-  fs.writeFileSync(path.join(fnDir, 'calc.json'), JSON.stringify({ name: 'calc', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' } }));
+  fs.writeFileSync(
+    path.join(fnDir, 'calc.json'),
+    JSON.stringify({ name: 'calc', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' } }),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -79,8 +99,20 @@ describe('a gateway stopped with SIGTERM', () => {
     const ns = `${NS}sig`;
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', 'gateway/main.ts', '--port=0', '--host=127.0.0.1', `--engine=127.0.0.1:${engine.grpcPort}`, `--functions=${fnDir}`,
-        `--redis-url=${redis.url}`, `--redis-namespace=${ns}`, `--lease-namespace=${ns}`, '--shm=false', '--console=false'],
+      [
+        '--import',
+        'tsx',
+        'gateway/main.ts',
+        '--port=0',
+        '--host=127.0.0.1',
+        `--engine=127.0.0.1:${engine.grpcPort}`,
+        `--functions=${fnDir}`,
+        `--redis-url=${redis.url}`,
+        `--redis-namespace=${ns}`,
+        `--lease-namespace=${ns}`,
+        '--shm=false',
+        '--console=false',
+      ],
       { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
     );
     let log = '';
@@ -136,7 +168,12 @@ describe('Redis loses its data', () => {
     // The history is whole again: rollback goes to v-two everywhere.
     const rb = await admin(B, 'POST', '/admin/functions/rollback');
     expect(rb.status).toBe(200);
-    await waitFor('A and C follow the rollback', async () => (await activeVersion(A)) === 'v-two' && (await activeVersion(C)) === 'v-two', 10_000, 100);
+    await waitFor(
+      'A and C follow the rollback',
+      async () => (await activeVersion(A)) === 'v-two' && (await activeVersion(C)) === 'v-two',
+      10_000,
+      100,
+    );
 
     // FLUSHALL (no reconnect): found by the periodic check.
     const c = new Redis(redis.url);
@@ -145,7 +182,8 @@ describe('Redis loses its data', () => {
     await waitFor('Redis re-seeded after FLUSHALL', async () => (await storedHistory()).length > 0, 20_000, 100);
     expect(await storedHistory()).toEqual([seed, 'v-two']);
     const call = await fetch(`http://127.0.0.1:${A.port}/fn/calc`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ inputs: { INPUT0: Array.from({ length: 16 }, () => 5), INPUT1: Array.from({ length: 16 }, () => 2) } }),
     });
     expect(call.status).toBe(200);

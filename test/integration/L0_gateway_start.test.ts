@@ -47,11 +47,16 @@ function childPids(script: string): number[] {
 }
 
 const call = () =>
-  fetch(`http://127.0.0.1:${gwPort}/fn/search_pipeline_ensemble`, { method: 'POST', body: image, headers: { 'Content-Type': 'image/jpeg' } });
+  fetch(`http://127.0.0.1:${gwPort}/fn/search_pipeline_ensemble`, {
+    method: 'POST',
+    body: image,
+    headers: { 'Content-Type': 'image/jpeg' },
+  });
 /** The local channel's socket (scripts/start.ts names it after the supervisor's pid). */
 const localSock = () => path.join(os.tmpdir(), `tritonish-engine-${sup.pid}-local.sock`);
 /** ModelInfer calls the gateway sent over the local channel (its metric). */
-const localCalls = async () => Number(/^gateway_engine_local_channel_calls (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${gwPort}/metrics`)).text())?.[1] ?? 0);
+const localCalls = async () =>
+  Number(/^gateway_engine_local_channel_calls (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${gwPort}/metrics`)).text())?.[1] ?? 0);
 const ownersOnShm = () => [...new Set(listSharedMemoryKeys(`/${PREFIX}_`).map((k) => k.split('_')[1]!))];
 
 beforeAll(async () => {
@@ -100,7 +105,8 @@ describe('npm start supervisor', () => {
   });
 
   it("keeps the engine's model-repository, trace, logging and shared-memory APIs to the gateway's key", async () => {
-    const engineHttp = (p: string, headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${httpPort}${p}`, { method: 'POST', headers, body: '{}' });
+    const engineHttp = (p: string, headers: Record<string, string> = {}) =>
+      fetch(`http://127.0.0.1:${httpPort}${p}`, { method: 'POST', headers, body: '{}' });
     for (const p of ['/v2/repository/index', '/v2/trace/setting', '/v2/logging', '/v2/systemsharedmemory/region/x/unregister']) {
       const r = await engineHttp(p);
       expect([p, r.status, await r.json()]).toEqual([p, 403, { error: "This API is restricted, expecting header 'admin-key'" }]);
@@ -109,7 +115,10 @@ describe('npm start supervisor', () => {
     const anon = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
     const admin = adminClient();
     try {
-      await expect(anon.logSettings()).rejects.toMatchObject({ code: 14, details: "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'" });
+      await expect(anon.logSettings()).rejects.toMatchObject({
+        code: 14,
+        details: "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'",
+      });
       await expect(anon.systemSharedMemoryStatus()).rejects.toMatchObject({ code: 14 });
       await expect(anon.repositoryModelUnload('clip_encoder_model')).rejects.toMatchObject({ code: 14 });
       // Inference and metadata stay open; the gateway's own regions were registered with its key.
@@ -135,28 +144,42 @@ describe('npm start supervisor', () => {
     process.kill(pid!, 'SIGKILL');
     await waitFor('a new gateway', () => childPids('dist/gateway/main.js').some((p) => p !== pid), 20_000);
     await waitFor('new gateway serving', async () => (await call()).status === 200, 60_000, 100);
-    await waitFor('old regions cleaned', async () => {
-      const engine = adminClient();
-      try {
-        const regions = Object.keys(await engine.systemSharedMemoryStatus());
-        return !ownersOnShm().includes(before[0]!) && !regions.some((n) => n.includes(before[0]!));
-      } finally {
-        engine.close();
-      }
-    }, 10_000);
+    await waitFor(
+      'old regions cleaned',
+      async () => {
+        const engine = adminClient();
+        try {
+          const regions = Object.keys(await engine.systemSharedMemoryStatus());
+          return !ownersOnShm().includes(before[0]!) && !regions.some((n) => n.includes(before[0]!));
+        } finally {
+          engine.close();
+        }
+      },
+      10_000,
+    );
   }, 90_000);
 
   it('answers 503 while the engine is down and recovers when the supervisor restarts it', async () => {
     const [pid] = childPids('dist/engine/main.js');
     process.kill(pid!, 'SIGKILL');
-    await waitFor('503 from the gateway', async () => {
-      const r = await call();
-      return r.status === 503 && ((await r.json()) as { error: { code: string } }).error.code === 'ENGINE_UNAVAILABLE';
-    }, 10_000, 20);
+    await waitFor(
+      '503 from the gateway',
+      async () => {
+        const r = await call();
+        return r.status === 503 && ((await r.json()) as { error: { code: string } }).error.code === 'ENGINE_UNAVAILABLE';
+      },
+      10_000,
+      20,
+    );
     await waitFor('served again', async () => (await call()).status === 200, 90_000, 200);
     // The restarted engine replaced the killed one's stale socket; the gateway's channel reconnects to it.
     const before = await localCalls();
-    await waitFor('calls over the local channel again', async () => (await call()).status === 200 && (await localCalls()) > before, 20_000, 200);
+    await waitFor(
+      'calls over the local channel again',
+      async () => (await call()).status === 200 && (await localCalls()) > before,
+      20_000,
+      200,
+    );
   }, 120_000);
 
   it('SIGTERM stops both children, exits 0 and leaves no region behind', async () => {

@@ -34,18 +34,25 @@ const call = (n: number, o: { prompt?: string; delay?: number; pad?: number; fai
   inputs: { PROMPT: [o.prompt ?? 'p'], N: [n], DELAY_MS: [o.delay ?? 0], PAD_BYTES: [o.pad ?? 0], FAIL_AT: [o.failAt ?? -1] },
 });
 const post = (fn: string, body: unknown, accept?: string, headers: Record<string, string> = {}) =>
-  fetch(`${base}/fn/${fn}`, { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json', ...(accept ? { Accept: accept } : {}), ...headers } });
+  fetch(`${base}/fn/${fn}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json', ...(accept ? { Accept: accept } : {}), ...headers },
+  });
 
 /** Parse an SSE body into {event, data} records (checks each block is `[event: x\n]data: ...`). */
 function sse(text: string): Array<{ event: string; data: Json }> {
   expect(text.endsWith('\n\n')).toBe(true);
-  return text.slice(0, -2).split('\n\n').map((block) => {
-    const lines = block.split('\n');
-    const event = lines[0]!.startsWith('event: ') ? lines.shift()!.slice(7) : 'message';
-    expect(lines.length).toBe(1);
-    expect(lines[0]!.startsWith('data: ')).toBe(true);
-    return { event, data: JSON.parse(lines[0]!.slice(6)) as Json };
-  });
+  return text
+    .slice(0, -2)
+    .split('\n\n')
+    .map((block) => {
+      const lines = block.split('\n');
+      const event = lines[0]!.startsWith('event: ') ? lines.shift()!.slice(7) : 'message';
+      expect(lines.length).toBe(1);
+      expect(lines[0]!.startsWith('data: ')).toBe(true);
+      return { event, data: JSON.parse(lines[0]!.slice(6)) as Json };
+    });
 }
 
 beforeAll(async () => {
@@ -70,12 +77,24 @@ beforeAll(async () => {
   const defs = [
     { name: 'count', target: { model: 'js_count' }, outputs: { text: 'TEXT', seq: 'SEQ' }, async: { callbackAllow: [hook.url] } },
     { name: 'count_pad', target: { model: 'js_count' }, outputs: { seq: 'SEQ', pad: 'PAD' } },
-    { name: 'count_rows', target: { model: 'js_count' }, outputs: { text: 'TEXT', seq: 'SEQ' }, rows: { key: 'tokens', fields: { t: 'text', i: 'seq' } } },
+    {
+      name: 'count_rows',
+      target: { model: 'js_count' },
+      outputs: { text: 'TEXT', seq: 'SEQ' },
+      rows: { key: 'tokens', fields: { t: 'text', i: 'seq' } },
+    },
     { name: 'count_small', target: { model: 'js_count' }, outputs: { text: 'TEXT', seq: 'SEQ' }, limits: { maxBodyBytes: 2000 } },
     { name: 'upper', target: { model: 'js_upper' } },
   ];
   for (const d of defs) writeFileSync(path.join(fnDir, `${d.name}.json`), JSON.stringify(d));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: '' });
+  gw = await startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: '',
+  });
   base = `http://127.0.0.1:${gw.port}`;
 }, 120_000);
 
@@ -88,13 +107,15 @@ afterAll(async () => {
 });
 
 describe('reply forms', () => {
-  it('SSE: one event per response with the function\'s output names, then an end event', async () => {
+  it("SSE: one event per response with the function's output names, then an end event", async () => {
     const r = await post('count', call(3), 'text/event-stream');
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('text/event-stream');
     const ev = sse(await r.text());
     expect(ev.slice(0, 3).map((e) => e.event)).toEqual(['message', 'message', 'message']);
-    expect(ev[0]!.data).toEqual({ outputs: { text: { shape: [1], datatype: 'BYTES', data: ['p:0'] }, seq: { shape: [1], datatype: 'INT32', data: [0] } } });
+    expect(ev[0]!.data).toEqual({
+      outputs: { text: { shape: [1], datatype: 'BYTES', data: ['p:0'] }, seq: { shape: [1], datatype: 'INT32', data: [0] } },
+    });
     expect(ev.slice(0, 3).map((e) => e.data.outputs.seq.data[0])).toEqual([0, 1, 2]);
     expect(ev[3]).toEqual({ event: 'end', data: { responses: 3 } });
   });
@@ -102,7 +123,10 @@ describe('reply forms', () => {
   it('NDJSON: one JSON line per response, rows mapping applied', async () => {
     const r = await post('count_rows', call(2, { prompt: 'q' }), 'application/x-ndjson');
     expect(r.headers.get('content-type')).toContain('application/x-ndjson');
-    const lines = (await r.text()).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await r.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toEqual([{ tokens: [{ t: 'q:0', i: 0 }] }, { tokens: [{ t: 'q:1', i: 1 }] }]);
   });
 
@@ -144,12 +168,16 @@ describe('flow', () => {
     const mark = path.join(os.tmpdir(), markName);
     rmSync(mark, { force: true });
     await new Promise<void>((resolve, reject) => {
-      const req = http.request(`${base}/fn/count`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' } }, (res) => {
-        res.once('data', () => {
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = http.request(
+        `${base}/fn/count`,
+        { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' } },
+        (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {});
       req.once('error', reject);
       req.end(JSON.stringify(call(1000, { prompt: `mark:${markName}`, delay: 10 })));
@@ -159,31 +187,35 @@ describe('flow', () => {
     rmSync(mark, { force: true });
   });
 
-  it('a slow reader keeps the gateway\'s buffered bytes bounded; reading on gets every response in order', async () => {
+  it("a slow reader keeps the gateway's buffered bytes bounded; reading on gets every response in order", async () => {
     const n = 512;
     const pad = 64 * 1024; // 32 MiB in all
     streamStats.peakBufferedBytes = streamStats.bufferedBytes;
     const seqs: number[] = [];
     let stalledPeak = 0;
     await new Promise<void>((resolve, reject) => {
-      const req = http.request(`${base}/fn/count_pad`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' } }, (res) => {
-        res.pause(); // the slow reader: nothing read for a while
-        setTimeout(() => {
-          stalledPeak = streamStats.peakBufferedBytes;
-          let buf = '';
-          res.setEncoding('utf8');
-          res.on('data', (d: string) => {
-            buf += d;
-            let i;
-            while ((i = buf.indexOf('\n')) >= 0) {
-              seqs.push(JSON.parse(buf.slice(0, i)).outputs.seq.data[0]);
-              buf = buf.slice(i + 1);
-            }
-          });
-          res.on('end', () => resolve());
-          res.resume();
-        }, 1500);
-      });
+      const req = http.request(
+        `${base}/fn/count_pad`,
+        { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' } },
+        (res) => {
+          res.pause(); // the slow reader: nothing read for a while
+          setTimeout(() => {
+            stalledPeak = streamStats.peakBufferedBytes;
+            let buf = '';
+            res.setEncoding('utf8');
+            res.on('data', (d: string) => {
+              buf += d;
+              let i;
+              while ((i = buf.indexOf('\n')) >= 0) {
+                seqs.push(JSON.parse(buf.slice(0, i)).outputs.seq.data[0]);
+                buf = buf.slice(i + 1);
+              }
+            });
+            res.on('end', () => resolve());
+            res.resume();
+          }, 1500);
+        },
+      );
       req.once('error', reject);
       req.end(JSON.stringify(call(n, { pad })));
     });
@@ -195,7 +227,11 @@ describe('flow', () => {
   }, 60_000);
 
   it('50 concurrent streams each get every event, in order', async () => {
-    const runs = await Promise.all(Array.from({ length: 50 }, async (_, k) => sse(await (await post('count', call(20, { prompt: `s${k}`, delay: 2 }), 'text/event-stream')).text())));
+    const runs = await Promise.all(
+      Array.from({ length: 50 }, async (_, k) =>
+        sse(await (await post('count', call(20, { prompt: `s${k}`, delay: 2 }), 'text/event-stream')).text()),
+      ),
+    );
     runs.forEach((ev, k) => {
       expect(ev.at(-1)).toEqual({ event: 'end', data: { responses: 20 } });
       expect(ev.slice(0, -1).map((e) => e.data.outputs.text.data[0])).toEqual(Array.from({ length: 20 }, (_, i) => `s${k}:${i}`));

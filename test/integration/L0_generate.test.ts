@@ -25,7 +25,10 @@ beforeAll(async () => {
   writeStreamModels(repo);
   // js_stream with one instance: a second request waits in the queue while the first streams.
   mkdirSync(path.join(repo, 'js_stream_one', '1'), { recursive: true });
-  writeFileSync(path.join(repo, 'js_stream_one', 'config.pbtxt'), JS_STREAM_CONFIG.replace('"js_stream"', '"js_stream_one"').replace('count: 4', 'count: 1'));
+  writeFileSync(
+    path.join(repo, 'js_stream_one', 'config.pbtxt'),
+    JS_STREAM_CONFIG.replace('"js_stream"', '"js_stream_one"').replace('count: 4', 'count: 1'),
+  );
   writeFileSync(path.join(repo, 'js_stream_one', '1', 'model.ts'), JS_STREAM_MODEL);
   engine = await startTestEngine({ modelRepository: repo });
   grpcClient = protoLoaderClient(engine.grpcPort);
@@ -39,26 +42,36 @@ afterAll(async () => {
 
 const url = (model: string, route: string) => `http://127.0.0.1:${engine.httpPort}/v2/models/${model}/${route}`;
 const post = (model: string, route: string, body: unknown) =>
-  fetch(url(model, route), { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { Accept: 'text/event-stream' } });
+  fetch(url(model, route), {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { Accept: 'text/event-stream' },
+  });
 
 /** Every `data:` event of an SSE body, parsed; checks the framing (each event `data: ...\n\n`, nothing else). */
 function sseEvents(text: string): Array<Record<string, unknown>> {
   if (text === '') return [];
   expect(text.endsWith('\n\n')).toBe(true);
-  return text.slice(0, -2).split('\n\n').map((chunk) => {
-    expect(chunk.startsWith('data: ')).toBe(true);
-    expect(chunk.includes('\n')).toBe(false);
-    return JSON.parse(chunk.slice(6)) as Record<string, unknown>;
-  });
+  return text
+    .slice(0, -2)
+    .split('\n\n')
+    .map((chunk) => {
+      expect(chunk.startsWith('data: ')).toBe(true);
+      expect(chunk.includes('\n')).toBe(false);
+      return JSON.parse(chunk.slice(6)) as Record<string, unknown>;
+    });
 }
 
-async function stream(model: string, body: unknown): Promise<{ status: number; type: string | null; events: Array<Record<string, unknown>> }> {
+async function stream(
+  model: string,
+  body: unknown,
+): Promise<{ status: number; type: string | null; events: Array<Record<string, unknown>> }> {
   const r = await post(model, 'generate_stream', body);
   return { status: r.status, type: r.headers.get('content-type'), events: sseEvents(await r.text()) };
 }
 
 describe('generate (one response)', () => {
-  it('answers a request written from Triton\'s docs and tests unchanged (Python, decoupled and not)', async () => {
+  it("answers a request written from Triton's docs and tests unchanged (Python, decoupled and not)", async () => {
     for (const model of ['mock_llm', 'mock_llm_unary']) {
       const r = await post(model, 'generate', { PROMPT: 'hello world', STREAM: false });
       expect(r.status).toBe(200);
@@ -78,14 +91,21 @@ describe('generate (one response)', () => {
     });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('application/json');
-    expect(await r.json()).toEqual({ model_name: 'js_llm', model_version: '1', text_output: 'client input {"stream":false,"temperature":0}' });
+    expect(await r.json()).toEqual({
+      model_name: 'js_llm',
+      model_version: '1',
+      text_output: 'client input {"stream":false,"temperature":0}',
+    });
     const s = await stream('js_llm', { text_input: 'client input', parameters: { stream: true } });
     expect(s.type).toBe('text/event-stream; charset=utf-8');
     expect(s.events).toEqual([{ model_name: 'js_llm', model_version: '1', text_output: 'client input {"stream":true}' }]);
   });
 
   it('JS models: batching model with a batch dim, versions path', async () => {
-    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_upper/versions/1/generate`, { method: 'POST', body: JSON.stringify({ PROMPT: 'abc' }) });
+    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_upper/versions/1/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ PROMPT: 'abc' }),
+    });
     expect(await r.json()).toEqual({ model_name: 'js_upper', model_version: '1', TEXT: 'ABC', LEN: 3 });
     const s = await stream('js_upper', { PROMPT: 'xy' });
     expect(s.events).toEqual([{ model_name: 'js_upper', model_version: '1', TEXT: 'XY', LEN: 2 }]);
@@ -225,7 +245,9 @@ describe('cancellation', () => {
       }, 150);
     });
     expect((await first).events.length).toBe(20);
-    await expect.poll(async () => Number((await stats()).inference_stats.cancel?.count ?? 0), { timeout: 5000 }).toBe(Number(before.inference_stats.cancel?.count ?? 0) + 1);
+    await expect
+      .poll(async () => Number((await stats()).inference_stats.cancel?.count ?? 0), { timeout: 5000 })
+      .toBe(Number(before.inference_stats.cancel?.count ?? 0) + 1);
     const after = await stats();
     expect(Number(after.execution_count) - Number(before.execution_count)).toBe(1); // only the first ran
   });

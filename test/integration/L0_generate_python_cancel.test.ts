@@ -61,7 +61,14 @@ beforeAll(async () => {
   engine = await startTestEngine({ modelRepository: repo, metricsPort: -1 });
   fnDir = mkdtempSync(path.join(os.tmpdir(), 'l0-gen-pycancel-fn-'));
   writeFileSync(path.join(fnDir, 'ticker.json'), JSON.stringify({ name: 'ticker', target: { model: 'py_ticker' } }));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: '' });
+  gw = await startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    shm: false,
+    redisUrl: '',
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -96,10 +103,13 @@ describe('a Python model sees is_cancelled()', () => {
     rmSync(mark, { force: true });
   }, 30_000);
 
-  it('when a gateway streaming call\'s client disconnects', async () => {
+  it("when a gateway streaming call's client disconnects", async () => {
     const mark = path.join(os.tmpdir(), `l0-gen-pycancel-${process.pid}-gw`);
     rmSync(mark, { force: true });
-    await readOneThenLeave(`http://127.0.0.1:${gw.port}/fn/ticker`, JSON.stringify({ inputs: { MARK: [mark] } }), { 'content-type': 'application/json', accept: 'text/event-stream' });
+    await readOneThenLeave(`http://127.0.0.1:${gw.port}/fn/ticker`, JSON.stringify({ inputs: { MARK: [mark] } }), {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+    });
     await waitFor('the model to see is_cancelled()', () => existsSync(mark), 8000);
     expect(Number(readFileSync(mark, 'utf8'))).toBeLessThan(500);
     rmSync(mark, { force: true });

@@ -144,7 +144,10 @@ describe('L0_grpc: LogSettings', () => {
       });
       expect(set.settings.log_verbose_level?.uint32_param).toBe(2);
       const wrong = await grpcError(client.call('LogSettings', { settings: { log_info: { uint32_param: 1 } } }));
-      expect([wrong.code, wrong.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringMatching(/boolean.*'log_info'|'log_info'.*boolean/)]);
+      expect([wrong.code, wrong.details]).toEqual([
+        grpc.status.INVALID_ARGUMENT,
+        expect.stringMatching(/boolean.*'log_info'|'log_info'.*boolean/),
+      ]);
     } finally {
       await client.call('LogSettings', { settings: { log_verbose_level: { uint32_param: before.log_verbose_level?.uint32_param ?? 0 } } });
     }

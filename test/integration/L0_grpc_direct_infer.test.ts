@@ -54,7 +54,10 @@ afterAll(async () => {
 });
 
 const frame = grpcFramed;
-const encodeReq = (req: ModelInferRequest) => messageType('inference.ModelInferRequest').encode(req as never).finish();
+const encodeReq = (req: ModelInferRequest) =>
+  messageType('inference.ModelInferRequest')
+    .encode(req as never)
+    .finish();
 
 const SIMPLE: ModelInferRequest = {
   model_name: 'simple',
@@ -66,10 +69,13 @@ const SIMPLE: ModelInferRequest = {
   raw_input_contents: [i32Bytes(Array.from({ length: 16 }, (_, i) => i)), i32Bytes(Array(16).fill(2))],
 };
 
-const rawCall = (port: number, chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) => rawGrpcCall(port, MODEL_INFER_PATH, chunks, extra, gapMs);
+const rawCall = (port: number, chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) =>
+  rawGrpcCall(port, MODEL_INFER_PATH, chunks, extra, gapMs);
 
 async function same(chunks: Buffer[], extra: Record<string, string> = {}, gapMs = 0) {
-  const [a, b, ...rest] = await Promise.all([direct, viaGrpcJs, ...Object.values(others)].map((e) => rawCall(e.grpcPort, chunks, extra, gapMs)));
+  const [a, b, ...rest] = await Promise.all(
+    [direct, viaGrpcJs, ...Object.values(others)].map((e) => rawCall(e.grpcPort, chunks, extra, gapMs)),
+  );
   expect(visible(a!), 'own front, direct').toEqual(visible(b!));
   Object.keys(others).forEach((name, i) => expect(visible(rest[i]!), name).toEqual(visible(b!)));
   return visible(a!);
@@ -80,7 +86,10 @@ describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like 
     const a = await same([frame(encodeReq(SIMPLE))]);
     expect(a.headers['content-type']).toBe('application/grpc+proto');
     expect(a.trailers['grpc-status']).toBe('0');
-    const res = messageType('inference.ModelInferResponse').decode(Buffer.from(a.data, 'hex').subarray(5)) as unknown as { id: string; raw_output_contents: Uint8Array[] };
+    const res = messageType('inference.ModelInferResponse').decode(Buffer.from(a.data, 'hex').subarray(5)) as unknown as {
+      id: string;
+      raw_output_contents: Uint8Array[];
+    };
     expect(res.id).toBe('r1');
     expect([...toI32(res.raw_output_contents[0]!)]).toEqual(Array.from({ length: 16 }, (_, i) => i + 2));
   });
@@ -162,7 +171,9 @@ describe('L0_grpc_direct_infer: the direct ModelInfer path answers exactly like 
 describe('grpc-js internals', () => {
   it('the shape check accepts the grpc-js in the tree (else the engine silently falls back to grpc-js alone)', async () => {
     const server = new grpc.Server();
-    await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    await new Promise<void>((res, rej) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+    );
     try {
       expect(shapeProblem(server)).toBeUndefined();
     } finally {
@@ -172,7 +183,9 @@ describe('grpc-js internals', () => {
 
   it('a grpc-js of another shape: one log line, and none of the reaches applied', async () => {
     const server = new grpc.Server();
-    await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    await new Promise<void>((res, rej) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+    );
     try {
       const h2 = [...(server as unknown as { http2Servers: Map<http2.Http2Server, unknown> }).http2Servers.keys()][0]!;
       h2.on('stream', () => undefined); // a second stream listener: not what the direct path was written for

@@ -41,10 +41,16 @@ afterAll(async () => {
 });
 
 const SVC = '/inference.GRPCInferenceService/';
-const encode = (type: string, m: object) => grpcFramed(messageType(type).encode(m as never).finish());
+const encode = (type: string, m: object) =>
+  grpcFramed(
+    messageType(type)
+      .encode(m as never)
+      .finish(),
+  );
 
 /** One raw unary call; what a client sees of the answer (the date header aside). */
-const rawCall = async (port: number, path: string, body: Buffer, extra: Record<string, string> = {}) => visible(await rawGrpcCall(port, path, [body], extra));
+const rawCall = async (port: number, path: string, body: Buffer, extra: Record<string, string> = {}) =>
+  visible(await rawGrpcCall(port, path, [body], extra));
 
 describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
   it('relays every other RPC to grpc-js: the same answers, errors and metadata as grpc-js alone', async () => {
@@ -59,11 +65,16 @@ describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
       ['NoSuchMethod', encode('inference.ServerLiveRequest', {})],
     ];
     for (const [method, body, extra] of cases) {
-      const [a, b] = await Promise.all([rawCall(own.grpcPort, SVC + method, body, extra), rawCall(viaGrpcJs.grpcPort, SVC + method, body, extra)]);
+      const [a, b] = await Promise.all([
+        rawCall(own.grpcPort, SVC + method, body, extra),
+        rawCall(viaGrpcJs.grpcPort, SVC + method, body, extra),
+      ]);
       expect(a, method).toEqual(b);
     }
     const health = encode('grpc.health.v1.HealthCheckRequest', {});
-    expect(await rawCall(own.grpcPort, '/grpc.health.v1.Health/Check', health)).toEqual(await rawCall(viaGrpcJs.grpcPort, '/grpc.health.v1.Health/Check', health));
+    expect(await rawCall(own.grpcPort, '/grpc.health.v1.Health/Check', health)).toEqual(
+      await rawCall(viaGrpcJs.grpcPort, '/grpc.health.v1.Health/Check', health),
+    );
   });
 
   it('ModelStreamInfer through the relay: responses in order; a cancelled call ends CANCELLED and the engine keeps serving', async () => {
@@ -77,7 +88,11 @@ describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
         call.on('error', reject);
       });
       for (let i = 0; i < 5; i++) {
-        call.write({ model_name: 'js_echo', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.from(new Float32Array([i]).buffer)] });
+        call.write({
+          model_name: 'js_echo',
+          inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+          raw_input_contents: [Buffer.from(new Float32Array([i]).buffer)],
+        });
       }
       call.end();
       await done;
@@ -85,11 +100,20 @@ describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
       // A slow request, cancelled: the call ends CANCELLED on the client and the engine keeps serving.
       const slow = c.modelStreamInfer();
       const ended = new Promise<string>((r) => slow.on('error', (e) => r(String((e as { code?: number }).code))));
-      slow.write({ model_name: 'js_echo', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.from(new Float32Array([1]).buffer)], parameters: { delay_ms: { int64_param: 500 } } });
+      slow.write({
+        model_name: 'js_echo',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+        raw_input_contents: [Buffer.from(new Float32Array([1]).buffer)],
+        parameters: { delay_ms: { int64_param: 500 } },
+      });
       await new Promise((r) => setTimeout(r, 100));
       slow.cancel();
       expect(await ended).toBe('1');
-      const after = await c.modelInfer({ model_name: 'js_echo', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.from(new Float32Array([9]).buffer)] });
+      const after = await c.modelInfer({
+        model_name: 'js_echo',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+        raw_input_contents: [Buffer.from(new Float32Array([9]).buffer)],
+      });
       expect(after.outputs?.[0]?.name).toBe('OUTPUT0');
     } finally {
       c.close();
@@ -99,7 +123,11 @@ describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
   it('a large tensor crosses every window both ways, to a client with small windows', async () => {
     const n = 2 << 20; // 8 MiB of FP32
     const input = new Float32Array(n).map((_, i) => i % 1000);
-    const req: ModelInferRequest = { model_name: 'js_echo', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n] }], raw_input_contents: [Buffer.from(input.buffer)] };
+    const req: ModelInferRequest = {
+      model_name: 'js_echo',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n] }],
+      raw_input_contents: [Buffer.from(input.buffer)],
+    };
     const session = http2.connect(`http://127.0.0.1:${own.grpcPort}`, { settings: { initialWindowSize: 16_384 } });
     try {
       const out = await new Promise<Buffer>((resolve, reject) => {
@@ -127,7 +155,10 @@ describe('L0_grpc_h2_front: the own HTTP/2 front', () => {
       ],
       raw_input_contents: [i32Bytes(Array.from({ length: 16 }, (_, i) => i)), i32Bytes(Array(16).fill(3))],
     };
-    const clients = Array.from({ length: 16 }, () => new TritonGrpcClient(`127.0.0.1:${own.grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }));
+    const clients = Array.from(
+      { length: 16 },
+      () => new TritonGrpcClient(`127.0.0.1:${own.grpcPort}`, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } }),
+    );
     try {
       const results = await Promise.all(clients.flatMap((c) => Array.from({ length: 20 }, () => c.modelInfer(simple))));
       for (const r of results) expect([...toI32(r.raw_output_contents[0]!)]).toEqual(Array.from({ length: 16 }, (_, i) => i + 3));

@@ -35,11 +35,11 @@ describe('L0_grpc_http2_window: HTTP/2 frame size and windows of the gRPC listen
       expect(settings.initialWindowSize).toBe(STREAM_WINDOW);
       // The connection window arrives as a WINDOW_UPDATE right after SETTINGS.
       const deadline = Date.now() + 5000;
-      while ((session.state.remoteWindowSize ?? 0) < CONNECTION_WINDOW && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((session.state.remoteWindowSize ?? 0) < CONNECTION_WINDOW && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       expect(session.state.remoteWindowSize).toBe(CONNECTION_WINDOW);
     } finally {
       session.close();
     }
   });
-
 });

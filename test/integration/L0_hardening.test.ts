@@ -21,7 +21,12 @@ let client: ProtoClient;
 
 beforeAll(async () => {
   repo = tempRepo('hardening', ['js_echo', 'simple_fp32_batch']);
-  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['js_echo', 'simple_fp32_batch'], shmSweepMs: 100 });
+  engine = await startTestEngine({
+    modelRepository: repo,
+    controlMode: 'explicit',
+    loadModels: ['js_echo', 'simple_fp32_batch'],
+    shmSweepMs: 100,
+  });
   client = protoLoaderClient(engine.grpcPort);
 }, 60_000);
 
@@ -30,11 +35,13 @@ afterAll(async () => {
   await engine?.stop();
   removeDir(repo);
   // Regions a failed test left behind (a passing test removes its own).
-  for (const k of listSharedMemoryKeys('/')) if (k.includes(`trunc${process.pid}_`) || k.includes(`vanish${process.pid}_`)) shmUnlinkIfExists(k);
+  for (const k of listSharedMemoryKeys('/'))
+    if (k.includes(`trunc${process.pid}_`) || k.includes(`vanish${process.pid}_`)) shmUnlinkIfExists(k);
 });
 
 const ECHO_CONFIG = JSON.stringify({
-  backend: 'js', max_batch_size: 0,
+  backend: 'js',
+  max_batch_size: 0,
   input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
   output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
 });
@@ -46,10 +53,12 @@ describe('model names cannot escape the repository', () => {
     const target = path.join(os.tmpdir(), outside);
     rmSync(target, { recursive: true, force: true });
     try {
-      const e = await grpcError(client.call('RepositoryModelLoad', {
-        model_name: name,
-        parameters: { config: { string_param: ECHO_CONFIG }, 'file:1/model.ts': { bytes_param: Buffer.from(JS_ECHO_MODEL) } },
-      }));
+      const e = await grpcError(
+        client.call('RepositoryModelLoad', {
+          model_name: name,
+          parameters: { config: { string_param: ECHO_CONFIG }, 'file:1/model.ts': { bytes_param: Buffer.from(JS_ECHO_MODEL) } },
+        }),
+      );
       expect(e.code).toBe(GRPC_INVALID_ARG);
       expect(e.details).toMatch(/invalid model name/);
       expect(existsSync(target)).toBe(false);
@@ -59,14 +68,16 @@ describe('model names cannot escape the repository', () => {
   });
 
   it('a file override path outside the model folder is refused before anything is written', async () => {
-    const e = await grpcError(client.call('RepositoryModelLoad', {
-      model_name: 'js_echo',
-      parameters: {
-        config: { string_param: ECHO_CONFIG },
-        'file:1/model.ts': { bytes_param: Buffer.from(JS_ECHO_MODEL) },
-        'file:1/../../escaped.ts': { bytes_param: Buffer.from('x') },
-      },
-    }));
+    const e = await grpcError(
+      client.call('RepositoryModelLoad', {
+        model_name: 'js_echo',
+        parameters: {
+          config: { string_param: ECHO_CONFIG },
+          'file:1/model.ts': { bytes_param: Buffer.from(JS_ECHO_MODEL) },
+          'file:1/../../escaped.ts': { bytes_param: Buffer.from('x') },
+        },
+      }),
+    );
     expect(e.code).toBe(GRPC_INVALID_ARG);
     expect(e.details).toMatch(/escapes the model folder/);
     // The model kept serving from the repository.
@@ -81,13 +92,18 @@ describe('model names cannot escape the repository', () => {
         ['ModelConfig', { name }],
         ['ModelMetadata', { name }],
         ['ModelStatistics', { name }],
-        ['ModelInfer', { model_name: name, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] }],
+        [
+          'ModelInfer',
+          { model_name: name, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] },
+        ],
       ] as const) {
         const e = await grpcError(client.call(method, req));
         expect(e.code, `${method} '${JSON.stringify(name)}'`).toBe(GRPC_INVALID_ARG);
       }
     }
-    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/repository/models/${encodeURIComponent('../js_echo')}/unload`, { method: 'POST' });
+    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/repository/models/${encodeURIComponent('../js_echo')}/unload`, {
+      method: 'POST',
+    });
     expect(r.status).toBe(400);
   });
 });
@@ -111,7 +127,11 @@ describe('deep JSON', () => {
     const depth = 20_000;
     const data = `${'['.repeat(depth)}1${']'.repeat(depth)}`;
     const body = `{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":${data}}]}`;
-    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+    const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, {
+      method: 'POST',
+      body,
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: string }).error).toMatch(/nested deeper than/);
     const ok = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/health/live`);
@@ -137,19 +157,29 @@ describe('a truncated shm input never becomes zeros', () => {
       shmClose(fd);
     }
   }
-  const shmInput = (name: string, h: { name: string; byteSize: number }, shape: number[]) =>
-    ({ name, datatype: 'FP32' as const, shape, data: new Uint8Array(0), shm: { region: h.name, offset: 0, byteSize: h.byteSize } });
+  const shmInput = (name: string, h: { name: string; byteSize: number }, shape: number[]) => ({
+    name,
+    datatype: 'FP32' as const,
+    shape,
+    data: new Uint8Array(0),
+    shm: { region: h.name, offset: 0, byteSize: h.byteSize },
+  });
 
   it('a js model whose input region is truncated while the request waits: INVALID_ARG, never zeros', async () => {
     for (let i = 0; i < 5; i++) {
       const h = region([1, 2, 3, 4]);
       // A slow request holds the model's one instance, so the shm request waits in the queue.
       const blocker = engine.engine.infer({
-        modelName: 'js_echo', outputs: [], parameters: { delay_ms: 30 },
+        modelName: 'js_echo',
+        outputs: [],
+        parameters: { delay_ms: 30 },
         inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }],
       });
       const req: InferRequest = { modelName: 'js_echo', inputs: [shmInput('INPUT0', h, [4])], outputs: [], parameters: {} };
-      const p = engine.engine.infer(req).then((r) => [...new Float32Array(Uint8Array.from(r.outputs[0]!.data).buffer)], (e: Error) => e);
+      const p = engine.engine.infer(req).then(
+        (r) => [...new Float32Array(Uint8Array.from(r.outputs[0]!.data).buffer)],
+        (e: Error) => e,
+      );
       truncate(h.key); // the request is queued: nothing has read the region yet
       const got = await p;
       await blocker;
@@ -165,11 +195,15 @@ describe('a truncated shm input never becomes zeros', () => {
     const inline: InferRequest = {
       modelName: 'simple_fp32_batch',
       inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4], data: new Uint8Array(Float32Array.from([1, 2, 3, 4]).buffer) }],
-      outputs: [], parameters: {},
+      outputs: [],
+      parameters: {},
     };
     const staged: InferRequest = { modelName: 'simple_fp32_batch', inputs: [shmInput('x', h, [1, 4])], outputs: [], parameters: {} };
     const a = engine.engine.infer(inline);
-    const b = engine.engine.infer(staged).then(() => undefined, (e: Error) => e);
+    const b = engine.engine.infer(staged).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     truncate(h.key); // both wait in the batcher's queue (20 ms delay)
     const [ra, eb] = await Promise.all([a, b]);
     expect([...new Float32Array(Uint8Array.from(ra.outputs[0]!.data).buffer)]).toEqual([3, 5, 7, 9]);

@@ -167,30 +167,51 @@ describe('L0_http', () => {
     const in1 = { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B };
     await expectError(
       await call('POST', '/v2/models/simple/infer', inferBody([{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data: A }, in1])),
-      400, 'INPUT0', 'FP32',
+      400,
+      'INPUT0',
+      'FP32',
     );
     await expectError(
-      await call('POST', '/v2/models/simple/infer', inferBody([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 15], data: A.slice(1) }, in1])),
-      400, 'INPUT0',
+      await call(
+        'POST',
+        '/v2/models/simple/infer',
+        inferBody([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 15], data: A.slice(1) }, in1]),
+      ),
+      400,
+      'INPUT0',
     );
     await expectError(
-      await call('POST', '/v2/models/simple/infer', inferBody([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A.slice(1) }, in1])),
-      400, 'INPUT0', '15',
+      await call(
+        'POST',
+        '/v2/models/simple/infer',
+        inferBody([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A.slice(1) }, in1]),
+      ),
+      400,
+      'INPUT0',
+      '15',
     );
-    const header = Buffer.from(JSON.stringify(inferBody([
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 60 } },
-    ])));
+    const header = Buffer.from(
+      JSON.stringify(
+        inferBody([
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 60 } },
+        ]),
+      ),
+    );
     await expectError(
       await call('POST', '/v2/models/simple/infer', Buffer.concat([header, Buffer.alloc(60)]), {
         'Inference-Header-Content-Length': String(header.length),
       }),
-      400, 'INPUT1', '60',
+      400,
+      'INPUT1',
+      '60',
     );
     await expectError(await call('POST', '/v2/models/simple/infer', '{"inputs": [ {'), 400, 'JSON');
     await expectError(
       await call('POST', '/v2/models/simple/infer', inferBody([{ name: 'INPUT0', datatype: 'INT33', shape: [1, 16], data: A }, in1])),
-      400, 'INPUT0', 'INT33',
+      400,
+      'INPUT0',
+      'INT33',
     );
     await expectError(await call('POST', '/v2/models/no_such_model/infer', inferBody()), 404, 'no_such_model');
     await expectError(await call('GET', '/v2/models/no_such_model'), 404, 'no_such_model');

@@ -29,7 +29,14 @@ const header = Buffer.from(
 );
 const binaryBody = Buffer.concat([header, i32Bytes(A), i32Bytes(B)]);
 const binaryHeaders = { 'Inference-Header-Content-Length': String(header.length), 'Content-Type': 'application/octet-stream' };
-const jsonBody = Buffer.from(JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }] }));
+const jsonBody = Buffer.from(
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+    ],
+  }),
+);
 
 interface Reply {
   status: number;
@@ -89,7 +96,11 @@ function raw(port: number, bytes: Buffer, waitMs = 1500): Promise<{ text: string
 
 const rawRequest = (target: string, body: Buffer, headers: Record<string, string | number>) =>
   Buffer.concat([
-    Buffer.from(`POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`),
+    Buffer.from(
+      `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+    ),
     body,
   ]);
 
@@ -152,9 +163,13 @@ describe('L0_http_infer_direct', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.headers['content-type']).toBe('application/json');
     expect(JSON.parse(unknown.body.toString())).toEqual({ error: "Request for unknown model: 'nope' is not found" });
-    const badHeader = await send(engine.httpPort, 'POST', '/v2/models/simple/infer', binaryBody, { 'Inference-Header-Content-Length': '12x' });
+    const badHeader = await send(engine.httpPort, 'POST', '/v2/models/simple/infer', binaryBody, {
+      'Inference-Header-Content-Length': '12x',
+    });
     expect(badHeader.status).toBe(400);
-    expect(JSON.parse(badHeader.body.toString()).error).toContain("Inference-Header-Content-Length must be a non-negative integer, got '12x'");
+    expect(JSON.parse(badHeader.body.toString()).error).toContain(
+      "Inference-Header-Content-Length must be a non-negative integer, got '12x'",
+    );
   });
 
   it('leaves other targets and methods to Hono, as before', async () => {
@@ -176,7 +191,10 @@ describe('L0_http_infer_direct', () => {
   it('leaves hosts node-server parses or refuses to it, as before', async () => {
     expect((await send(engine.httpPort, 'POST', '/v2/models/simple/infer', jsonBody, { Host: 'localhost:80' })).status).toBe(200);
     expect((await send(engine.httpPort, 'POST', '/v2/models/simple/infer', jsonBody, { Host: 'a b' })).status).toBe(400);
-    const noHost = Buffer.concat([Buffer.from(`POST /v2/models/simple/infer HTTP/1.0\r\nContent-Length: ${jsonBody.length}\r\n\r\n`), jsonBody]);
+    const noHost = Buffer.concat([
+      Buffer.from(`POST /v2/models/simple/infer HTTP/1.0\r\nContent-Length: ${jsonBody.length}\r\n\r\n`),
+      jsonBody,
+    ]);
     expect((await raw(engine.httpPort, noHost)).text).toMatch(/^HTTP\/1\.1 400/);
   });
 
@@ -201,8 +219,12 @@ describe('L0_http_infer_direct', () => {
     // Chunked, so the limit is found mid-stream; the rest is read and dropped and the next request is served.
     const chunked = Buffer.concat([
       Buffer.from(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n`),
-      Buffer.from(`${(600).toString(16)}\r\n`), big.subarray(0, 600), Buffer.from('\r\n'),
-      Buffer.from(`${(900).toString(16)}\r\n`), big.subarray(0, 900), Buffer.from('\r\n0\r\n\r\n'),
+      Buffer.from(`${(600).toString(16)}\r\n`),
+      big.subarray(0, 600),
+      Buffer.from('\r\n'),
+      Buffer.from(`${(900).toString(16)}\r\n`),
+      big.subarray(0, 900),
+      Buffer.from('\r\n0\r\n\r\n'),
       rawRequest('/v2/models/simple/infer', jsonBody, { 'Content-Length': jsonBody.length }),
     ]);
     const { text } = await raw(small.port, chunked, 1000);
@@ -211,7 +233,11 @@ describe('L0_http_infer_direct', () => {
   });
 
   it('closes a connection whose oversized body never comes, as node-server does', async () => {
-    const { text, closed } = await raw(small.port, rawRequest('/v2/models/simple/infer', Buffer.alloc(0), { 'Content-Length': 10 * LIMIT }), 3000);
+    const { text, closed } = await raw(
+      small.port,
+      rawRequest('/v2/models/simple/infer', Buffer.alloc(0), { 'Content-Length': 10 * LIMIT }),
+      3000,
+    );
     expect(text).toMatch(/^HTTP\/1\.1 400/);
     expect(closed).toBe(true);
   });
@@ -235,7 +261,9 @@ describe('L0_http_infer_direct', () => {
     for (let i = 0; i < 5; i++) {
       const s = net.connect(engine.httpPort, '127.0.0.1');
       await new Promise<void>((r) => s.once('connect', () => r()));
-      s.write(rawRequest('/v2/models/simple/infer', binaryBody.subarray(0, 100), { ...binaryHeaders, 'Content-Length': binaryBody.length }));
+      s.write(
+        rawRequest('/v2/models/simple/infer', binaryBody.subarray(0, 100), { ...binaryHeaders, 'Content-Length': binaryBody.length }),
+      );
       await new Promise((r) => setTimeout(r, 20));
       s.destroy();
     }

@@ -29,10 +29,16 @@ const header = JSON.stringify({
   parameters: { binary_data_output: true },
 });
 const BINARY = header + Buffer.concat([i32Bytes(A), i32Bytes(B)]).toString('latin1');
-const JSON_BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }] });
+const JSON_BODY = JSON.stringify({
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+  ],
+});
 const post = (target: string, body: string, fields = '') =>
   `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${fields}Content-Length: ${Buffer.byteLength(body, 'latin1')}\r\n\r\n${body}`;
-const bin = (target = '/v2/models/simple/infer', extra = '') => post(target, BINARY, `Inference-Header-Content-Length: ${header.length}\r\nContent-Type: application/octet-stream\r\n${extra}`);
+const bin = (target = '/v2/models/simple/infer', extra = '') =>
+  post(target, BINARY, `Inference-Header-Content-Length: ${header.length}\r\nContent-Type: application/octet-stream\r\n${extra}`);
 const json = (target = '/v2/models/simple/infer', extra = '') => post(target, JSON_BODY, `Content-Type: application/json\r\n${extra}`);
 
 beforeAll(async () => {
@@ -57,19 +63,53 @@ const CASES: FrontCase[] = [
   { name: 'a query', parts: [json('/v2/models/simple/infer?x=1')], replies: 1, served: true },
   { name: 'an unknown model', parts: [json('/v2/models/nope/infer')], replies: 1, served: true },
   { name: 'an unknown version', parts: [json('/v2/models/simple/versions/7/infer')], replies: 1, served: true },
-  { name: 'a binary header longer than the body', parts: [post('/v2/models/simple/infer', BINARY, 'Inference-Header-Content-Length: 9999\r\n')], replies: 1, served: true },
-  { name: 'a binary header length that is not a number', parts: [post('/v2/models/simple/infer', BINARY, 'Inference-Header-Content-Length: x\r\n')], replies: 1, served: true },
+  {
+    name: 'a binary header longer than the body',
+    parts: [post('/v2/models/simple/infer', BINARY, 'Inference-Header-Content-Length: 9999\r\n')],
+    replies: 1,
+    served: true,
+  },
+  {
+    name: 'a binary header length that is not a number',
+    parts: [post('/v2/models/simple/infer', BINARY, 'Inference-Header-Content-Length: x\r\n')],
+    replies: 1,
+    served: true,
+  },
   { name: 'bad JSON', parts: [post('/v2/models/simple/infer', '{"inputs": [')], replies: 1, served: true },
-  { name: 'a traceparent', parts: [json('/v2/models/simple/infer', 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n')], replies: 1, served: true },
+  {
+    name: 'a traceparent',
+    parts: [json('/v2/models/simple/infer', 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n')],
+    replies: 1,
+    served: true,
+  },
   { name: 'three on one connection', parts: [bin(), json(), bin()], replies: 3, gapMs: 20, served: true },
-  { name: 'a binary body in 30 pieces, 5 ms apart', parts: [bin().split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BINARY, 30)], replies: 1, gapMs: 5, served: true },
+  {
+    name: 'a binary body in 30 pieces, 5 ms apart',
+    parts: [bin().split('\r\n\r\n')[0] + '\r\n\r\n', ...pieces(BINARY, 30)],
+    replies: 1,
+    gapMs: 5,
+    served: true,
+  },
   { name: 'three pipelined', parts: [bin() + json() + bin()], replies: 3, served: true },
   { name: 'Connection: close', parts: [json('/v2/models/simple/infer', 'Connection: close\r\n')], replies: 1, served: true },
-  { name: 'a health check between two infers (hand-over)', parts: [bin(), 'GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', bin()], replies: 3, gapMs: 30, served: false },
+  {
+    name: 'a health check between two infers (hand-over)',
+    parts: [bin(), 'GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', bin()],
+    replies: 3,
+    gapMs: 30,
+    served: false,
+  },
   { name: 'a stray % in the name', parts: [json('/v2/models/si%zzmple/infer')], replies: 1, served: false },
   { name: 'a dot segment', parts: [json('/v2/models/%2e%2e/infer')], replies: 1, served: false },
   { name: 'an upper-case Host', parts: [json().replace('Host: 127.0.0.1', 'Host: LOCALHOST')], replies: 1, served: false },
-  { name: 'chunked', parts: [`POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n${JSON_BODY.length.toString(16)}\r\n${JSON_BODY}\r\n0\r\n\r\n`], replies: 1, served: false },
+  {
+    name: 'chunked',
+    parts: [
+      `POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n${JSON_BODY.length.toString(16)}\r\n${JSON_BODY}\r\n0\r\n\r\n`,
+    ],
+    replies: 1,
+    served: false,
+  },
   { name: 'a body over the input limit', parts: [post('/v2/models/simple/infer', 'x'.repeat(5000))], replies: 1, served: false },
   { name: 'bare LF', parts: [json().replace('Host: 127.0.0.1\r\n', 'Host: 127.0.0.1\n')], replies: 1, served: false },
 ];

@@ -49,7 +49,10 @@ afterAll(async () => {
 describe('L0_http_json_exact: INT64 / UINT64 in JSON', () => {
   it('2^62+1, -2^63 and 2^63-1 survive an INT64 round trip', async () => {
     const values = [2n ** 62n + 1n, -(2n ** 63n), 2n ** 63n - 1n, 9007199254740993n, -1n, 0n];
-    const r = await infer('echo_int64', `{"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[${values.length}],"data":[${values.join(',')}]}]}`);
+    const r = await infer(
+      'echo_int64',
+      `{"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[${values.length}],"data":[${values.join(',')}]}]}`,
+    );
     expect(r.status).toBe(200);
     expect(dataOf(r.text)).toBe(values.join(','));
   });

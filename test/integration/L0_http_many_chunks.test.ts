@@ -24,7 +24,9 @@ afterAll(async () => {
 function chunked(requestLine: string, count: number, extra = ''): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = net.connect(engine.httpPort, '127.0.0.1', () => {
-      s.write(`${requestLine}\r\n${extra}Host: localhost\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+      s.write(
+        `${requestLine}\r\n${extra}Host: localhost\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+      );
       const batch = Buffer.from('1\r\nA\r\n'.repeat(10_000));
       for (let i = 0; i < count / 10_000; i++) s.write(batch);
       s.end('0\r\n\r\n');

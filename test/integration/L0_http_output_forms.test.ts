@@ -13,10 +13,23 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import {
-  createSharedMemoryRegion, destroySharedMemoryRegion, getContents, listSharedMemoryKeys, setSharedMemoryRegion, type ShmRegionHandle,
+  createSharedMemoryRegion,
+  destroySharedMemoryRegion,
+  getContents,
+  listSharedMemoryKeys,
+  setSharedMemoryRegion,
+  type ShmRegionHandle,
 } from '../../client/shared-memory.ts';
 import { writeModel } from '../fixtures/test-models.ts';
-import { cppInferRequest, cppInferResult, post, type CppInput, type CppOptions, type CppOutput, type RawReply } from '../fixtures/triton-http-client.ts';
+import {
+  cppInferRequest,
+  cppInferResult,
+  post,
+  type CppInput,
+  type CppOptions,
+  type CppOutput,
+  type RawReply,
+} from '../fixtures/triton-http-client.ts';
 import { encodeBytesTensor, httpJson, i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 const PREFIX = `/l0httpforms${process.pid}_`;
@@ -69,7 +82,12 @@ async function cpp(o: CppOptions, inputs: CppInput[], outputs: CppOutput[]) {
 /** A plain JSON request, as a curl user or the Python client with binary_data=False sends it. */
 async function postJson(model: string, doc: unknown, extra: Record<string, string> = {}): Promise<RawReply> {
   const body = Buffer.from(JSON.stringify(doc));
-  return post(port, `/v2/models/${model}/infer`, { 'Content-Type': 'application/json', 'Content-Length': String(body.length), ...extra }, body);
+  return post(
+    port,
+    `/v2/models/${model}/infer`,
+    { 'Content-Type': 'application/json', 'Content-Length': String(body.length), ...extra },
+    body,
+  );
 }
 
 /** The Python client's InferResult: header length, then per output bytes from the tail or `data` from the JSON. */
@@ -100,10 +118,13 @@ const register = (name: string, bytes: number) =>
   httpJson(port, 'POST', `/v2/systemsharedmemory/region/${name}/register`, { key: `${PREFIX}${name}`, offset: 0, byte_size: bytes });
 
 describe('L0_http_output_forms', () => {
-  it('binary extension both ways (the C++ client\'s form): octet-stream with the JSON header length, outputs read from the tail', async () => {
+  it("binary extension both ways (the C++ client's form): octet-stream with the JSON header length, outputs read from the tail", async () => {
     const { reply, result } = await cpp(
       { model: 'simple', requestId: 'r7' },
-      [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) }],
+      [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) },
+      ],
       [{ name: 'OUTPUT0' }, { name: 'OUTPUT1' }],
     );
     expect(result.error).toBeUndefined();
@@ -111,7 +132,9 @@ describe('L0_http_output_forms', () => {
     const headerLength = Number(reply.headers['inference-header-content-length']);
     expect(reply.body.length).toBe(headerLength + 2 * 64);
     expect(result.json).toEqual({
-      id: 'r7', model_name: 'simple', model_version: '1',
+      id: 'r7',
+      model_name: 'simple',
+      model_version: '1',
       outputs: [
         { name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 64 } },
         { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 64 } },
@@ -125,14 +148,18 @@ describe('L0_http_output_forms', () => {
   it('JSON in, JSON out: application/json, no Inference-Header-Content-Length, no parameters on outputs; an empty id is not echoed', async () => {
     const reply = await postJson('simple', {
       id: '',
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: [B] }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: [B] },
+      ],
       outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT1', parameters: { binary_data: false } }],
     });
     expect(reply.status).toBe(200);
     expect(reply.headers['content-type']).toBe('application/json');
     expect(reply.headers['inference-header-content-length']).toBeUndefined();
     expect(JSON.parse(reply.body.toString())).toEqual({
-      model_name: 'simple', model_version: '1',
+      model_name: 'simple',
+      model_version: '1',
       outputs: [
         { name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], data: SUM },
         { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], data: DIFF },
@@ -154,7 +181,10 @@ describe('L0_http_output_forms', () => {
         { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], shm: { region: 'in', byteSize: 64 } },
         { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], shm: { region: 'in', byteSize: 64, offset: 64 } },
       ],
-      [{ name: 'OUTPUT0', shm: { region: 'out', byteSize: 64 } }, { name: 'OUTPUT1', shm: { region: 'out', byteSize: 64, offset: 64 } }],
+      [
+        { name: 'OUTPUT0', shm: { region: 'out', byteSize: 64 } },
+        { name: 'OUTPUT1', shm: { region: 'out', byteSize: 64, offset: 64 } },
+      ],
     );
     expect(result.error).toBeUndefined();
     expect(reply.headers['content-type']).toBe('application/json');
@@ -171,7 +201,10 @@ describe('L0_http_output_forms', () => {
     const op = shmRegion('out', 64);
     expect((await register('out', 64)).status).toBe(200);
     const reply = await postJson('simple', {
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+      ],
       outputs: [
         { name: 'OUTPUT0', parameters: { shared_memory_region: 'out', shared_memory_byte_size: 64 } },
         { name: 'OUTPUT1', parameters: { binary_data: true } },
@@ -186,33 +219,49 @@ describe('L0_http_output_forms', () => {
     expect(c.error).toBeUndefined();
     expect(ints(c.rawData('OUTPUT1'))).toEqual(DIFF);
     // JSON and binary side by side, binary first in the tail order of the outputs.
-    const mixed = pythonRead(await postJson('simple', {
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }],
-      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1', parameters: { binary_data: true } }],
-    }));
+    const mixed = pythonRead(
+      await postJson('simple', {
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+        ],
+        outputs: [
+          { name: 'OUTPUT0', parameters: { binary_data: false } },
+          { name: 'OUTPUT1', parameters: { binary_data: true } },
+        ],
+      }),
+    );
     expect(mixed.tensor('OUTPUT0')).toEqual(SUM);
     expect(ints(mixed.tensor('OUTPUT1') as Buffer)).toEqual(DIFF);
   });
 
-  it('binary_data_output: the C++ client naming no outputs gets every output binary; without it JSON; an output\'s own binary_data wins', async () => {
-    const inputs: CppInput[] = [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) }];
+  it("binary_data_output: the C++ client naming no outputs gets every output binary; without it JSON; an output's own binary_data wins", async () => {
+    const inputs: CppInput[] = [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) },
+    ];
     const { result } = await cpp({ model: 'simple' }, inputs, []);
     expect(result.error).toBeUndefined();
     expect(ints(result.rawData('OUTPUT0'))).toEqual(SUM);
     expect(ints(result.rawData('OUTPUT1'))).toEqual(DIFF);
-    const json = [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }];
+    const json = [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+    ];
     const plain = pythonRead(await postJson('simple', { inputs: json }));
     expect(plain.json.outputs.map((o: { data?: unknown }) => o.data !== undefined)).toEqual([true, true]);
-    const over = pythonRead(await postJson('simple', {
-      inputs: json,
-      parameters: { binary_data_output: true },
-      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1' }],
-    }));
+    const over = pythonRead(
+      await postJson('simple', {
+        inputs: json,
+        parameters: { binary_data_output: true },
+        outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1' }],
+      }),
+    );
     expect(over.tensor('OUTPUT0')).toEqual(SUM);
     expect(ints(over.tensor('OUTPUT1') as Buffer)).toEqual(DIFF);
   });
 
-  it('classification: binary (C++ client) is BYTES [batch, k] of Triton\'s class strings; JSON carries them in data', async () => {
+  it("classification: binary (C++ client) is BYTES [batch, k] of Triton's class strings; JSON carries them in data", async () => {
     const scores = new Float32Array([0.1, 0.7, 0.15, 0.05, 2, 1, 3, 0.5]);
     const { result } = await cpp(
       { model: 'js_scores' },
@@ -248,7 +297,7 @@ describe('L0_http_output_forms', () => {
     expect(JSON.parse(reply.body.toString()).outputs[0]).toEqual({ name: 'OUTPUT0', datatype: 'BYTES', shape: [2], data: ['a b', 'ç'] });
   });
 
-  it('a zero-byte binary output: binary_data_size 0, nothing in the tail; with no tail the reply is JSON without the header, as Triton\'s', async () => {
+  it("a zero-byte binary output: binary_data_size 0, nothing in the tail; with no tail the reply is JSON without the header, as Triton's", async () => {
     const { reply, result } = await cpp(
       { model: 'js_echo' },
       [{ name: 'INPUT0', datatype: 'FP32', shape: [0], data: new Uint8Array(0) }],
@@ -262,23 +311,47 @@ describe('L0_http_output_forms', () => {
   });
 
   it('errors: the status and {"error": text}, which the C++ client reports; triton_ parameters refused with Triton\'s text', async () => {
-    const { reply, result } = await cpp({ model: 'nope' }, [{ name: 'X', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }], [{ name: 'Y' }]);
+    const { reply, result } = await cpp(
+      { model: 'nope' },
+      [{ name: 'X', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }],
+      [{ name: 'Y' }],
+    );
     expect(reply.status).toBeGreaterThanOrEqual(400);
     expect(reply.headers['content-type']).toBe('application/json');
     expect(result.error).toMatch(/nope/);
     const r = await postJson('simple', {
       parameters: { triton_enable_empty_final_response: true },
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+      ],
     });
-    expect([r.status, JSON.parse(r.body.toString()).error]).toEqual([400, "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."]);
+    expect([r.status, JSON.parse(r.body.toString()).error]).toEqual([
+      400,
+      "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+    ]);
   });
 
   it('Inference-Header-Content-Length: any letter case; absent means the body is all JSON; past the body is refused', async () => {
-    const r = cppInferRequest({ model: 'simple' }, [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) }], [{ name: 'OUTPUT0' }]);
+    const r = cppInferRequest(
+      { model: 'simple' },
+      [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: i32Bytes(A) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: i32Bytes(B) },
+      ],
+      [{ name: 'OUTPUT0' }],
+    );
     const { 'Inference-Header-Content-Length': len, ...rest } = r.headers;
     const lower = await post(port, r.path, { ...rest, 'inference-header-content-length': len! }, r.body);
     expect(ints(cppInferResult(lower).rawData('OUTPUT0'))).toEqual(SUM);
-    const json = Buffer.from(JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: B },
+        ],
+      }),
+    );
     const whole = await post(port, r.path, { 'Content-Type': 'application/json', 'Content-Length': String(json.length) }, json);
     expect(pythonRead(whole).tensor('OUTPUT0')).toEqual(SUM);
     const past = await post(port, r.path, { ...rest, 'Inference-Header-Content-Length': String(r.body.length + 1) }, r.body);

@@ -40,7 +40,19 @@ beforeAll(async () => {
   writeModel(repo, 'zero_1_object', config('zero_1_object', 'TYPE_STRING', '[ -1 ]'), { 'model.ts': IDENTITY });
   writeModel(repo, 'zero_1_float16', config('zero_1_float16', 'TYPE_FP16', '[ -1, -1 ]'), { 'model.ts': IDENTITY });
   writeModel(repo, 'zero_3_float32', config('zero_3_float32', 'TYPE_FP32', '[ -1 ]', 8, 3), { 'model.ts': IDENTITY });
-  writeModel(repo, 'zero_1_float32_queue', config('zero_1_float32_queue', 'TYPE_FP32', '[ -1 ]', 8, 1, 'instance_group [ { count: 1, kind: KIND_CPU } ]\ndynamic_batching { default_queue_policy { max_queue_size: 1 } }\n'), { 'model.ts': SLOW });
+  writeModel(
+    repo,
+    'zero_1_float32_queue',
+    config(
+      'zero_1_float32_queue',
+      'TYPE_FP32',
+      '[ -1 ]',
+      8,
+      1,
+      'instance_group [ { count: 1, kind: KIND_CPU } ]\ndynamic_batching { default_queue_policy { max_queue_size: 1 } }\n',
+    ),
+    { 'model.ts': SLOW },
+  );
   engine = await startTestEngine({ modelRepository: repo });
 });
 afterAll(async () => {
@@ -79,16 +91,21 @@ describe('L0_http_raw_binary', () => {
     expect(r.body.readUInt32LE(header)).toBe(3);
   });
 
-  it('test_byte_too_many_elements / test_multi_variable_dimensions / test_multi_inputs: Triton\'s refusals, 400', async () => {
+  it("test_byte_too_many_elements / test_multi_variable_dimensions / test_multi_inputs: Triton's refusals, 400", async () => {
     const bytes = await raw('zero_1_object', Buffer.from('427'));
-    expect([bytes.status, JSON.parse(bytes.body.toString()).error]).toEqual([400, "For BYTE datatype raw input 'INPUT0', the model must have input shape [1]"]);
+    expect([bytes.status, JSON.parse(bytes.body.toString()).error]).toEqual([
+      400,
+      "For BYTE datatype raw input 'INPUT0', the model must have input shape [1]",
+    ]);
     const dims = await raw('zero_1_float16', new Uint8Array(8));
     expect([dims.status, JSON.parse(dims.body.toString()).error]).toEqual([
-      400, "The shape of the raw input 'INPUT0' can not be deduced because there are more than one variable-sized dimension",
+      400,
+      "The shape of the raw input 'INPUT0' can not be deduced because there are more than one variable-sized dimension",
     ]);
     const three = await raw('zero_3_float32', f32(24));
     expect([three.status, JSON.parse(three.body.toString()).error]).toEqual([
-      400, "Raw request must only have 1 input (found 1) to be deduced but got 3 inputs in 'zero_3_float32' model configuration",
+      400,
+      "Raw request must only have 1 input (found 1) to be deduced but got 3 inputs in 'zero_3_float32' model configuration",
     ]);
   });
 
@@ -96,7 +113,9 @@ describe('L0_http_raw_binary', () => {
     const body = Buffer.from(f32(8));
     const reply = await new Promise<Buffer>((resolve, reject) => {
       const s = net.connect(engine.httpPort, '127.0.0.1', () => {
-        s.write(`POST /v2/models/zero_1_float32/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+        s.write(
+          `POST /v2/models/zero_1_float32/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+        );
         s.write(Buffer.concat([Buffer.from(`${body.length.toString(16).toUpperCase()}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]));
       });
       const chunks: Buffer[] = [];

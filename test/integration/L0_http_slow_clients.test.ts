@@ -23,7 +23,13 @@ afterAll(async () => {
 });
 
 /** Connect, then send `chunks` one every `everyMs` (looping the last one); resolve with what came back and when the server closed. */
-function slowClient(port: number, first: string, drip: string | undefined, everyMs: number, giveUpMs: number): Promise<{ reply: string; closedAfterMs: number | undefined }> {
+function slowClient(
+  port: number,
+  first: string,
+  drip: string | undefined,
+  everyMs: number,
+  giveUpMs: number,
+): Promise<{ reply: string; closedAfterMs: number | undefined }> {
   return new Promise((resolve) => {
     const started = Date.now();
     const s = net.connect(port, '127.0.0.1');
@@ -60,7 +66,13 @@ describe('L0_http_slow_clients', () => {
     });
 
     it(`${which}: a body that never completes is cut off after headers + body limits`, async () => {
-      const r = await slowClient(port(), `POST ${which === 'HTTP' ? '/v2/repository/index' : target} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n`, 'x', 200, 8000);
+      const r = await slowClient(
+        port(),
+        `POST ${which === 'HTTP' ? '/v2/repository/index' : target} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n`,
+        'x',
+        200,
+        8000,
+      );
       expect(r.closedAfterMs).toBeDefined();
       expect(r.closedAfterMs!).toBeLessThan(T.headersMs + T.bodyMs + 2500);
     });
@@ -81,8 +93,15 @@ describe('L0_http_slow_clients', () => {
 
   it('the flags and their defaults (15 s headers, 120 s body, 5 s idle)', () => {
     expect(parseEngineArgs(['--model-repository=/m']).httpTimeouts).toEqual({ headersMs: 15_000, bodyMs: 120_000, idleMs: 5_000 });
-    const o = parseEngineArgs(['--model-repository=/m', '--http-header-timeout-ms=2000', '--http-body-timeout-ms=3000', '--http-idle-timeout-ms=400']);
+    const o = parseEngineArgs([
+      '--model-repository=/m',
+      '--http-header-timeout-ms=2000',
+      '--http-body-timeout-ms=3000',
+      '--http-idle-timeout-ms=400',
+    ]);
     expect(o.httpTimeouts).toEqual({ headersMs: 2000, bodyMs: 3000, idleMs: 400 });
-    expect(() => parseEngineArgs(['--model-repository=/m', '--http-header-timeout-ms=0'])).toThrow('--http-header-timeout-ms: expected a positive integer');
+    expect(() => parseEngineArgs(['--model-repository=/m', '--http-header-timeout-ms=0'])).toThrow(
+      '--http-header-timeout-ms: expected a positive integer',
+    );
   });
 });

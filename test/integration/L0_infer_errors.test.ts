@@ -57,7 +57,14 @@ async function httpInfer(model: string, inputs: In[], outputs: string[] = []): P
 }
 
 /** The same bad request over both protocols: expected codes, and every mention in both messages. */
-async function expectRejected(model: string, inputs: In[], grpcCode: grpc.status, httpStatus: number, mentions: string[], outputs: string[] = []) {
+async function expectRejected(
+  model: string,
+  inputs: In[],
+  grpcCode: grpc.status,
+  httpStatus: number,
+  mentions: string[],
+  outputs: string[] = [],
+) {
   const g = await grpcError(grpcInfer(model, inputs, outputs));
   expect(g.code).toBe(grpcCode);
   const h = await httpInfer(model, inputs, outputs);

@@ -9,7 +9,17 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { freeCount } from '../../engine/frontends/grpc/receive-pool.ts';
-import { f32Bytes, maxAbsDiff, protoLoaderClient, removeDir, seededFloats, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
+import {
+  f32Bytes,
+  maxAbsDiff,
+  protoLoaderClient,
+  removeDir,
+  seededFloats,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  type ProtoClient,
+} from './helpers.ts';
 
 const CLIP = 'clip_encoder_model';
 const PIXELS = 3 * 224 * 224;
@@ -22,10 +32,12 @@ let inputs: Float32Array[];
 let expected: Float32Array[];
 
 async function viaHttp(x: Float32Array): Promise<Float32Array> {
-  const head = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [1, 3, 224, 224], parameters: { binary_data_size: x.byteLength } }],
-    parameters: { binary_data_output: true },
-  }));
+  const head = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'pixel_values', datatype: 'FP32', shape: [1, 3, 224, 224], parameters: { binary_data_size: x.byteLength } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
   const res = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/${CLIP}/infer`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.length) },
@@ -52,7 +64,8 @@ beforeAll(async () => {
   const session = await ort.InferenceSession.create(path.join(repo, CLIP, '1', 'model.onnx'), { intraOpNumThreads: 1 });
   inputs = Array.from({ length: N }, (_, i) => seededFloats(PIXELS, 100 + i, -2, 2));
   expected = [];
-  for (const x of inputs) expected.push((await session.run({ pixel_values: new ort.Tensor('float32', x, [1, 3, 224, 224]) })).image_embeds!.data as Float32Array);
+  for (const x of inputs)
+    expected.push((await session.run({ pixel_values: new ort.Tensor('float32', x, [1, 3, 224, 224]) })).image_embeds!.data as Float32Array);
   await session.release();
 }, 120_000);
 
@@ -63,10 +76,12 @@ afterAll(async () => {
 });
 
 describe('L0_inline_receive: concurrent large inline requests on reused receive buffers', () => {
-  it('answers every concurrent gRPC and HTTP request with its own input\'s embedding, twice', async () => {
+  it("answers every concurrent gRPC and HTTP request with its own input's embedding, twice", async () => {
     for (let round = 0; round < 2; round++) {
       const order = inputs.map((_, i) => i).sort((a, b) => ((a * 7 + round * 5) % N) - ((b * 7 + round * 5) % N));
-      const got = await Promise.all(order.flatMap((i) => [viaGrpc(inputs[i]!).then((y) => [i, y] as const), viaHttp(inputs[i]!).then((y) => [i, y] as const)]));
+      const got = await Promise.all(
+        order.flatMap((i) => [viaGrpc(inputs[i]!).then((y) => [i, y] as const), viaHttp(inputs[i]!).then((y) => [i, y] as const)]),
+      );
       for (const [i, y] of got) expect(maxAbsDiff(y, expected[i]!), `round ${round}, input ${i}`).toBeLessThan(1e-4);
       // Replies sent, inferences settled: the bodies went back to the pool.
       expect(freeCount()).toBeGreaterThan(0);

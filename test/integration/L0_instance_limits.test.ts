@@ -21,7 +21,10 @@ const SRC = 'product_recommender_model';
 function model(name: string, count: number): void {
   const dir = path.join(repo, name);
   fs.cpSync(path.join(BUNDLED_REPO, SRC), dir, { recursive: true });
-  const cfg = fs.readFileSync(path.join(dir, 'config.pbtxt'), 'utf8').replace(`name: "${SRC}"`, `name: "${name}"`).replace('count: 1, kind: KIND_CPU', `count: ${count}, kind: KIND_CPU`);
+  const cfg = fs
+    .readFileSync(path.join(dir, 'config.pbtxt'), 'utf8')
+    .replace(`name: "${SRC}"`, `name: "${name}"`)
+    .replace('count: 1, kind: KIND_CPU', `count: ${count}, kind: KIND_CPU`);
   fs.writeFileSync(path.join(dir, 'config.pbtxt'), cfg);
 }
 
@@ -36,8 +39,21 @@ beforeAll(async () => {
   model('small', 1);
   model('twelve', 12);
   model('many', 160);
-  engine = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', grpcPort: -1, metricsPort: -1, instanceLimits: { perModel: 8, total: 10 } });
-  budgeted = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', grpcPort: -1, metricsPort: -1, modelMemoryBudget: 1024 * 1024 * 1024, instanceLimits: { perModel: 200, total: 400 } });
+  engine = await startTestEngine({
+    modelRepository: repo,
+    controlMode: 'explicit',
+    grpcPort: -1,
+    metricsPort: -1,
+    instanceLimits: { perModel: 8, total: 10 },
+  });
+  budgeted = await startTestEngine({
+    modelRepository: repo,
+    controlMode: 'explicit',
+    grpcPort: -1,
+    metricsPort: -1,
+    modelMemoryBudget: 1024 * 1024 * 1024,
+    instanceLimits: { perModel: 200, total: 400 },
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -56,7 +72,9 @@ describe('L0_instance_limits', () => {
     const r = await load(engine, 'huge');
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(r.status).toBe(400);
-    expect(r.json.error).toBe("failed to load 'huge': huge/config.pbtxt: instance_group[0].count: 100000 instances is over the maximum of 8 per model (--max-instances-per-model)");
+    expect(r.json.error).toBe(
+      "failed to load 'huge': huge/config.pbtxt: instance_group[0].count: 100000 instances is over the maximum of 8 per model (--max-instances-per-model)",
+    );
     expect(threads()).toBeLessThanOrEqual(before + 2);
     expect(await ready(engine, 'huge')).toBe(400);
     const idx = await httpJson(engine.httpPort, 'POST', '/v2/repository/index');
@@ -78,7 +96,9 @@ describe('L0_instance_limits', () => {
     model('three', 3);
     const over = await load(engine, 'three');
     expect(over.status).toBe(400);
-    expect(over.json.error).toBe("failed to load 'three': three/config.pbtxt: instance_group[0].count: 3 instances with the 9 other models hold is over the maximum of 10 in all (--max-instances-total)");
+    expect(over.json.error).toBe(
+      "failed to load 'three': three/config.pbtxt: instance_group[0].count: 3 instances with the 9 other models hold is over the maximum of 10 in all (--max-instances-total)",
+    );
     for (const m of ['four_a', 'four_b', 'small']) expect(await ready(engine, m), m).toBe(200);
     expect((await httpJson(engine.httpPort, 'POST', '/v2/repository/models/four_b/unload')).status).toBe(200);
     expect((await load(engine, 'three')).status).toBe(200); // room again
@@ -87,7 +107,9 @@ describe('L0_instance_limits', () => {
   it('with a memory budget, counts whose instances cannot fit it are refused', async () => {
     const r = await load(budgeted, 'many'); // 160 × (8 MiB floor + the model file) > 1 GiB
     expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/^failed to load 'many': many\/config\.pbtxt: instance_group\[0\]\.count: 160 instances need at least \d+ MiB .* over the model memory budget of 1024 MiB \(--model-memory-budget\)$/);
+    expect(r.json.error).toMatch(
+      /^failed to load 'many': many\/config\.pbtxt: instance_group\[0\]\.count: 160 instances need at least \d+ MiB .* over the model memory budget of 1024 MiB \(--model-memory-budget\)$/,
+    );
     expect((await load(budgeted, 'four_a')).status).toBe(200);
   });
 });

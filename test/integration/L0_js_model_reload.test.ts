@@ -12,11 +12,15 @@ const run = promisify(execFile);
 
 describe('JS model reloads', () => {
   it('keeps one copy of the model alive and the heap flat over 50 reloads', async () => {
-    const { stdout } = await run(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(ROOT, 'test/fixtures/js-reload-heap.ts'), 'engine', '50', 'big'], {
-      cwd: ROOT,
-      env: { ...process.env, ENGINE_QUIET: '1' },
-      timeout: 120_000,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', path.join(ROOT, 'test/fixtures/js-reload-heap.ts'), 'engine', '50', 'big'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ENGINE_QUIET: '1' },
+        timeout: 120_000,
+      },
+    );
     const r = JSON.parse(stdout.trim().split('\n').pop()!) as {
       samples: Array<{ reloads: number; heapMiB: number; aliveCopies: number }>;
       loadedCopies: number;

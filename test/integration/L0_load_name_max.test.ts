@@ -13,7 +13,10 @@ import { grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tem
 const TEXT = "failed to load 'simple', failed to poll from model repository";
 const long = 'a'.repeat(300);
 const model = Buffer.from(buildSimple());
-const tempDirs = () => readdirSync(os.tmpdir()).filter((n) => n.startsWith('engine-load-')).sort();
+const tempDirs = () =>
+  readdirSync(os.tmpdir())
+    .filter((n) => n.startsWith('engine-load-'))
+    .sort();
 
 let repo: string;
 let engine: RunningEngine;
@@ -32,7 +35,7 @@ afterAll(async () => {
 });
 
 describe('L0_load_name_max', () => {
-  it('HTTP: a file name or a folder past NAME_MAX is 500 with Triton\'s text, no temp path, nothing left behind', async () => {
+  it("HTTP: a file name or a folder past NAME_MAX is 500 with Triton's text, no temp path, nothing left behind", async () => {
     const before = tempDirs();
     for (const key of [`file:1/${long}.onnx`, `file:${long}/model.onnx`]) {
       const r = await httpJson(engine.httpPort, 'POST', '/v2/repository/models/simple/load', {

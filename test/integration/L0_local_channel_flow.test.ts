@@ -16,7 +16,10 @@ import type { InferRequest } from '../../engine/api/infer-request.ts';
 import type { ServerApi } from '../../engine/api/server-api.ts';
 import { startLocalServer } from '../../engine/frontends/local/local-server.ts';
 import {
-  LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, localChannelConnections, type LocalConnectionStats,
+  LOCAL_MAX_CALLS_IN_FLIGHT,
+  LOCAL_MAX_UNSENT_BYTES,
+  localChannelConnections,
+  type LocalConnectionStats,
 } from '../../engine/frontends/local/local-connection.ts';
 import { LOCAL_MAX_UNSENT_REQUEST_BYTES, LocalInferChannel } from '../../client/local-infer-channel.ts';
 import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader } from '../../protocol/local-channel.ts';
@@ -50,9 +53,9 @@ let engine: RunningEngine;
 let sock: string;
 
 const frame = (id: number, msg: object) => requestFrame(id, msg);
-const bigCall = (id: number) => frame(id, { model_name: 'js_big', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] });
-const simpleCall = (id: number) =>
-  frame(id, SIMPLE_INFER_REQUEST);
+const bigCall = (id: number) =>
+  frame(id, { model_name: 'js_big', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] });
+const simpleCall = (id: number) => frame(id, SIMPLE_INFER_REQUEST);
 
 beforeAll(async () => {
   setQuiet(true);
@@ -74,11 +77,16 @@ describe('L0_local_channel_flow: a client that does not read', () => {
     slow.write(Buffer.concat([encodeHello({ version: 1, metadata: {} }), ...calls]));
 
     // The engine takes calls, answers them into the socket, and stops reading: nothing open, replies unsent.
-    const mine = (): LocalConnectionStats | undefined => localChannelConnections().find((c) => !before.has(c.connection) && c.callsAccepted > 0);
-    const stalled = await waitFor('the engine to stop reading the slow connection', () => {
-      const s = mine();
-      return s && s.paused && s.callsInFlight === 0 ? s : undefined;
-    }, 60_000);
+    const mine = (): LocalConnectionStats | undefined =>
+      localChannelConnections().find((c) => !before.has(c.connection) && c.callsAccepted > 0);
+    const stalled = await waitFor(
+      'the engine to stop reading the slow connection',
+      () => {
+        const s = mine();
+        return s && s.paused && s.callsInFlight === 0 ? s : undefined;
+      },
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 300));
     const still = mine()!;
     expect(still.callsAccepted).toBe(stalled.callsAccepted); // stays stopped while the client does not read
@@ -101,9 +109,11 @@ describe('L0_local_channel_flow: a client that does not read', () => {
     // The client reads: every call is answered, each once.
     const answered = new Map<number, number>();
     const reader = new LocalFrameReader(1 << 24);
-    slow.on('data', (d: Buffer) => reader.write(d, (type, id, payload) => {
-      if (type === FrameType.RESPONSE) answered.set(id, (answered.get(id) ?? 0) + payload.length);
-    }));
+    slow.on('data', (d: Buffer) =>
+      reader.write(d, (type, id, payload) => {
+        if (type === FrameType.RESPONSE) answered.set(id, (answered.get(id) ?? 0) + payload.length);
+      }),
+    );
     slow.resume();
     await waitFor(`all ${CALLS} calls to be answered`, () => answered.size === CALLS, 60_000);
     const ids = [...answered.keys()].sort((a, b) => a - b);
@@ -140,11 +150,16 @@ describe('L0_local_channel_flow: calls open per connection', () => {
       expect(waiting.length).toBe(cap);
       // Release calls as they come: all 20 are answered, never more than `cap` open at once.
       let maxOpen = 0;
-      await waitFor('all 20 answered', () => {
-        maxOpen = Math.max(maxOpen, mine()?.callsInFlight ?? 0);
-        waiting.splice(0).forEach((go) => go());
-        return got.length === 20;
-      }, 20_000, 10);
+      await waitFor(
+        'all 20 answered',
+        () => {
+          maxOpen = Math.max(maxOpen, mine()?.callsInFlight ?? 0);
+          waiting.splice(0).forEach((go) => go());
+          return got.length === 20;
+        },
+        20_000,
+        10,
+      );
       expect(maxOpen).toBeLessThanOrEqual(cap);
       expect(new Set(got).size).toBe(20);
       c.destroy();

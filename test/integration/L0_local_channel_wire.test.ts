@@ -17,9 +17,7 @@ import type { RunningEngine } from '../../engine/server/server.ts';
 import { cancelled } from '../../engine/api/status.ts';
 import { LocalInferChannel } from '../../client/local-infer-channel.ts';
 import { inferenceService } from '../../protocol/index.ts';
-import {
-  decodeError, encodeFrame, encodeHello, FrameType, LocalFrameReader,
-} from '../../protocol/local-channel.ts';
+import { decodeError, encodeFrame, encodeHello, FrameType, LocalFrameReader } from '../../protocol/local-channel.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { SIMPLE_INFER_REQUEST } from './helpers.ts';
 import { requestFrame, startLocalChannelEngine, type LocalChannelEngine } from './local-channel-support.ts';
@@ -78,14 +76,39 @@ describe('L0_local_channel_wire: handshake and bad input', () => {
   });
 
   const bad: Array<[string, Buffer, RegExp, number]> = [
-    ['another protocol version', encodeHello({ version: 99, metadata: {} }), /^local channel protocol version 99 is not supported \(this engine speaks 1\)$/, 12],
+    [
+      'another protocol version',
+      encodeHello({ version: 99, metadata: {} }),
+      /^local channel protocol version 99 is not supported \(this engine speaks 1\)$/,
+      12,
+    ],
     ['an HTTP request', Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), /protocol error: unknown frame type 0x2f/, 13],
     ['a REQUEST before HELLO', request(1), /protocol error: expected HELLO first, got REQUEST/, 13],
-    ['a HELLO without the magic', encodeFrame(FrameType.HELLO, 0, Buffer.from('nope nope')), /protocol error: HELLO does not start with the magic TRLC/, 13],
-    ['an oversized length', Buffer.concat([encodeHello({ version: 1, metadata: {} }), Buffer.from([0xff, 0xff, 0xff, 0xff, 3])]), /protocol error: REQUEST frame of 4294967295 bytes exceeds the limit of \d+/, 13],
-    ['a RESPONSE from a client', Buffer.concat([encodeHello({ version: 1, metadata: {} }), encodeFrame(FrameType.RESPONSE, 1)]), /protocol error: unexpected RESPONSE frame from a client/, 13],
+    [
+      'a HELLO without the magic',
+      encodeFrame(FrameType.HELLO, 0, Buffer.from('nope nope')),
+      /protocol error: HELLO does not start with the magic TRLC/,
+      13,
+    ],
+    [
+      'an oversized length',
+      Buffer.concat([encodeHello({ version: 1, metadata: {} }), Buffer.from([0xff, 0xff, 0xff, 0xff, 3])]),
+      /protocol error: REQUEST frame of 4294967295 bytes exceeds the limit of \d+/,
+      13,
+    ],
+    [
+      'a RESPONSE from a client',
+      Buffer.concat([encodeHello({ version: 1, metadata: {} }), encodeFrame(FrameType.RESPONSE, 1)]),
+      /protocol error: unexpected RESPONSE frame from a client/,
+      13,
+    ],
     ['a REQUEST with call id 0', Buffer.concat([encodeHello({ version: 1, metadata: {} }), request(0)]), /call id 0, reserved/, 13],
-    ['a REQUEST too short for its fields', Buffer.concat([encodeHello({ version: 1, metadata: {} }), encodeFrame(FrameType.REQUEST, 3, Buffer.from([0, 0]))]), /shorter than its 6 fixed bytes/, 13],
+    [
+      'a REQUEST too short for its fields',
+      Buffer.concat([encodeHello({ version: 1, metadata: {} }), encodeFrame(FrameType.REQUEST, 3, Buffer.from([0, 0]))]),
+      /shorter than its 6 fixed bytes/,
+      13,
+    ],
   ];
   it.each(bad)('%s: an ERROR on call 0 naming it, that connection closed, the others unharmed', async (_n, bytes, text, code) => {
     const good = raw(sock);
@@ -110,7 +133,9 @@ describe('L0_local_channel_wire: handshake and bad input', () => {
     await c.closed;
     const ch = new LocalInferChannel(sock);
     await waitFor('the channel to open', () => ch.usable(10));
-    expect((INFER.responseDeserialize(await ch.call(INFER.requestSerialize(simpleReq), 2000, undefined)) as { model_name: string }).model_name).toBe('simple');
+    expect(
+      (INFER.responseDeserialize(await ch.call(INFER.requestSerialize(simpleReq), 2000, undefined)) as { model_name: string }).model_name,
+    ).toBe('simple');
     ch.close();
   });
 });
@@ -131,7 +156,8 @@ describe('L0_local_channel_wire: cancellation reaches the engine request', () =>
     });
     const p = path.join(dir, 'held.sock');
     const srv = await startLocalServer(api, { path: p });
-    const aborted = (req: InferRequest) => new Promise<void>((r) => (req.signal!.aborted ? r() : req.signal!.addEventListener('abort', () => r())));
+    const aborted = (req: InferRequest) =>
+      new Promise<void>((r) => (req.signal!.aborted ? r() : req.signal!.addEventListener('abort', () => r())));
     try {
       // CANCEL frame
       const c = raw(p);

@@ -105,7 +105,8 @@ afterAll(async () => {
 const index = async (): Promise<Record<string, IndexEntry>> => Object.fromEntries((await repoIndex(engine.http)).map((e) => [e.name, e]));
 const metrics = async () => (await fetch(`http://127.0.0.1:${engine.metrics}/metrics`)).text();
 const gauge = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-const figures = () => `probe charges ${JSON.stringify(Object.fromEntries(Object.entries(charge).map(([m, b]) => [m, +(b / MiB).toFixed(1)])))} MiB, budget ${(budget / MiB).toFixed(1)} MiB`;
+const figures = () =>
+  `probe charges ${JSON.stringify(Object.fromEntries(Object.entries(charge).map(([m, b]) => [m, +(b / MiB).toFixed(1)])))} MiB, budget ${(budget / MiB).toFixed(1)} MiB`;
 
 /** Read the budget's books (nv_model_memory_used_bytes) every 20 ms until stopped; returns the highest seen. */
 function sampler(): { stop(): Promise<number> } {
@@ -125,7 +126,10 @@ describe('memory budget with on-demand loading (engine in its own process)', () 
     expect((await index()).m0!.state).not.toBe('READY');
     for (const m of ['pinned', 'm0', 'm1']) await infer(engine.http, m);
     let idx = await index();
-    expect(['m0', 'm1', 'pinned'].map((m) => idx[m]!.state), figures()).toEqual(['READY', 'READY', 'READY']);
+    expect(
+      ['m0', 'm1', 'pinned'].map((m) => idx[m]!.state),
+      figures(),
+    ).toEqual(['READY', 'READY', 'READY']);
     for (const m of ['m0', 'm1', 'pinned']) expect(idx[m]!.resident_bytes!).toBeGreaterThanOrEqual(WEIGHTS);
     await infer(engine.http, 'm0'); // m1 is now the least recently used
     const s = sampler();
@@ -134,12 +138,17 @@ describe('memory budget with on-demand loading (engine in its own process)', () 
     idx = await index();
     expect(idx.m1!.state, figures()).toBe('UNAVAILABLE');
     expect(idx.m1!.reason).toMatch(/evicted/);
-    expect({ m0: idx.m0!.state, m2: idx.m2!.state, pinned: idx.pinned!.state }, figures()).toEqual({ m0: 'READY', m2: 'READY', pinned: 'READY' });
+    expect({ m0: idx.m0!.state, m2: idx.m2!.state, pinned: idx.pinned!.state }, figures()).toEqual({
+      m0: 'READY',
+      m2: 'READY',
+      pinned: 'READY',
+    });
     expect(idx.m1!.evicted).toBe(1);
     expect(idx.m2!.evictions_caused).toBe(1);
     // The request that loaded m2 waited for the load: that wait is its queue time.
     const { json: stats } = await httpJson(engine.http, 'GET', '/v2/models/m2/stats');
-    const queue = (stats as unknown as { model_stats: Array<{ inference_stats: { queue: { count: number; ns: number } } }> }).model_stats[0]!.inference_stats.queue;
+    const queue = (stats as unknown as { model_stats: Array<{ inference_stats: { queue: { count: number; ns: number } } }> })
+      .model_stats[0]!.inference_stats.queue;
     expect(queue.count).toBe(1);
     expect(queue.ns).toBeGreaterThan(1e6);
     let text = await metrics();
@@ -197,7 +206,10 @@ describe('memory budget with on-demand loading (engine in its own process)', () 
     // Quiet again: within two monitor passes (500 ms each) the books are within the budget.
     await new Promise((r) => setTimeout(r, 1200));
     const t = await metrics();
-    expect(gauge(t, 'nv_model_memory_used_bytes'), `${figures()}; unattributed ${gauge(t, 'nv_model_memory_unattributed_bytes')}`).toBeLessThanOrEqual(budget);
+    expect(
+      gauge(t, 'nv_model_memory_used_bytes'),
+      `${figures()}; unattributed ${gauge(t, 'nv_model_memory_unattributed_bytes')}`,
+    ).toBeLessThanOrEqual(budget);
   }, 180_000);
 
   it('refuses a load that cannot fit, outside on-demand mode, without evicting, naming the model and the figures', async () => {

@@ -77,9 +77,10 @@ describe('L0_metrics_failure_reason', () => {
     expect(await failures('js_echo', 'OTHER')).toBe(before + 1);
   });
 
-  it('REJECTED: the queue was full, and a queued request\'s timeout passed', async () => {
+  it("REJECTED: the queue was full, and a queued request's timeout passed", async () => {
     const before = await failures('js_queued', 'REJECTED');
-    const infer = (params: Record<string, unknown>) => httpJson(engine.httpPort, 'POST', '/v2/models/js_queued/infer', echoBody(params, [1, 3]));
+    const infer = (params: Record<string, unknown>) =>
+      httpJson(engine.httpPort, 'POST', '/v2/models/js_queued/infer', echoBody(params, [1, 3]));
     const running = infer({ delay_ms: 900 }); // takes the one instance
     await new Promise((r) => setTimeout(r, 150));
     const queued = infer({}); // waits in the queue, past its 300 ms
@@ -98,12 +99,18 @@ describe('L0_metrics_failure_reason', () => {
     const running = httpJson(engine.httpPort, 'POST', '/v2/models/js_queued/infer', echoBody({ delay_ms: 600 }, [1, 3]));
     await new Promise((r) => setTimeout(r, 150));
     let call: grpc.ClientUnaryCall | undefined;
-    const cancelled = grpcError(new Promise((resolve, reject) => {
-      call = client.raw.ModelInfer(
-        { model_name: 'js_queued', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3] }], raw_input_contents: [f32Bytes([1, 2, 3])] },
-        (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)),
-      );
-    }));
+    const cancelled = grpcError(
+      new Promise((resolve, reject) => {
+        call = client.raw.ModelInfer(
+          {
+            model_name: 'js_queued',
+            inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3] }],
+            raw_input_contents: [f32Bytes([1, 2, 3])],
+          },
+          (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)),
+        );
+      }),
+    );
     await new Promise((r) => setTimeout(r, 100));
     call!.cancel();
     expect((await cancelled).code).toBe(1); // CANCELLED, on the client's side

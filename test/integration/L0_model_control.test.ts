@@ -207,7 +207,13 @@ describe('L0_model_control: explicit mode', () => {
   });
 
   it('a failed reload keeps the old version serving', async () => {
-    const bad = JSON.stringify({ name: 'simple_fp32_batch', platform: 'onnxruntime_onnx', max_batch_size: 32, input: [{ name: 'nope', data_type: 'TYPE_FP32', dims: [4] }], output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [4] }] });
+    const bad = JSON.stringify({
+      name: 'simple_fp32_batch',
+      platform: 'onnxruntime_onnx',
+      max_batch_size: 32,
+      input: [{ name: 'nope', data_type: 'TYPE_FP32', dims: [4] }],
+      output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [4] }],
+    });
     const err = await grpcError(grpc.repositoryModelLoad('simple_fp32_batch', { config: { string_param: bad } }));
     expect(err.code).toBe(GRPC_INVALID_ARG);
     expect(err.details).toContain('simple_fp32_batch');
@@ -216,10 +222,22 @@ describe('L0_model_control: explicit mode', () => {
   });
 
   it('loads a model from file overrides over gRPC and HTTP', async () => {
-    const config = JSON.stringify({ name: 'js_echo', backend: 'js', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
-    const doubled = JS_ECHO_MODEL.replace('data: Uint8Array.from(t.data)', 'data: new Float32Array(Uint8Array.from(t.data).buffer).map((v) => v * 2)');
+    const config = JSON.stringify({
+      name: 'js_echo',
+      backend: 'js',
+      max_batch_size: 0,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    });
+    const doubled = JS_ECHO_MODEL.replace(
+      'data: Uint8Array.from(t.data)',
+      'data: new Float32Array(Uint8Array.from(t.data).buffer).map((v) => v * 2)',
+    );
     expect(doubled).not.toBe(JS_ECHO_MODEL);
-    await grpc.repositoryModelLoad('js_echo', { config: { string_param: config }, 'file:1/model.ts': { bytes_param: Buffer.from(doubled) } });
+    await grpc.repositoryModelLoad('js_echo', {
+      config: { string_param: config },
+      'file:1/model.ts': { bytes_param: Buffer.from(doubled) },
+    });
     expect(valueOf(await echo('js_echo', 5))).toBe(10);
     const tripled = doubled.replace('v * 2', 'v * 3');
     const r = await httpJson(engine.httpPort, 'POST', '/v2/repository/models/js_echo/load', {

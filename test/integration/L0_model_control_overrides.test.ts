@@ -8,7 +8,17 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { ENS_ECHO_CONFIG, JS_ECHO_MODEL } from '../fixtures/test-models.ts';
-import { f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
+import {
+  f32Bytes,
+  grpcError,
+  httpJson,
+  protoLoaderClient,
+  removeDir,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  type ProtoClient,
+} from './helpers.ts';
 
 const GRPC_INVALID_ARG = 3;
 
@@ -16,7 +26,8 @@ describe('L0_model_control_overrides', () => {
   let engine: RunningEngine;
   let repo: string;
   let client: ProtoClient;
-  const load = (model: string, parameters: Record<string, unknown> = {}) => client.call('RepositoryModelLoad', { model_name: model, parameters });
+  const load = (model: string, parameters: Record<string, unknown> = {}) =>
+    client.call('RepositoryModelLoad', { model_name: model, parameters });
   const stats = (name: string) => engine.server.modelStatistics(name)[0]!;
 
   beforeAll(async () => {
@@ -44,10 +55,16 @@ describe('L0_model_control_overrides', () => {
   it("a failed load begins with failed to load '<model>' over gRPC and HTTP, status 400", async () => {
     const unknown = await grpcError(load('no_such_model'));
     expect([unknown.code, unknown.details.startsWith("failed to load 'no_such_model'")]).toEqual([GRPC_INVALID_ARG, true]);
-    const badJson = await httpJson(engine.httpPort, 'POST', '/v2/repository/models/simple_fp32_batch/load', { parameters: { config: '{not json' } });
+    const badJson = await httpJson(engine.httpPort, 'POST', '/v2/repository/models/simple_fp32_batch/load', {
+      parameters: { config: '{not json' },
+    });
     expect(badJson.status).toBe(400);
     expect(badJson.json.error).toMatch(/^failed to load 'simple_fp32_batch': .*not valid JSON/);
-    const badField = await grpcError(load('simple_fp32_batch', { config: { string_param: '{"max_batch_size": 4, "instance_group": [{"count": -2, "kind": "KIND_CPU"}]}' } }));
+    const badField = await grpcError(
+      load('simple_fp32_batch', {
+        config: { string_param: '{"max_batch_size": 4, "instance_group": [{"count": -2, "kind": "KIND_CPU"}]}' },
+      }),
+    );
     expect(badField.details).toMatch(/^failed to load 'simple_fp32_batch': .*instance_group\[0\]\.count/);
     const escape = await httpJson(engine.httpPort, 'POST', '/v2/repository/models/js_echo/load', {
       parameters: { config: '{"max_batch_size": 0}', 'file:../../evil.ts': Buffer.from('x').toString('base64') },
@@ -73,17 +90,25 @@ describe('L0_model_control_overrides', () => {
   });
 
   it('a file override with model.ts and no backend loads as js', async () => {
-    const config = JSON.stringify({ max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+    const config = JSON.stringify({
+      max_batch_size: 0,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    });
     await load('js_echo', { config: { string_param: config }, 'file:1/model.ts': { bytes_param: Buffer.from(JS_ECHO_MODEL) } });
     expect(engine.server.modelConfig('js_echo').backend).toBe('js');
     await client.call('RepositoryModelUnload', { model_name: 'js_echo' });
   });
 
-  it("keeps ensemble statistics as Triton does: queue, summed step compute times, batch_stats", async () => {
+  it('keeps ensemble statistics as Triton does: queue, summed step compute times, batch_stats', async () => {
     await load('ens_echo');
     const N = 5;
     for (let i = 0; i < N; i++) {
-      const r = await client.call('ModelInfer', { model_name: 'ens_echo', inputs: [{ name: 'X', datatype: 'FP32', shape: [2] }], raw_input_contents: [f32Bytes([i, 1])] });
+      const r = await client.call('ModelInfer', {
+        model_name: 'ens_echo',
+        inputs: [{ name: 'X', datatype: 'FP32', shape: [2] }],
+        raw_input_contents: [f32Bytes([i, 1])],
+      });
       expect([...toF32(r.raw_output_contents[0])]).toEqual([i, 1]);
     }
     const ens = stats('ens_echo');
@@ -97,6 +122,8 @@ describe('L0_model_control_overrides', () => {
       expect(ens.inference_stats[k].count, k).toBe(N);
       expect(ens.inference_stats[k].ns, k).toBe(step.inference_stats[k].ns);
     }
-    expect(ens.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_infer.ns])).toEqual([[1, N, step.inference_stats.compute_infer.ns]]);
+    expect(ens.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_infer.ns])).toEqual([
+      [1, N, step.inference_stats.compute_infer.ns],
+    ]);
   });
 });

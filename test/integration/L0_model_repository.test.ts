@@ -9,13 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { usableGpuCount } from '../../engine/config/gpu-info.ts';
-import {
-  BROKEN_MODEL_ERROR,
-  SIMPLE_CONFIG,
-  buildSimple,
-  buildSimpleFp32Batch,
-  writeBrokenModel,
-} from '../fixtures/test-models.ts';
+import { BROKEN_MODEL_ERROR, SIMPLE_CONFIG, buildSimple, buildSimpleFp32Batch, writeBrokenModel } from '../fixtures/test-models.ts';
 import {
   f32Bytes,
   grpcError,
@@ -49,9 +43,14 @@ function writeMixedRepository(prefix: string): string {
   // Only a name and a platform: inputs, outputs and max_batch_size come from the ONNX file.
   writeModel(repo, 'bare_model', 'name: "bare_model"\nplatform: "onnxruntime_onnx"\n', { '1': { 'model.onnx': buildSimpleFp32Batch() } });
   // Asks for a GPU instance: on a host where onnxruntime has no usable GPU it must be refused with a reason.
-  writeModel(repo, 'gpu_model', `${SIMPLE_CONFIG.replace('name: "simple"', 'name: "gpu_model"')}instance_group [ { count: 1, kind: KIND_GPU } ]\n`, {
-    '1': { 'model.onnx': buildSimple() },
-  });
+  writeModel(
+    repo,
+    'gpu_model',
+    `${SIMPLE_CONFIG.replace('name: "simple"', 'name: "gpu_model"')}instance_group [ { count: 1, kind: KIND_GPU } ]\n`,
+    {
+      '1': { 'model.onnx': buildSimple() },
+    },
+  );
   // Versions 1 and 3; the default policy (latest 1) serves only 3.
   const twoVersions = SIMPLE_CONFIG.replace('name: "simple"', 'name: "versioned_model"');
   writeModel(repo, 'versioned_model', twoVersions, { '1': { 'model.onnx': buildSimple() }, '3': { 'model.onnx': buildSimple() } });

@@ -100,11 +100,15 @@ export class Lab {
   /** Run `node --import tsx <args>` inside a host's namespaces, output appended to its log. */
   exec(host: Host, label: string, args: string[], env: Record<string, string>, cwd: string): ChildProcess {
     const fd = fs.openSync(host.logFile, 'a');
-    const p = spawn('nsenter', ['-t', String(host.anchor.pid), '-m', '-u', '-n', `--wd=${cwd}`, '--', process.execPath, '--import', 'tsx', ...args], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', fd, fd],
-    });
+    const p = spawn(
+      'nsenter',
+      ['-t', String(host.anchor.pid), '-m', '-u', '-n', `--wd=${cwd}`, '--', process.execPath, '--import', 'tsx', ...args],
+      {
+        cwd,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', fd, fd],
+      },
+    );
     fs.closeSync(fd);
     host.procs.set(label, p);
     return p;

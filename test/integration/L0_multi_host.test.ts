@@ -54,7 +54,11 @@ const post = (h: Host, fn: string, headers: Record<string, string> = {}) =>
   fetch(`${gw(h)}/fn/${fn}`, { method: 'POST', body: JSON.stringify(INPUTS), headers: { 'Content-Type': 'application/json', ...headers } });
 const postAsync = (h: Host) => post(h, 'adder', { 'X-Callback-Url': callbackUrl });
 const admin = (h: Host, method: string, body?: unknown) =>
-  fetch(`${gw(h)}/admin/functions`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' } });
+  fetch(`${gw(h)}/admin/functions`, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+  });
 
 /** Gateway owner ids by lease namespace, from the presence set. */
 async function owners(): Promise<Map<string, string>> {
@@ -69,12 +73,37 @@ async function owners(): Promise<Map<string, string>> {
 async function startHost(n: number, fnDir: string): Promise<Host> {
   const h = await lab.addHost(n);
   // The engine takes the arguments Triton's KServe runtime passes (--model-store, ports, --allow-*).
-  lab.exec(h, 'engine', ['engine/main.ts', `--model-store=${repo}`, '--grpc-port=9000', '--http-port=8000', '--allow-grpc=true', '--allow-http=true', '--allow-client-shm=true'], { ENGINE_QUIET: '1' }, ROOT);
+  lab.exec(
+    h,
+    'engine',
+    [
+      'engine/main.ts',
+      `--model-store=${repo}`,
+      '--grpc-port=9000',
+      '--http-port=8000',
+      '--allow-grpc=true',
+      '--allow-http=true',
+      '--allow-client-shm=true',
+    ],
+    { ENGINE_QUIET: '1' },
+    ROOT,
+  );
   await waitFor(`${h.name} engine ready`, async () => (await fetch(`http://${h.ip}:8000/v2/health/ready`)).ok, 120_000, 100);
   lab.exec(
     h,
     'gateway',
-    ['gateway/main.ts', '--port=8080', '--engine=127.0.0.1:9000', `--functions=${fnDir}`, '--shm-threshold=0', '--arena-regions=1', '--arena-region-bytes=1048576', `--lease-ttl-ms=${LEASE_TTL_MS}`, `--job-claim-idle-ms=${CLAIM_IDLE_MS}`, '--jobs-concurrency=2'],
+    [
+      'gateway/main.ts',
+      '--port=8080',
+      '--engine=127.0.0.1:9000',
+      `--functions=${fnDir}`,
+      '--shm-threshold=0',
+      '--arena-regions=1',
+      '--arena-region-bytes=1048576',
+      `--lease-ttl-ms=${LEASE_TTL_MS}`,
+      `--job-claim-idle-ms=${CLAIM_IDLE_MS}`,
+      '--jobs-concurrency=2',
+    ],
     { REDIS_URL: redisUrl, GATEWAY_ADMIN_TOKEN: TOKEN, GATEWAY_WEBHOOK_SECRET: SECRET },
     ROOT,
   );
@@ -89,7 +118,11 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     process.on('exit', () => lab.tearDownSync());
     lab.setUpBridge();
     const port = await freePort();
-    const rp = spawn('redis-server', ['--bind', lab.gatewayIp, '--port', String(port), '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: 'ignore' });
+    const rp = spawn(
+      'redis-server',
+      ['--bind', lab.gatewayIp, '--port', String(port), '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+      { stdio: 'ignore' },
+    );
     lab.track(rp);
     redisUrl = `redis://${lab.gatewayIp}:${port}`;
     redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
@@ -116,7 +149,10 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     const fnDir = path.join(work, 'functions');
     fs.mkdirSync(fnDir);
     const quick = { callbackAllow: [callbackUrl], backoffMs: 50, maxBackoffMs: 200, attemptTimeoutMs: 5000, maxDeliveryAttempts: 20 };
-    fs.writeFileSync(path.join(fnDir, 'adder.json'), JSON.stringify({ name: 'adder', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' }, async: quick }));
+    fs.writeFileSync(
+      path.join(fnDir, 'adder.json'),
+      JSON.stringify({ name: 'adder', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' }, async: quick }),
+    );
     // Three hosts, started side by side (the first seeds the bundle store).
     await startHost(1, fnDir);
     await Promise.all([startHost(2, fnDir), startHost(3, fnDir)]);
@@ -138,7 +174,7 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     }
   });
 
-  it('every host stages through its own /dev/shm; no host sees another host\'s regions', async () => {
+  it("every host stages through its own /dev/shm; no host sees another host's regions", async () => {
     const [h1, h2, h3] = lab.hosts as [Host, Host, Host];
     for (const h of lab.hosts) {
       const r = await post(h, 'adder');
@@ -165,7 +201,12 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
     const bundle = {
       version: `mh-${process.pid}`,
       functions: [
-        { name: 'adder', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' }, async: { callbackAllow: [callbackUrl], backoffMs: 50, maxBackoffMs: 200, attemptTimeoutMs: 5000, maxDeliveryAttempts: 20 } },
+        {
+          name: 'adder',
+          target: { model: 'simple' },
+          outputs: { sum: 'OUTPUT0' },
+          async: { callbackAllow: [callbackUrl], backoffMs: 50, maxBackoffMs: 200, attemptTimeoutMs: 5000, maxDeliveryAttempts: 20 },
+        },
         { name: 'subtractor', target: { model: 'simple' }, outputs: { diff: 'OUTPUT1' } },
       ],
     };

@@ -26,7 +26,9 @@ function descendants(pid: number): Array<{ pid: number; cmd: string }> {
   const walk = (p: number) => {
     let kids: number[] = [];
     try {
-      kids = fs.readdirSync(`/proc/${p}/task`).flatMap((t) => fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+      kids = fs
+        .readdirSync(`/proc/${p}/task`)
+        .flatMap((t) => fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
     } catch {
       return;
     }
@@ -75,9 +77,11 @@ beforeAll(async () => {
   });
   npm.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   npm.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  await waitFor('gateway ready', async () => (await fetch(`http://127.0.0.1:${ports.gateway}/readyz`)).status === 200, 180_000, 250).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${out}`);
-  });
+  await waitFor('gateway ready', async () => (await fetch(`http://127.0.0.1:${ports.gateway}/readyz`)).status === 200, 180_000, 250).catch(
+    (e) => {
+      throw new Error(`${(e as Error).message}\n${out}`);
+    },
+  );
   started = descendants(npm.pid!);
 }, 240_000);
 
@@ -99,7 +103,12 @@ describe('npm start and SIGTERM', () => {
     process.kill(npm.pid!, 'SIGTERM');
     const budget = DRAIN_MS * Math.max(1, os.loadavg()[0]! / os.availableParallelism());
     await waitFor('supervisor, engine and gateway gone', () => started.every((p) => !alive(p.pid)), budget, 50).catch((e) => {
-      throw new Error(`${(e as Error).message}: still running ${started.filter((p) => alive(p.pid)).map((p) => p.cmd).join('; ')}\n${out}`);
+      throw new Error(
+        `${(e as Error).message}: still running ${started
+          .filter((p) => alive(p.pid))
+          .map((p) => p.cmd)
+          .join('; ')}\n${out}`,
+      );
     });
     const seconds = (Date.now() - t0) / 1000;
     expect(await exit).toBe(0);

@@ -95,22 +95,52 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(own, 'config.pbtxt'), OWN_DEPS_CONFIG);
   fs.writeFileSync(path.join(own, '1', 'model.ts'), OWN_DEPS_MODEL);
   fs.mkdirSync(path.join(own, 'node_modules', 'zod'), { recursive: true });
-  fs.writeFileSync(path.join(own, 'node_modules', 'zod', 'package.json'), JSON.stringify({ name: 'zod', version: '0.0.0-own', main: 'index.js' }));
+  fs.writeFileSync(
+    path.join(own, 'node_modules', 'zod', 'package.json'),
+    JSON.stringify({ name: 'zod', version: '0.0.0-own', main: 'index.js' }),
+  );
   fs.writeFileSync(path.join(own, 'node_modules', 'zod', 'index.js'), "module.exports = { whoami: 'own-zod' };\n");
   const grpcPort = await freePort();
-  engine = spawn(process.execPath, ['--import', 'tsx', 'engine/main.ts', `--model-repository=${repo}`, `--grpc-port=${grpcPort}`, '--allow-http=false', '--allow-metrics=false', '--allow-client-shm=true'], {
-    cwd: ROOT,
-    env: { ...process.env, ENGINE_QUIET: '1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  engine = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'engine/main.ts',
+      `--model-repository=${repo}`,
+      `--grpc-port=${grpcPort}`,
+      '--allow-http=false',
+      '--allow-metrics=false',
+      '--allow-client-shm=true',
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ENGINE_QUIET: '1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   engine.stderr!.on('data', (d: Buffer) => (engineLog = (engineLog + d.toString()).slice(-4000)));
   client = protoLoaderClient(grpcPort);
-  await waitFor('the engine child to be ready', async () => engine.exitCode === null && (await client.call('ServerReady', {}, 1000)).ready, 90_000, 250).catch((e) => {
+  await waitFor(
+    'the engine child to be ready',
+    async () => engine.exitCode === null && (await client.call('ServerReady', {}, 1000)).ready,
+    90_000,
+    250,
+  ).catch((e) => {
     throw new Error(`${(e as Error).message}\n${engineLog}`);
   });
   fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `ocr-fn-${process.pid}-`));
   fs.copyFileSync(path.join(ROOT, 'functions', 'ocr.json'), path.join(fnDir, 'ocr.json'));
-  gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${grpcPort}`, functions: fnDir, shmThreshold: 65536, arenaRegions: 1, arenaRegionBytes: 16 << 20, prefix: `ocrt${process.pid}` });
+  gw = await startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${grpcPort}`,
+    functions: fnDir,
+    shmThreshold: 65536,
+    arenaRegions: 1,
+    arenaRegionBytes: 16 << 20,
+    prefix: `ocrt${process.pid}`,
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -130,7 +160,9 @@ describe('a repository outside the project', () => {
     const index = await client.call('RepositoryIndex', { ready: false });
     const names = fs.readdirSync(repo).filter((d) => fs.existsSync(path.join(repo, d, 'config.pbtxt')));
     expect(names.length).toBeGreaterThanOrEqual(10);
-    const states = Object.fromEntries(index.models.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state}${m.reason ? `: ${m.reason}` : ''}`]));
+    const states = Object.fromEntries(
+      index.models.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state}${m.reason ? `: ${m.reason}` : ''}`]),
+    );
     for (const n of names) expect(states[n], n).toBe('READY');
   });
 
@@ -171,17 +203,27 @@ describe('ocr_pipeline_ensemble on PP-OCRv4 (gRPC)', () => {
   });
 
   it('reads two invoice lines with digits and punctuation, top to bottom', async () => {
-    const img = await renderText(1000, 260, [
-      { text: 'Total: $1,234.56 (VAT 19%)', x: 40, y: 200, size: 56 },
-      { text: 'Invoice No. 4711-B', x: 40, y: 90, size: 56 },
-    ], 'jpeg');
+    const img = await renderText(
+      1000,
+      260,
+      [
+        { text: 'Total: $1,234.56 (VAT 19%)', x: 40, y: 200, size: 56 },
+        { text: 'Invoice No. 4711-B', x: 40, y: 90, size: 56 },
+      ],
+      'jpeg',
+    );
     const r = await ocrGrpc(img);
     expect(r.lines).toEqual(['Invoice No. 4711-B', 'Total: $1,234.56 (VAT 19%)']);
     expect(r.boxes[0]![1]!).toBeLessThan(r.boxes[1]![1]!);
   });
 
   it('gives no lines (and no error) for an image without text, a blank one and tiny ones', async () => {
-    for (const img of [await makePng(320, 200, 11), await renderText(400, 200, []), await renderText(1, 1, []), await renderText(8, 5, [])]) {
+    for (const img of [
+      await makePng(320, 200, 11),
+      await renderText(400, 200, []),
+      await renderText(1, 1, []),
+      await renderText(8, 5, []),
+    ]) {
       const r = await ocrGrpc(img);
       expect(r.lines).toEqual([]);
       expect(r.confidences).toEqual([]);
@@ -198,11 +240,13 @@ describe('ocr_pipeline_ensemble on PP-OCRv4 (gRPC)', () => {
 
   it('rejects a non-image with INVALID_ARG naming the input', async () => {
     const bytes = Buffer.from('this is not an image, just text');
-    const e = await grpcError(client.call('ModelInfer', {
-      model_name: 'ocr_pipeline_ensemble',
-      inputs: [{ name: 'IMAGE', datatype: 'UINT8', shape: [bytes.length] }],
-      raw_input_contents: [bytes],
-    }));
+    const e = await grpcError(
+      client.call('ModelInfer', {
+        model_name: 'ocr_pipeline_ensemble',
+        inputs: [{ name: 'IMAGE', datatype: 'UINT8', shape: [bytes.length] }],
+        raw_input_contents: [bytes],
+      }),
+    );
     expect(e.code).toBe(3); // INVALID_ARGUMENT
     expect(e.details).toMatch(/input 'image_bytes' is not a decodable JPEG\/PNG image/);
     expect(e.details).toMatch(/ocr_pipeline_ensemble/);
@@ -229,7 +273,10 @@ describe('POST /fn/ocr', () => {
     expect(padded.length).toBeGreaterThan(65536);
     const res = await fnOcr(padded);
     expect(res.headers.get('x-payload-transfer')).toBe('shm');
-    expect(((await res.json()) as { lines: Array<{ text: string }> }).lines.map((l) => l.text)).toEqual(['Invoice No. 4711-B', 'Total: $1,234.56 (VAT 19%)']);
+    expect(((await res.json()) as { lines: Array<{ text: string }> }).lines.map((l) => l.text)).toEqual([
+      'Invoice No. 4711-B',
+      'Total: $1,234.56 (VAT 19%)',
+    ]);
     const none = await fnOcr(await renderText(300, 100, []));
     expect(await none.json()).toEqual({ lines: [] });
   });

@@ -21,12 +21,21 @@ let gw: RunningGateway;
 
 /** A page of 20 numbered lines of words, 40 px apart. */
 export function twentyLinePage(): Promise<Buffer> {
-  const lines = Array.from({ length: 20 }, (_, i) => ({ text: `${i + 1} ${WORDS[i % 10]} ${WORDS[(i * 3 + 1) % 10]} ${1000 + i * 37}`, x: 30, y: 40 + i * 40, size: 28 }));
+  const lines = Array.from({ length: 20 }, (_, i) => ({
+    text: `${i + 1} ${WORDS[i % 10]} ${WORDS[(i * 3 + 1) % 10]} ${1000 + i * 37}`,
+    x: 30,
+    y: 40 + i * 40,
+    size: 28,
+  }));
   return renderText(700, 840, lines);
 }
 
 const fn = (name: string, body: Buffer, accept?: string) =>
-  fetch(`http://127.0.0.1:${gw.port}/fn/${name}`, { method: 'POST', body, headers: { 'content-type': 'image/png', ...(accept ? { accept } : {}) } });
+  fetch(`http://127.0.0.1:${gw.port}/fn/${name}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'image/png', ...(accept ? { accept } : {}) },
+  });
 
 beforeAll(async () => {
   setQuiet(true);
@@ -37,8 +46,15 @@ beforeAll(async () => {
   for (const f of ['ocr.json', 'ocr_stream.json']) fs.copyFileSync(path.join(ROOT, 'functions', f), path.join(fnDir, f));
   // A low staging threshold: the page's body lands in a staging slice, which the stream sends inline.
   gw = await startGateway({
-    port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, redisUrl: '',
-    shmThreshold: 1024, arenaRegions: 1, arenaRegionBytes: 4 << 20, prefix: `ocrs${process.pid}`,
+    port: 0,
+    host: '127.0.0.1',
+    engine: `127.0.0.1:${engine.grpcPort}`,
+    functions: fnDir,
+    redisUrl: '',
+    shmThreshold: 1024,
+    arenaRegions: 1,
+    arenaRegionBytes: 4 << 20,
+    prefix: `ocrs${process.pid}`,
   });
 }, 180_000);
 

@@ -85,11 +85,14 @@ describe('L0_output_checks: onnxruntime', () => {
   });
 });
 
-describe('L0_output_checks: js (the python backend\'s rules)', () => {
+describe("L0_output_checks: js (the python backend's rules)", () => {
   it('an output of shape [1] for a [2,2] request of a batching model', async () => {
     const r = await jsInfer(0);
     expect(r.status).toBe(200);
-    expect((r.json.outputs as Out[]).map((o) => [o.name, o.datatype, o.shape, o.data])).toEqual([['OUT', 'FP32', [1], [2.5]], ['AUX', 'INT32', [1, 1], [9]]]);
+    expect((r.json.outputs as Out[]).map((o) => [o.name, o.datatype, o.shape, o.data])).toEqual([
+      ['OUT', 'FP32', [1], [2.5]],
+      ['AUX', 'INT32', [1, 1], [9]],
+    ]);
   });
 
   it('an INT32 output for an FP32 one answers as made', async () => {
@@ -106,7 +109,10 @@ describe('L0_output_checks: js (the python backend\'s rules)', () => {
 
   it('bytes that do not fill the shape the model claims still fail that request, naming the output', async () => {
     const r = await jsInfer(3);
-    expect(r).toEqual({ status: 400, json: { error: "output byte size mismatch for output 'OUT' for model 'js_as_made'. Expected 8, got 4" } });
+    expect(r).toEqual({
+      status: 400,
+      json: { error: "output byte size mismatch for output 'OUT' for model 'js_as_made'. Expected 8, got 4" },
+    });
     expect((await jsInfer(0)).status).toBe(200);
   });
 });

@@ -16,8 +16,27 @@ import { shmClose, shmMap, shmOpen, shmTruncate, shmUnlink } from '../../native/
 import { JS_ECHO_MODEL, writeAccumulator, writeModel } from '../fixtures/test-models.ts';
 import { writeStreamModels } from '../fixtures/stream-models.ts';
 import { cppInferRequest, cppInferResult, post, type CppInput } from '../fixtures/triton-http-client.ts';
-import { packValues, paInputDataStep, paParseModel, paParseStatistics, paProtoJson, paRequestId, paSequenceSchedule, type PaModel } from '../fixtures/perf-analyzer.ts';
-import { encodeBytesTensor, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, toI32, type ProtoClient } from './helpers.ts';
+import {
+  packValues,
+  paInputDataStep,
+  paParseModel,
+  paParseStatistics,
+  paProtoJson,
+  paRequestId,
+  paSequenceSchedule,
+  type PaModel,
+} from '../fixtures/perf-analyzer.ts';
+import {
+  encodeBytesTensor,
+  httpJson,
+  protoLoaderClient,
+  removeDir,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  toI32,
+  type ProtoClient,
+} from './helpers.ts';
 
 // A JS identity model whose tensor names are unique to this process: perf_analyzer names its
 // shm keys after the tensors ("/<tensor>_<stream>_<step>"), and /dev/shm is shared by every test run here.
@@ -57,7 +76,10 @@ const getJson = async (p: string) => (await httpJson(engine.httpPort, 'GET', p))
 /** -i http: GET /v2 (extensions), the model's metadata and config, parsed as ModelParser does. */
 async function startupHttp(model: string): Promise<{ extensions: string[]; model: PaModel }> {
   const server = await getJson('/v2');
-  return { extensions: server.extensions, model: paParseModel(await getJson(`/v2/models/${model}`), await getJson(`/v2/models/${model}/config`)) };
+  return {
+    extensions: server.extensions,
+    model: paParseModel(await getJson(`/v2/models/${model}`), await getJson(`/v2/models/${model}/config`)),
+  };
 }
 
 /** -i grpc: ServerMetadata, ModelMetadata and ModelConfig, each turned into perf_analyzer's JSON first. */
@@ -69,14 +91,22 @@ async function startupGrpc(model: string): Promise<{ extensions: string[]; model
 }
 
 /** A ModelInferRequest as the C++ gRPC client builds it (empty id/version, the empty-final flag always set). */
-function grpcRequest(model: string, inputs: CppInput[], outputs: Array<{ name: string; shm?: { region: string; byteSize: number } }>, opts: { id?: string; seq?: { id: number; start: boolean; end: boolean }; emptyFinal?: boolean } = {}) {
+function grpcRequest(
+  model: string,
+  inputs: CppInput[],
+  outputs: Array<{ name: string; shm?: { region: string; byteSize: number } }>,
+  opts: { id?: string; seq?: { id: number; start: boolean; end: boolean }; emptyFinal?: boolean } = {},
+) {
   const parameters: Record<string, object> = { triton_enable_empty_final_response: { bool_param: opts.emptyFinal ?? false } };
   if (opts.seq) {
     parameters.sequence_id = { int64_param: opts.seq.id };
     parameters.sequence_start = { bool_param: opts.seq.start };
     parameters.sequence_end = { bool_param: opts.seq.end };
   }
-  const shmParams = (s: { region: string; byteSize: number }) => ({ shared_memory_region: { string_param: s.region }, shared_memory_byte_size: { int64_param: s.byteSize } });
+  const shmParams = (s: { region: string; byteSize: number }) => ({
+    shared_memory_region: { string_param: s.region },
+    shared_memory_byte_size: { int64_param: s.byteSize },
+  });
   return {
     model_name: model,
     model_version: '',
@@ -106,7 +136,11 @@ describe('L0_perf_analyzer_modes', () => {
       expect(res.error).toBeUndefined();
       expect(Array.from(toI32(res.rawData('OUTPUT0')))).toEqual(A.map((x, i) => x + B[i]!));
     };
-    await Promise.all(Array.from({ length: 4 }, async () => { for (let i = 0; i < 5; i++) await one(); }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 5; i++) await one();
+      }),
+    );
     const stats = paParseStatistics(await getJson('/v2/models/simple/stats'), true).get('simple:1')!;
     expect(stats.success).toBeGreaterThanOrEqual(20);
     expect(stats.computeInfer).toBe(stats.success);
@@ -130,7 +164,8 @@ describe('L0_perf_analyzer_modes', () => {
       const bytes = 4 * 4 * batch;
       const unregisterAll = async () => {
         if (protocol === 'http') {
-          for (const p of ['/v2/systemsharedmemory/unregister', '/v2/cudasharedmemory/unregister']) expect((await httpJson(engine.httpPort, 'POST', p)).status).toBe(200);
+          for (const p of ['/v2/systemsharedmemory/unregister', '/v2/cudasharedmemory/unregister'])
+            expect((await httpJson(engine.httpPort, 'POST', p)).status).toBe(200);
         } else {
           await client.call('SystemSharedMemoryUnregister', { name: '' });
           await client.call('CudaSharedMemoryUnregister', { name: '' });
@@ -148,12 +183,23 @@ describe('L0_perf_analyzer_modes', () => {
       });
       try {
         for (const n of names) {
-          if (protocol === 'http') expect((await httpJson(engine.httpPort, 'POST', `/v2/systemsharedmemory/region/${n}/register`, { key: `/${n}`, offset: 0, byte_size: bytes })).status).toBe(200);
+          if (protocol === 'http')
+            expect(
+              (
+                await httpJson(engine.httpPort, 'POST', `/v2/systemsharedmemory/region/${n}/register`, {
+                  key: `/${n}`,
+                  offset: 0,
+                  byte_size: bytes,
+                })
+              ).status,
+            ).toBe(200);
           else await client.call('SystemSharedMemoryRegister', { name: n, key: `/${n}`, offset: 0, byte_size: bytes });
         }
         const input = Float32Array.from({ length: 4 * batch }, (_, i) => i * 1.5);
         maps[1]!.bytes.set(new Uint8Array(input.buffer));
-        const inputs: CppInput[] = [{ name: IN, datatype: 'FP32', shape: [batch, ...model.inputs.get(IN)!.shape], shm: { region: `${IN}_0_0`, byteSize: bytes } }];
+        const inputs: CppInput[] = [
+          { name: IN, datatype: 'FP32', shape: [batch, ...model.inputs.get(IN)!.shape], shm: { region: `${IN}_0_0`, byteSize: bytes } },
+        ];
         const outputs = [{ name: OUT, shm: { region: OUT, byteSize: bytes } }];
         for (let i = 0; i < 3; i++) {
           maps[0]!.bytes.fill(0);
@@ -189,16 +235,34 @@ describe('L0_perf_analyzer_modes', () => {
       call.on('error', reject);
       call.on('end', () => resolve());
     });
-    for (const [i, reps] of [[0, 3], [1, 2]] as const) {
-      const req = grpcRequest('js_stream', [{ name: 'PROMPT', datatype: 'BYTES', shape: [1, 1], data: encodeBytesTensor(['hi']) }], [], { id: paRequestId(0, i), emptyFinal: true });
+    for (const [i, reps] of [
+      [0, 3],
+      [1, 2],
+    ] as const) {
+      const req = grpcRequest('js_stream', [{ name: 'PROMPT', datatype: 'BYTES', shape: [1, 1], data: encodeBytesTensor(['hi']) }], [], {
+        id: paRequestId(0, i),
+        emptyFinal: true,
+      });
       (req.parameters as Record<string, object>).REPETITION = { int64_param: reps };
       call.write(req);
     }
     await done;
-    const byId = (id: string) => got.filter((m) => m.infer_response.id === id).map((m) => ({ outputs: m.infer_response.outputs.length, final: m.infer_response.parameters.triton_final_response.bool_param }));
+    const byId = (id: string) =>
+      got
+        .filter((m) => m.infer_response.id === id)
+        .map((m) => ({ outputs: m.infer_response.outputs.length, final: m.infer_response.parameters.triton_final_response.bool_param }));
     // IsNullResponse: no outputs and final; IsFinalResponse from the parameter.
-    expect(byId(paRequestId(0, 0))).toEqual([{ outputs: 2, final: false }, { outputs: 2, final: false }, { outputs: 2, final: false }, { outputs: 0, final: true }]);
-    expect(byId(paRequestId(0, 1))).toEqual([{ outputs: 2, final: false }, { outputs: 2, final: false }, { outputs: 0, final: true }]);
+    expect(byId(paRequestId(0, 0))).toEqual([
+      { outputs: 2, final: false },
+      { outputs: 2, final: false },
+      { outputs: 2, final: false },
+      { outputs: 0, final: true },
+    ]);
+    expect(byId(paRequestId(0, 1))).toEqual([
+      { outputs: 2, final: false },
+      { outputs: 2, final: false },
+      { outputs: 0, final: true },
+    ]);
     expect(got.every((m) => m.error_message === '')).toBe(true);
   });
 
@@ -213,7 +277,9 @@ describe('L0_perf_analyzer_modes', () => {
         const inputs: CppInput[] = [{ name: 'INPUT', datatype: 'FP32', shape: [1, 1], data: packValues('FP32', [value]) }];
         let out: number;
         if (protocol === 'http') {
-          const q = cppInferRequest({ model: 'acc', sequenceId: r.id, sequenceStart: r.start, sequenceEnd: r.end }, inputs, [{ name: 'OUTPUT' }]);
+          const q = cppInferRequest({ model: 'acc', sequenceId: r.id, sequenceStart: r.start, sequenceEnd: r.end }, inputs, [
+            { name: 'OUTPUT' },
+          ]);
           const res = cppInferResult(await post(engine.httpPort, q.path, q.headers, q.body));
           expect(res.error).toBeUndefined();
           out = toF32(res.rawData('OUTPUT'))[0]!;
@@ -258,13 +324,24 @@ describe('L0_perf_analyzer_modes', () => {
       const id = paRequestId(i % 2, i);
       ids.push(id);
       if (i % 2 === 0) {
-        const q = cppInferRequest({ model: 'pa_echo', requestId: id }, [{ name: IN, datatype: 'FP32', shape: [1, 4], data: packValues('FP32', [i, i, i, i]) }], [{ name: OUT }]);
-        pending.push(post(engine.httpPort, q.path, q.headers, q.body).then((reply) => {
-          const r = cppInferResult(reply);
-          return { id: r.json!.id as string, ok: r.error === undefined && toF32(r.rawData(OUT))[0] === i };
-        }));
+        const q = cppInferRequest(
+          { model: 'pa_echo', requestId: id },
+          [{ name: IN, datatype: 'FP32', shape: [1, 4], data: packValues('FP32', [i, i, i, i]) }],
+          [{ name: OUT }],
+        );
+        pending.push(
+          post(engine.httpPort, q.path, q.headers, q.body).then((reply) => {
+            const r = cppInferResult(reply);
+            return { id: r.json!.id as string, ok: r.error === undefined && toF32(r.rawData(OUT))[0] === i };
+          }),
+        );
       } else {
-        const q = grpcRequest('pa_echo', [{ name: IN, datatype: 'FP32', shape: [1, 4], data: packValues('FP32', [i, i, i, i]) }], [{ name: OUT }], { id });
+        const q = grpcRequest(
+          'pa_echo',
+          [{ name: IN, datatype: 'FP32', shape: [1, 4], data: packValues('FP32', [i, i, i, i]) }],
+          [{ name: OUT }],
+          { id },
+        );
         pending.push(client.call('ModelInfer', q).then((r: any) => ({ id: r.id, ok: toF32(r.raw_output_contents[0])[0] === i })));
       }
       await new Promise((r) => setTimeout(r, 1000 / rate));

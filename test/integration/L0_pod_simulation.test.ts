@@ -82,8 +82,23 @@ describe('the default install, run as the pod would run it', () => {
     }
     // A process that leaves a child behind (as a Python stub's helper might): the orphan goes to PID 1, which must reap it.
     const engine = initPid(sim.containers.get('tritonish/engine')!)!;
-    execFileSync('nsenter', ['-t', String(engine), '--mount', '--pid', '--root', '--wd', '-S', '10001', '-G', '10001', 'sh', '-c', 'sleep 1 >/dev/null 2>&1 & exit 0']);
-    const zombies = () => childPids(engine).filter((p) => fs.existsSync(`/proc/${p}`) && /^State:\s+Z/m.test(fs.readFileSync(`/proc/${p}/status`, 'utf8')));
+    execFileSync('nsenter', [
+      '-t',
+      String(engine),
+      '--mount',
+      '--pid',
+      '--root',
+      '--wd',
+      '-S',
+      '10001',
+      '-G',
+      '10001',
+      'sh',
+      '-c',
+      'sleep 1 >/dev/null 2>&1 & exit 0',
+    ]);
+    const zombies = () =>
+      childPids(engine).filter((p) => fs.existsSync(`/proc/${p}`) && /^State:\s+Z/m.test(fs.readFileSync(`/proc/${p}/status`, 'utf8')));
     const orphan = childPids(engine).find((p) => proc(p).comm === 'sleep');
     expect(orphan, 'the orphaned sleep was handed to the container PID 1').toBeDefined();
     await new Promise((r) => setTimeout(r, 2500));
@@ -121,7 +136,9 @@ describe('the init command the chart had before issue 39', () => {
     d.spec.template.spec.initContainers[0].args = ['cp -a /app/model_repository/. /models/'];
     const old = simulation(before);
     try {
-      await expect(old.runPod(d)).rejects.toThrow(/init container copy-models exited 1, so the pod would stay in Init:CrashLoopBackOff; its output:\ncp: preserving times for '\/models\/\.': Operation not permitted/);
+      await expect(old.runPod(d)).rejects.toThrow(
+        /init container copy-models exited 1, so the pod would stay in Init:CrashLoopBackOff; its output:\ncp: preserving times for '\/models\/\.': Operation not permitted/,
+      );
     } finally {
       await old.cleanup();
     }

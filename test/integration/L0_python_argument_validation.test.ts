@@ -92,7 +92,7 @@ pythonEngine(
 );
 
 describe('L0_python_argument_validation (Triton L0_backend_python/argument_validation)', () => {
-  it('every pb_utils argument check answers as Triton\'s binding does, and the model still serves', async () => {
+  it("every pb_utils argument check answers as Triton's binding does, and the model still serves", async () => {
     const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/models/argument_validation/infer', {
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [1] }],
     });

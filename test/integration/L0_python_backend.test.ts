@@ -5,7 +5,17 @@
 import { describe, expect, it, vi } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import {
-  f32Bytes, grpcError, httpJson, i32Bytes, maxAbsDiff, seededFloats, toF32, toI32, encodeBytesTensor, decodeBytesTensor, type ProtoClient,
+  f32Bytes,
+  grpcError,
+  httpJson,
+  i32Bytes,
+  maxAbsDiff,
+  seededFloats,
+  toF32,
+  toI32,
+  encodeBytesTensor,
+  decodeBytesTensor,
+  type ProtoClient,
 } from './helpers.ts';
 import { pythonRepo, pythonShmEntries, processAlive, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
@@ -171,18 +181,34 @@ let client: ProtoClient;
 const stubs = (model: string) => eng.engine.repository.readyVersion(model)!.backend.instances as unknown as PythonInstance[];
 const addSubReq = (a: number[], b: number[]) => ({
   model_name: 'add_sub',
-  inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [4] }],
+  inputs: [
+    { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+    { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+  ],
   raw_input_contents: [f32Bytes(a), f32Bytes(b)],
 });
-const faultyReq = (mode: number) => ({ model_name: 'faulty', inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([mode])] });
+const faultyReq = (mode: number) => ({
+  model_name: 'faulty',
+  inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1] }],
+  raw_input_contents: [i32Bytes([mode])],
+});
 
 pythonEngine(
-  () => pythonRepo(
-    'l0-python',
-    ['add_sub', 'bls_encoder', 'decoupled_count', 'image_preprocess_model'],
-    { batch_probe: BATCH_PROBE, faulty: FAULTY, bad_init: BAD_INIT, bytes_upper: BYTES_UPPER, no_interpreter: NO_INTERPRETER, auto_cfg: AUTO_CFG, bls_gather: BLS_GATHER },
-    ['clip_encoder_model'],
-  ),
+  () =>
+    pythonRepo(
+      'l0-python',
+      ['add_sub', 'bls_encoder', 'decoupled_count', 'image_preprocess_model'],
+      {
+        batch_probe: BATCH_PROBE,
+        faulty: FAULTY,
+        bad_init: BAD_INIT,
+        bytes_upper: BYTES_UPPER,
+        no_interpreter: NO_INTERPRETER,
+        auto_cfg: AUTO_CFG,
+        bls_gather: BLS_GATHER,
+      },
+      ['clip_encoder_model'],
+    ),
   (s) => ({ repo, eng, client } = s),
   { controlMode: 'explicit', loadModels: ['*'] },
 );
@@ -214,7 +240,11 @@ describe('L0_python_backend', () => {
     expect(cfg.max_batch_size).toBe(4);
     expect(cfg.dynamic_batching).toBeTruthy();
     const a = Buffer.from(BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]).buffer);
-    const res = await client.call('ModelInfer', { model_name: 'auto_cfg', inputs: [{ name: 'A', datatype: 'INT64', shape: [2, 3] }], raw_input_contents: [a] });
+    const res = await client.call('ModelInfer', {
+      model_name: 'auto_cfg',
+      inputs: [{ name: 'A', datatype: 'INT64', shape: [2, 3] }],
+      raw_input_contents: [a],
+    });
     expect(Array.from(new BigInt64Array(Uint8Array.from(res.raw_output_contents[0]).buffer))).toEqual([3n, 2n, 1n, 6n, 5n, 4n]);
   });
 
@@ -230,7 +260,11 @@ describe('L0_python_backend', () => {
   it('dynamic batching hands execute several requests at once', async () => {
     const all = await Promise.all(
       [1, 2, 3, 4].map((k) =>
-        client.call('ModelInfer', { model_name: 'batch_probe', inputs: [{ name: 'X', datatype: 'INT32', shape: [1, 2] }], raw_input_contents: [i32Bytes([k, -k])] }),
+        client.call('ModelInfer', {
+          model_name: 'batch_probe',
+          inputs: [{ name: 'X', datatype: 'INT32', shape: [1, 2] }],
+          raw_input_contents: [i32Bytes([k, -k])],
+        }),
       ),
     );
     all.forEach((r, i) => expect(Array.from(toI32(r.raw_output_contents[0]))).toEqual([2 * (i + 1), -2 * (i + 1)]));
@@ -264,7 +298,11 @@ describe('L0_python_backend', () => {
   });
 
   it('async def execute awaits several async_exec BLS calls at once', async () => {
-    const res = await client.call('ModelInfer', { model_name: 'bls_gather', inputs: [{ name: 'X', datatype: 'FP32', shape: [4] }], raw_input_contents: [f32Bytes([1, 2, 3, 4])] });
+    const res = await client.call('ModelInfer', {
+      model_name: 'bls_gather',
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [4] }],
+      raw_input_contents: [f32Bytes([1, 2, 3, 4])],
+    });
     // (x + 10) * (x - 1)
     expect(Array.from(toF32(res.raw_output_contents[0]))).toEqual([0, 12, 26, 42]);
   });
@@ -280,10 +318,14 @@ describe('L0_python_backend', () => {
       await client.call('SystemSharedMemoryRegister', { name: 'py_in', key, offset: 0, byte_size: pixels.byteLength });
       const res = await client.call('ModelInfer', {
         model_name: 'bls_encoder',
-        inputs: [{
-          name: 'PIXELS', datatype: 'FP32', shape: [1, 3, 224, 224],
-          parameters: { shared_memory_region: { string_param: 'py_in' }, shared_memory_byte_size: { int64_param: pixels.byteLength } },
-        }],
+        inputs: [
+          {
+            name: 'PIXELS',
+            datatype: 'FP32',
+            shape: [1, 3, 224, 224],
+            parameters: { shared_memory_region: { string_param: 'py_in' }, shared_memory_byte_size: { int64_param: pixels.byteLength } },
+          },
+        ],
       });
       const plain = await client.call('ModelInfer', {
         model_name: 'bls_encoder',
@@ -300,19 +342,30 @@ describe('L0_python_backend', () => {
     }
   });
 
-  it('decoupled: N responses stream over ModelStreamInfer; unary gRPC and HTTP get Triton\'s error', async () => {
+  it("decoupled: N responses stream over ModelStreamInfer; unary gRPC and HTTP get Triton's error", async () => {
     const got: number[] = [];
     const errors: string[] = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[] } }>;
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
+        unknown,
+        { error_message: string; infer_response: { raw_output_contents: Buffer[] } }
+      >;
       call.on('data', (m) => {
         if (m.error_message) errors.push(m.error_message);
         else got.push(toI32(m.infer_response.raw_output_contents[0]!)[0]!);
       });
       call.on('error', reject);
       call.on('end', resolve);
-      call.write({ model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([4])] });
-      call.write({ model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([-1])] });
+      call.write({
+        model_name: 'decoupled_count',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([4])],
+      });
+      call.write({
+        model_name: 'decoupled_count',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([-1])],
+      });
       call.end();
     });
     expect(got).toEqual([0, 1, 2, 3]);
@@ -321,23 +374,43 @@ describe('L0_python_backend', () => {
     // With triton_enable_empty_final_response, the stream also carries an empty response marked final.
     const finals: Array<{ outputs: number; final: boolean }> = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { infer_response: { outputs: unknown[]; parameters: Record<string, { bool_param?: boolean }> } }>;
-      call.on('data', (m) => finals.push({ outputs: m.infer_response.outputs.length, final: !!m.infer_response.parameters?.triton_final_response?.bool_param }));
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
+        unknown,
+        { infer_response: { outputs: unknown[]; parameters: Record<string, { bool_param?: boolean }> } }
+      >;
+      call.on('data', (m) =>
+        finals.push({ outputs: m.infer_response.outputs.length, final: !!m.infer_response.parameters?.triton_final_response?.bool_param }),
+      );
       call.on('error', reject);
       call.on('end', resolve);
       call.write({
-        model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([2])],
+        model_name: 'decoupled_count',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([2])],
         parameters: { triton_enable_empty_final_response: { bool_param: true } },
       });
       call.end();
     });
-    expect(finals).toEqual([{ outputs: 1, final: false }, { outputs: 1, final: false }, { outputs: 0, final: true }]);
+    expect(finals).toEqual([
+      { outputs: 1, final: false },
+      { outputs: 1, final: false },
+      { outputs: 0, final: true },
+    ]);
 
     const e = await grpcError(
-      client.call('ModelInfer', { model_name: 'decoupled_count', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([2])] }),
+      client.call('ModelInfer', {
+        model_name: 'decoupled_count',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([2])],
+      }),
     );
-    expect(e).toEqual({ code: grpc.status.UNIMPLEMENTED, details: "ModelInfer RPC doesn't support models with decoupled transaction policy" });
-    const h = await httpJson(eng.httpPort, 'POST', '/v2/models/decoupled_count/infer', { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [2] }] });
+    expect(e).toEqual({
+      code: grpc.status.UNIMPLEMENTED,
+      details: "ModelInfer RPC doesn't support models with decoupled transaction policy",
+    });
+    const h = await httpJson(eng.httpPort, 'POST', '/v2/models/decoupled_count/infer', {
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [2] }],
+    });
     expect(h.status).toBe(501);
     expect(h.json.error).toBe("HTTP end point doesn't support models with decoupled transaction policy");
   });
@@ -355,7 +428,9 @@ describe('L0_python_backend', () => {
     const index = await client.call('RepositoryIndex', {});
     const m = index.models.find((x: { name: string }) => x.name === 'no_interpreter');
     expect(m.state).toBe('UNAVAILABLE');
-    expect(m.reason).toBe("python interpreter '/nonexistent/env/bin/python3' not found (model 'no_interpreter' parameter EXECUTION_ENV_PATH)");
+    expect(m.reason).toBe(
+      "python interpreter '/nonexistent/env/bin/python3' not found (model 'no_interpreter' parameter EXECUTION_ENV_PATH)",
+    );
   });
 
   it('the image preprocessing model.py says it needs Pillow when it is not installed, and runs on raw RGB', async () => {
@@ -377,7 +452,9 @@ describe('L0_python_backend', () => {
       parameters: {
         config: {
           string_param: JSON.stringify({
-            name: 'image_preprocess_model', backend: 'python', max_batch_size: 0,
+            name: 'image_preprocess_model',
+            backend: 'python',
+            max_batch_size: 0,
             input: [{ name: 'image_bytes', data_type: 'TYPE_UINT8', dims: [-1] }],
             output: [{ name: 'preprocessed_tensor', data_type: 'TYPE_FP32', dims: [3, 224, 224] }],
             parameters: { input_format: { string_value: 'raw_rgb' } },
@@ -396,7 +473,12 @@ describe('L0_python_backend', () => {
     const MEAN = [0.48145466, 0.4578275, 0.40821073];
     const STD = [0.26862954, 0.26130258, 0.27577711];
     let worst = 0;
-    for (const [c, y, x] of [[0, 0, 0], [1, 100, 37], [2, 223, 223], [0, 57, 190]] as const) {
+    for (const [c, y, x] of [
+      [0, 0, 0],
+      [1, 100, 37],
+      [2, 223, 223],
+      [0, 57, 190],
+    ] as const) {
       const want = (rgb[(y * 224 + x) * 3 + c]! / 255 - MEAN[c]!) / STD[c]!;
       worst = Math.max(worst, Math.abs(out[c * 224 * 224 + y * 224 + x]! - want));
     }
@@ -407,7 +489,9 @@ describe('L0_python_backend', () => {
     writeFileSync(path.join(repo, 'py_pipeline', 'config.pbtxt'), PY_PIPELINE_CONFIG);
     await client.call('RepositoryModelLoad', { model_name: 'py_pipeline' });
     const viaEnsemble = await client.call('ModelInfer', {
-      model_name: 'py_pipeline', inputs: [{ name: 'RGB', datatype: 'UINT8', shape: [rgb.length] }], raw_input_contents: [rgb],
+      model_name: 'py_pipeline',
+      inputs: [{ name: 'RGB', datatype: 'UINT8', shape: [rgb.length] }],
+      raw_input_contents: [rgb],
     });
     const direct = await client.call('ModelInfer', {
       model_name: 'clip_encoder_model',
@@ -466,7 +550,17 @@ describe('L0_python_backend', () => {
     const pids = [...stubs('bls_encoder'), ...stubs('add_sub')].map((s) => s.pid!);
     expect(pids.every(processAlive)).toBe(true);
     expect(pythonShmEntries().length).toBeGreaterThan(0);
-    for (const m of ['add_sub', 'batch_probe', 'bls_encoder', 'decoupled_count', 'faulty', 'bytes_upper', 'image_preprocess_model', 'auto_cfg', 'bls_gather']) {
+    for (const m of [
+      'add_sub',
+      'batch_probe',
+      'bls_encoder',
+      'decoupled_count',
+      'faulty',
+      'bytes_upper',
+      'image_preprocess_model',
+      'auto_cfg',
+      'bls_gather',
+    ]) {
       await client.call('RepositoryModelUnload', { model_name: m });
     }
     expect(pids.some(processAlive)).toBe(false);

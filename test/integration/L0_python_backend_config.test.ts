@@ -72,10 +72,28 @@ describe('L0_python_backend_config', () => {
       const h = createSharedMemoryRegion(`in${n}`, key, tensor.length);
       try {
         setSharedMemoryRegion(h, [tensor]);
-        expect((await httpJson(e.httpPort, 'POST', `/v2/systemsharedmemory/region/in${n}/register`, { key, offset: 0, byte_size: tensor.length })).status).toBe(200);
+        expect(
+          (
+            await httpJson(e.httpPort, 'POST', `/v2/systemsharedmemory/region/in${n}/register`, {
+              key,
+              offset: 0,
+              byte_size: tensor.length,
+            })
+          ).status,
+        ).toBe(200);
         const r = await httpJson(e.httpPort, 'POST', '/v2/models/bytes_len/infer', {
-          inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [elements.length], parameters: { shared_memory_region: `in${n}`, shared_memory_byte_size: tensor.length } }],
-          outputs: [{ name: 'LENS', parameters: { binary_data: false } }, { name: 'EDGES', parameters: { binary_data: false } }],
+          inputs: [
+            {
+              name: 'INPUT0',
+              datatype: 'BYTES',
+              shape: [elements.length],
+              parameters: { shared_memory_region: `in${n}`, shared_memory_byte_size: tensor.length },
+            },
+          ],
+          outputs: [
+            { name: 'LENS', parameters: { binary_data: false } },
+            { name: 'EDGES', parameters: { binary_data: false } },
+          ],
         });
         expect(r.status, JSON.stringify(r.json)).toBe(200);
         expect(r.json.outputs[0].data).toEqual(elements.map((x) => x.length));
@@ -96,7 +114,7 @@ describe('L0_python_backend_config', () => {
     expect(state(bad).reason).toContain("shm-default-byte-size must be a whole number of bytes, at least 1 MiB (1048576), got '4096'");
   }, 60_000);
 
-  it('stub-timeout-seconds: a stub slower to come up fails with Triton\'s words; a longer timeout lets it load', async () => {
+  it("stub-timeout-seconds: a stub slower to come up fails with Triton's words; a longer timeout lets it load", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), `l0-py-slow-${process.pid}-`));
     dirs.push(dir);
     const slow = path.join(dir, 'slow-python3');
@@ -104,7 +122,9 @@ describe('L0_python_backend_config', () => {
     chmodSync(slow, 0o755);
     const late = await start([`--backend-config=python,python-executable=${slow}`, '--backend-config=python,stub-timeout-seconds=1']);
     expect(state(late).state).toBe('UNAVAILABLE');
-    expect(state(late).reason).toContain('Timed out occurred while waiting for the stub process. Failed to initialize model instance bytes_len_0');
+    expect(state(late).reason).toContain(
+      'Timed out occurred while waiting for the stub process. Failed to initialize model instance bytes_len_0',
+    );
     const patient = await start([`--backend-config=python,python-executable=${slow}`, '--backend-config=python,stub-timeout-seconds=20']);
     expect(state(patient).state).toBe('READY');
   }, 60_000);

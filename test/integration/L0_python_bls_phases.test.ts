@@ -69,10 +69,11 @@ pythonEngine(
   { controlMode: 'explicit', loadModels: ['identity', 'bls_finalize_error', 'bls_in_execute'] },
 );
 
-const infer = (m: string) => httpJson(eng.httpPort, 'POST', `/v2/models/${m}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [1] }] });
+const infer = (m: string) =>
+  httpJson(eng.httpPort, 'POST', `/v2/models/${m}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [1] }] });
 
 describe('L0_python_bls_phases (Triton L0_backend_python/bls init and finalize errors)', () => {
-  it('a BLS call in initialize fails the load with Triton\'s text', async () => {
+  it("a BLS call in initialize fails the load with Triton's text", async () => {
     const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/models/bls_init_error/load', {});
     expect(status).not.toBe(200);
     expect(json.error).toContain(TEXT);
@@ -90,7 +91,10 @@ describe('L0_python_bls_phases (Triton L0_backend_python/bls init and finalize e
       lines.push(String(chunk));
       return true;
     };
-    const spies = [vi.spyOn(process.stderr, 'write').mockImplementation(capture), vi.spyOn(process.stdout, 'write').mockImplementation(capture)];
+    const spies = [
+      vi.spyOn(process.stderr, 'write').mockImplementation(capture),
+      vi.spyOn(process.stdout, 'write').mockImplementation(capture),
+    ];
     try {
       await eng.server.unloadModel('bls_finalize_error');
       for (const until = Date.now() + 5000; !lines.some((l) => l.includes(TEXT)) && Date.now() < until; ) {
@@ -99,7 +103,12 @@ describe('L0_python_bls_phases (Triton L0_backend_python/bls init and finalize e
     } finally {
       for (const s of spies) s.mockRestore();
     }
-    expect(lines.some((l) => /^E\S+ python 'bls_finalize_error' \S+: finalize failed: TritonModelException: BLS is only supported/.test(l) && l.includes(TEXT))).toBe(true);
+    expect(
+      lines.some(
+        (l) =>
+          /^E\S+ python 'bls_finalize_error' \S+: finalize failed: TritonModelException: BLS is only supported/.test(l) && l.includes(TEXT),
+      ),
+    ).toBe(true);
     const { json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {});
     expect(json.find((m: { name: string }) => m.name === 'bls_finalize_error').state).toBe('UNAVAILABLE');
   });

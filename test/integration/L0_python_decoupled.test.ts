@@ -18,7 +18,10 @@ let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
-type StreamMsg = { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> } };
+type StreamMsg = {
+  error_message: string;
+  infer_response: { id: string; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+};
 /** `at`: ms since the stream opened; `abs`: Date.now() on arrival. */
 type Arrival = { id: string; value?: number; error?: string; at: number; abs: number };
 
@@ -30,7 +33,12 @@ function stream(requests: object[]): Promise<Arrival[]> {
     const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
     call.on('data', (m) => {
       const raw = m.infer_response.raw_output_contents?.[0];
-      got.push({ id: m.infer_response.id, at: Date.now() - t0, abs: Date.now(), ...(m.error_message ? { error: m.error_message } : { value: raw ? toI32(raw)[0] : undefined }) });
+      got.push({
+        id: m.infer_response.id,
+        at: Date.now() - t0,
+        abs: Date.now(),
+        ...(m.error_message ? { error: m.error_message } : { value: raw ? toI32(raw)[0] : undefined }),
+      });
     });
     call.on('error', reject);
     call.on('end', () => resolve(got));
@@ -39,8 +47,18 @@ function stream(requests: object[]): Promise<Arrival[]> {
   });
 }
 
-const intReq = (model: string, id: string, name: string, v: number) => ({ model_name: model, id, inputs: [{ name, datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([v])] });
-const waitReq = (model: string, id: string, secs: number) => ({ model_name: model, id, inputs: [{ name: 'WAIT_SECONDS', datatype: 'FP32', shape: [1] }], raw_input_contents: [f32Bytes([secs])] });
+const intReq = (model: string, id: string, name: string, v: number) => ({
+  model_name: model,
+  id,
+  inputs: [{ name, datatype: 'INT32', shape: [1] }],
+  raw_input_contents: [i32Bytes([v])],
+});
+const waitReq = (model: string, id: string, secs: number) => ({
+  model_name: model,
+  id,
+  inputs: [{ name: 'WAIT_SECONDS', datatype: 'FP32', shape: [1] }],
+  raw_input_contents: [f32Bytes([secs])],
+});
 
 async function until(cond: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;
@@ -88,7 +106,7 @@ describe('L0_python_decoupled', () => {
     expect(took).toBeLessThan(2500); // one after another: 3 s
   }, 20_000);
 
-  it('a shorter request on the same instance answers first (Triton\'s concurrent async execute)', async () => {
+  it("a shorter request on the same instance answers first (Triton's concurrent async execute)", async () => {
     const got = await stream([waitReq('async_wait', 'long', 1.5), waitReq('async_wait', 'short', 0.2)]);
     expect(got.map((g) => g.id)).toEqual(['short', 'long']);
   }, 20_000);
@@ -136,7 +154,9 @@ describe('L0_python_decoupled', () => {
 
   it("a plain BLS exec() on a decoupled model gets Triton's refusal", async () => {
     const e = await grpcError(client.call('ModelInfer', intReq('bls_decoupled_sync', '', 'IN', -1)));
-    expect(e.details).toContain("Model square_int32 is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument");
+    expect(e.details).toContain(
+      "Model square_int32 is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument",
+    );
   }, 20_000);
 
   it("a decoupled execute that returns responses gets Triton's refusal on the stream", async () => {
@@ -158,7 +178,7 @@ describe('L0_python_decoupled', () => {
     expect(await untilAsync(async () => (await failures('cancel_watch')) === 1, 5000)).toBe(true);
   }, 20_000);
 
-  it('the HTTP client going away and a gRPC deadline cancel a plain python model\'s request', async () => {
+  it("the HTTP client going away and a gRPC deadline cancel a plain python model's request", async () => {
     const ac = new AbortController();
     const sent = fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/cancel_plain/infer`, {
       method: 'POST',

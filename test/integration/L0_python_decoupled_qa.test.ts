@@ -19,9 +19,11 @@ backend: "python"
 max_batch_size: 0
 ${decoupled ? 'model_transaction_policy { decoupled: true }\n' : ''}${io}
 `;
-const FP = 'input [ { name: "IN", data_type: TYPE_FP32, dims: [ -1, -1 ] } ]\noutput [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1, -1 ] } ]';
+const FP =
+  'input [ { name: "IN", data_type: TYPE_FP32, dims: [ -1, -1 ] } ]\noutput [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1, -1 ] } ]';
 const I32 = 'input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]\noutput [ { name: "OUT", data_type: TYPE_INT32, dims: [ 1 ] } ]';
-const ADD_SUB = 'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 16 ] }, { name: "INPUT1", data_type: TYPE_FP32, dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 16 ] } ]';
+const ADD_SUB =
+  'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 16 ] }, { name: "INPUT1", data_type: TYPE_FP32, dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 16 ] } ]';
 const HEAD = 'import asyncio\nimport numpy as np\nimport triton_python_backend_utils as pb_utils\n\n\n';
 const FINAL = 'pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL';
 
@@ -159,10 +161,18 @@ function stream(requests: object[], count: number, ms = 20_000): Promise<Msg[]> 
     for (const r of requests) call.write(r);
   });
 }
-const fpReq = (model: string, v: number[], id = '') => ({ model_name: model, id, inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2] }], raw_input_contents: [f32Bytes(v)] });
+const fpReq = (model: string, v: number[], id = '') => ({
+  model_name: model,
+  id,
+  inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2] }],
+  raw_input_contents: [f32Bytes(v)],
+});
 const addSubReq = (model: string) => ({
   model_name: model,
-  inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16] }, { name: 'INPUT1', datatype: 'FP32', shape: [16] }],
+  inputs: [
+    { name: 'INPUT0', datatype: 'FP32', shape: [16] },
+    { name: 'INPUT1', datatype: 'FP32', shape: [16] },
+  ],
   raw_input_contents: [f32Bytes(new Array(16).fill(0.5)), f32Bytes(new Array(16).fill(0.25))],
 });
 
@@ -183,7 +193,12 @@ describe('L0_backend_python/decoupled (decoupled_test.py)', () => {
 
   it('test_decoupled_bls_stream: 4, 2, 0 and 1 responses by request id, each OUT its IN', async () => {
     const ins = [4, 2, 0, 1];
-    const reqs = ins.map((v, i) => ({ model_name: 'decoupled_bls_stream', id: String(i), inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([v])] }));
+    const reqs = ins.map((v, i) => ({
+      model_name: 'decoupled_bls_stream',
+      id: String(i),
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+      raw_input_contents: [i32Bytes([v])],
+    }));
     const msgs = await stream(reqs, 7, 20_000);
     const byId: Record<string, number[]> = {};
     for (const m of msgs) {
@@ -195,7 +210,9 @@ describe('L0_backend_python/decoupled (decoupled_test.py)', () => {
 
   it("test_decoupled_return_response_error: Triton's text", async () => {
     const [m] = await stream([addSubReq('decoupled_return_response_error')], 1);
-    expect(m!.error_message).toBe("Python model 'decoupled_return_response_error_0_0' is using the decoupled mode and the execute function must return None.");
+    expect(m!.error_message).toBe(
+      "Python model 'decoupled_return_response_error_0_0' is using the decoupled mode and the execute function must return None.",
+    );
   });
 
   it('test_decoupled_send_after_close_error: nothing reaches the client', async () => {
@@ -204,7 +221,10 @@ describe('L0_backend_python/decoupled (decoupled_test.py)', () => {
   });
 
   it('test_decoupled_raise_exception: ten errors with the text, the model still ready', async () => {
-    const msgs = await stream(Array.from({ length: 10 }, (_, i) => fpReq('decoupled_raise_exception', [i, i, i, i])), 10);
+    const msgs = await stream(
+      Array.from({ length: 10 }, (_, i) => fpReq('decoupled_raise_exception', [i, i, i, i])),
+      10,
+    );
     expect(msgs.length).toBe(10);
     for (const m of msgs) expect(m.error_message).toContain('Intentional Error');
     expect((await httpJson(eng.httpPort, 'GET', '/v2/models/decoupled_raise_exception/ready')).status).toBe(200);

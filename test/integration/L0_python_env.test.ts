@@ -26,7 +26,10 @@ beforeAll(async () => {
   const pinned = path.join(repo, 'add_sub_pinned');
   execFileSync('cp', ['-r', path.join(repo, 'add_sub'), pinned]);
   const cfg = readFileSync(path.join(pinned, 'config.pbtxt'), 'utf8').replace('name: "add_sub"', 'name: "add_sub_pinned"');
-  writeFileSync(path.join(pinned, 'config.pbtxt'), `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${realPython}" } }\n`);
+  writeFileSync(
+    path.join(pinned, 'config.pbtxt'),
+    `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${realPython}" } }\n`,
+  );
   const opts = parseEngineArgs([`--model-repository=${repo}`, `--backend-config=python,execution-env-path=${venv}`]);
   eng = await startTestEngine({ modelRepository: repo, backendConfig: opts.backendConfig });
 }, 60_000);
@@ -42,7 +45,9 @@ describe('L0_python_env', () => {
     const index = eng.server.repositoryIndex(false);
     const bad = index.find((m) => m.name === 'add_sub')!;
     expect(bad.state).toBe('UNAVAILABLE');
-    expect(bad.reason).toBe(`python interpreter '${path.join(venv, 'bin', 'python3')}' cannot import numpy (ModuleNotFoundError: No module named 'numpy')`);
+    expect(bad.reason).toBe(
+      `python interpreter '${path.join(venv, 'bin', 'python3')}' cannot import numpy (ModuleNotFoundError: No module named 'numpy')`,
+    );
     expect(index.find((m) => m.name === 'add_sub_pinned')!.state).toBe('READY');
   });
 });

@@ -49,11 +49,18 @@ function expectNoHostPaths(text: string): void {
 }
 
 const reasonOf = async (name: string) => {
-  const index = (await httpJson(engine.httpPort, 'POST', '/v2/repository/index', {})).json as unknown as Array<{ name: string; reason: string }>;
+  const index = (await httpJson(engine.httpPort, 'POST', '/v2/repository/index', {})).json as unknown as Array<{
+    name: string;
+    reason: string;
+  }>;
   return index.find((m) => m.name === name)!.reason;
 };
 const inferError = async (name: string) =>
-  (await httpJson(engine.httpPort, 'POST', `/v2/models/${name}/infer`, { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [1] }] })).json.error as string;
+  (
+    await httpJson(engine.httpPort, 'POST', `/v2/models/${name}/infer`, {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [1] }],
+    })
+  ).json.error as string;
 
 describe('L0_python_error_paths', () => {
   it('a syntax error: the model and its line, not importlib or the engine', async () => {

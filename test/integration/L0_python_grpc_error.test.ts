@@ -70,15 +70,23 @@ class TritonPythonModel:
 
 let s: PythonEngine;
 pythonEngine(
-  () => pythonRepo('l0-py-grpc-error', [], {
-    execute_grpc_error: { config: PY_CONFIG('execute_grpc_error'), model: GRPC_ERROR_MODEL },
-    execute_error: { config: PY_CONFIG('execute_error', 'dynamic_batching { preferred_batch_size: [ 8 ], max_queue_delay_microseconds: 500000 }\n'), model: BATCH_ERROR_MODEL },
-    execute_cancel: { config: PY_CONFIG('execute_cancel'), model: CANCEL_MODEL },
-  }),
+  () =>
+    pythonRepo('l0-py-grpc-error', [], {
+      execute_grpc_error: { config: PY_CONFIG('execute_grpc_error'), model: GRPC_ERROR_MODEL },
+      execute_error: {
+        config: PY_CONFIG('execute_error', 'dynamic_batching { preferred_batch_size: [ 8 ], max_queue_delay_microseconds: 500000 }\n'),
+        model: BATCH_ERROR_MODEL,
+      },
+      execute_cancel: { config: PY_CONFIG('execute_cancel'), model: CANCEL_MODEL },
+    }),
   (x) => (s = x),
 );
 
-const request = (model: string) => ({ model_name: model, inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2] }], raw_input_contents: [f32Bytes([1, 2, 3, 4])] });
+const request = (model: string) => ({
+  model_name: model,
+  inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2] }],
+  raw_input_contents: [f32Bytes([1, 2, 3, 4])],
+});
 
 type Event = { data: { error_message: string } } | { status: grpc.StatusObject | grpc.ServiceError };
 
@@ -113,20 +121,27 @@ function openStream(header: boolean) {
   };
 }
 
-describe('L0_python_grpc_error (lifecycle cases in the QA file\'s order)', () => {
+describe("L0_python_grpc_error (lifecycle cases in the QA file's order)", () => {
   it('test_batch_error: a plain stream gets each failed request of a batch as an error message; the stream stays open', async () => {
     const st = openStream(false);
     for (let i = 0; i < 3; i++) st.send('execute_error');
-    const got = [await st.next(), await st.next(), await st.next()].map((e) => ('data' in e ? e.data.error_message : `status ${e.status.code}`));
+    const got = [await st.next(), await st.next(), await st.next()].map((e) =>
+      'data' in e ? e.data.error_message : `status ${e.status.code}`,
+    );
     expect(got).toEqual(['An Error Occurred', '', 'An Error Occurred']);
     // Left open, as the QA test leaves it, while the next cases run.
   });
 
   it('test_execute_cancel: a unary call cancelled while it runs', async () => {
     let call: grpc.ClientUnaryCall | undefined;
-    const done = grpcError(new Promise((resolve, reject) => {
-      call = s.client.raw.ModelInfer({ ...request('execute_cancel'), inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([4])] }, (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r)));
-    }));
+    const done = grpcError(
+      new Promise((resolve, reject) => {
+        call = s.client.raw.ModelInfer(
+          { ...request('execute_cancel'), inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([4])] },
+          (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r)),
+        );
+      }),
+    );
     await new Promise((r) => setTimeout(r, 1000));
     call!.cancel();
     expect((await done).code).toBe(grpc.status.CANCELLED);
@@ -158,7 +173,7 @@ describe('L0_python_grpc_error (lifecycle cases in the QA file\'s order)', () =>
     expect('status' in end && end.status.code).toBe(grpc.status.OK);
   });
 
-  it('test_triton_grpc_error_error_on: with the header the model\'s error ends the stream with INTERNAL and its message', async () => {
+  it("test_triton_grpc_error_error_on: with the header the model's error ends the stream with INTERNAL and its message", async () => {
     const st = openStream(true);
     st.send('execute_grpc_error'); // 6th: fails
     const end = await st.next();
@@ -183,9 +198,13 @@ describe('L0_python_grpc_error (lifecycle cases in the QA file\'s order)', () =>
     expect(await Promise.all([run(), run()])).toEqual([grpc.status.INTERNAL, grpc.status.INTERNAL]);
   });
 
-  it('with the header, a request the engine refuses ends the stream with that error\'s status (INVALID_ARGUMENT)', async () => {
+  it("with the header, a request the engine refuses ends the stream with that error's status (INVALID_ARGUMENT)", async () => {
     const st = openStream(true);
-    st.call.write({ model_name: 'execute_grpc_error', inputs: [{ name: 'NOPE', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([1])] });
+    st.call.write({
+      model_name: 'execute_grpc_error',
+      inputs: [{ name: 'NOPE', datatype: 'FP32', shape: [1, 1] }],
+      raw_input_contents: [f32Bytes([1])],
+    });
     const end = await st.next();
     expect('status' in end && end.status.code).toBe(grpc.status.INVALID_ARGUMENT);
   });

@@ -65,21 +65,29 @@ let eng: RunningEngine;
 let client: ProtoClient;
 
 pythonEngine(
-  () => pythonRepo('l0-py-hung', [], {
-    hang: hangModel('hang'),
-    hang_unload: hangModel('hang_unload'),
-    hang_limited: hangModel('hang_limited', 'parameters { key: "execute_timeout_secs" value: { string_value: "1" } }'),
-    slow_stream: SLOW_STREAM,
-  }),
+  () =>
+    pythonRepo('l0-py-hung', [], {
+      hang: hangModel('hang'),
+      hang_unload: hangModel('hang_unload'),
+      hang_limited: hangModel('hang_limited', 'parameters { key: "execute_timeout_secs" value: { string_value: "1" } }'),
+      slow_stream: SLOW_STREAM,
+    }),
   (s) => ({ eng, client } = s),
   { controlMode: 'explicit', loadModels: ['*'], exitTimeoutSecs: EXIT_TIMEOUT_SECS },
 );
 
-const stub = (model: string) => (eng.engine.repository.readyVersion(model)?.backend.instances[0] as unknown as PythonInstance | undefined);
+const stub = (model: string) => eng.engine.repository.readyVersion(model)?.backend.instances[0] as unknown as PythonInstance | undefined;
 const httpInfer = (model: string, x: number, parameters?: Record<string, unknown>) =>
-  httpJson(eng.httpPort, 'POST', `/v2/models/${model}/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [x] }], ...(parameters ? { parameters } : {}) });
+  httpJson(eng.httpPort, 'POST', `/v2/models/${model}/infer`, {
+    inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [x] }],
+    ...(parameters ? { parameters } : {}),
+  });
 const grpcInfer = (model: string, x: number, parameters: Record<string, unknown> = {}, deadlineMs?: number) =>
-  client.call('ModelInfer', { model_name: model, inputs: [{ name: 'X', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([x])], parameters }, deadlineMs);
+  client.call(
+    'ModelInfer',
+    { model_name: model, inputs: [{ name: 'X', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([x])], parameters },
+    deadlineMs,
+  );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
   const t0 = performance.now();
@@ -88,8 +96,13 @@ async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
 }
 
 /** A raw HTTP/2 ModelInfer with a grpc-timeout header and no deadline of the client's own: what the server answers. */
-function rawModelInfer(port: number, msg: Record<string, unknown>, grpcTimeout: string): Promise<{ status: string | undefined; message: string | undefined }> {
-  const serialize = (client.raw.constructor as unknown as { service: Record<string, { requestSerialize(m: unknown): Buffer }> }).service.ModelInfer!.requestSerialize;
+function rawModelInfer(
+  port: number,
+  msg: Record<string, unknown>,
+  grpcTimeout: string,
+): Promise<{ status: string | undefined; message: string | undefined }> {
+  const serialize = (client.raw.constructor as unknown as { service: Record<string, { requestSerialize(m: unknown): Buffer }> }).service
+    .ModelInfer!.requestSerialize;
   const body = serialize(msg);
   const prefix = Buffer.alloc(5);
   prefix.writeUInt32BE(body.length, 1);
@@ -97,7 +110,11 @@ function rawModelInfer(port: number, msg: Record<string, unknown>, grpcTimeout: 
     const session = http2.connect(`http://127.0.0.1:${port}`);
     session.on('error', reject);
     const req = session.request({
-      ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelInfer', 'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': grpcTimeout,
+      ':method': 'POST',
+      ':path': '/inference.GRPCInferenceService/ModelInfer',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': grpcTimeout,
     });
     let status: string | undefined;
     let message: string | undefined;
@@ -140,12 +157,17 @@ describe('L0_python_hung_execute', () => {
   it('a streamed request past its timeout gets the error, and no response after it', async () => {
     const got: Array<number | string> = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[] } }>;
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
+        unknown,
+        { error_message: string; infer_response: { raw_output_contents: Buffer[] } }
+      >;
       call.on('data', (m) => got.push(m.error_message || toI32(m.infer_response.raw_output_contents[0]!)[0]!));
       call.on('error', reject);
       call.on('end', resolve);
       call.write({
-        model_name: 'slow_stream', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([1])],
+        model_name: 'slow_stream',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([1])],
         parameters: { timeout: { int64_param: 500_000 } },
       });
       // The stream stays open while the model sends its late response.
@@ -199,7 +221,16 @@ describe('L0_python_hung_execute', () => {
   it('a bad execute_timeout_secs fails the load naming the parameter', async () => {
     const bad = hangModel('hang_bad', 'parameters { key: "execute_timeout_secs" value: { string_value: "soon" } }');
     const r = await httpJson(eng.httpPort, 'POST', '/v2/repository/models/hang_bad/load', {
-      parameters: { config: JSON.stringify({ name: 'hang_bad', backend: 'python', input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [1] }], output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [1] }], parameters: { execute_timeout_secs: { string_value: 'soon' } } }), 'file:1/model.py': Buffer.from(bad.model).toString('base64') },
+      parameters: {
+        config: JSON.stringify({
+          name: 'hang_bad',
+          backend: 'python',
+          input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [1] }],
+          output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [1] }],
+          parameters: { execute_timeout_secs: { string_value: 'soon' } },
+        }),
+        'file:1/model.py': Buffer.from(bad.model).toString('base64'),
+      },
     });
     expect(r.status).toBe(400);
     expect(r.json.error).toContain("parameter execute_timeout_secs must be a number of seconds above 0 (at most 86400), got 'soon'");

@@ -95,7 +95,10 @@ describe('L0_python_io (Triton L0_backend_python/io, CPU cases)', () => {
   it('test_requested_output_default: only the requested output; all without any named', async () => {
     const req = {
       model_name: 'add_sub',
-      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [4] }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+        { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+      ],
       raw_input_contents: [f32Bytes(x), f32Bytes(y)],
     };
     const one = await client.call('ModelInfer', { ...req, outputs: [{ name: 'OUTPUT1' }] });
@@ -111,7 +114,10 @@ describe('L0_python_io (Triton L0_backend_python/io, CPU cases)', () => {
     const flags = [true, false, true, true];
     const req = {
       model_name: 'io_identity_decoupled',
-      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'GPU_OUTPUT', datatype: 'BOOL', shape: [4] }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+        { name: 'GPU_OUTPUT', datatype: 'BOOL', shape: [4] },
+      ],
       raw_input_contents: [f32Bytes(x), Buffer.from(flags.map(Number))],
     };
     const some = await stream({ ...req, outputs: [{ name: 'OUTPUT0' }] });

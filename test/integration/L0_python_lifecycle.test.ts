@@ -43,7 +43,16 @@ async function startEngineProcess(repo: string): Promise<{ child: ChildProcess; 
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'engine/main.ts', `--model-repository=${repo}`, `--grpc-port=${grpcPort}`, `--http-port=${httpPort}`, '--allow-metrics=false', '--http-address=127.0.0.1'],
+    [
+      '--import',
+      'tsx',
+      'engine/main.ts',
+      `--model-repository=${repo}`,
+      `--grpc-port=${grpcPort}`,
+      `--http-port=${httpPort}`,
+      '--allow-metrics=false',
+      '--http-address=127.0.0.1',
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let logs = '';
@@ -51,7 +60,13 @@ async function startEngineProcess(repo: string): Promise<{ child: ChildProcess; 
   child.stderr!.on('data', (d) => (logs += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   for (const deadline = Date.now() + 60_000; ; ) {
-    if (await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then((r) => r.status === 200, () => false)) break;
+    if (
+      await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`engine did not become ready:\n${logs}`);
     await sleep(200);
   }
@@ -63,7 +78,11 @@ async function echoOnce(port: number): Promise<number> {
   const c = protoLoaderClient(port);
   try {
     const x = Array.from({ length: 1000 }, (_, i) => i);
-    const res = await c.call('ModelInfer', { model_name: 'echo', inputs: [{ name: 'X', datatype: 'FP32', shape: [1000] }], raw_input_contents: [f32Bytes(x)] });
+    const res = await c.call('ModelInfer', {
+      model_name: 'echo',
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [1000] }],
+      raw_input_contents: [f32Bytes(x)],
+    });
     return toF32(res.raw_output_contents[0]).reduce((s, v) => s + v, 0);
   } finally {
     c.close();

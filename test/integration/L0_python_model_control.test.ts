@@ -20,11 +20,26 @@ class TritonPythonModel:
 
 /** The load request of the QA test, the path written byte for byte (no percent-encoding). */
 function loadRaw(port: number, model: string): Promise<{ status: number; text: string }> {
-  const config = { name: model, backend: 'python', max_batch_size: 4, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] };
-  const body = Buffer.from(JSON.stringify({ parameters: { config: JSON.stringify(config), 'file:/1/model.py': Buffer.from(identity(model)).toString('base64') } }));
+  const config = {
+    name: model,
+    backend: 'python',
+    max_batch_size: 4,
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  };
+  const body = Buffer.from(
+    JSON.stringify({ parameters: { config: JSON.stringify(config), 'file:/1/model.py': Buffer.from(identity(model)).toString('base64') } }),
+  );
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, method: 'POST', path: `/v2/repository/models/${model}/load`, headers: { 'Content-Type': 'application/json', 'Content-Length': body.length }, agent: false },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: `/v2/repository/models/${model}/load`,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': body.length },
+        agent: false,
+      },
       (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
@@ -37,9 +52,14 @@ function loadRaw(port: number, model: string): Promise<{ status: number; text: s
 }
 
 let s: PythonEngine;
-pythonEngine(() => pythonRepo('l0-py-model-control', []), (x) => (s = x), { controlMode: 'explicit' });
+pythonEngine(
+  () => pythonRepo('l0-py-model-control', []),
+  (x) => (s = x),
+  { controlMode: 'explicit' },
+);
 
-const ready = async (name: string) => (await httpJson(s.eng.httpPort, 'GET', `/v2/models/${encodeURIComponent(name)}/ready`)).status === 200;
+const ready = async (name: string) =>
+  (await httpJson(s.eng.httpPort, 'GET', `/v2/models/${encodeURIComponent(name)}/ready`)).status === 200;
 
 describe('L0_python_model_control', () => {
   it('valid names load from a config and file:/1/model.py, serve, and unload', async () => {
@@ -56,9 +76,23 @@ describe('L0_python_model_control', () => {
     }
   });
 
-  it('names with the stub\'s invalid characters are refused with Triton\'s text and never become ready', async () => {
+  it("names with the stub's invalid characters are refused with Triton's text and never become ready", async () => {
     // The QA list (INVALID_CHARS ;|&$`<>()[]{}\"'*?~#!) less '[', '?' and '#', which a URL cannot carry unencoded.
-    for (const name of ['model;test', 'model|test', 'model&test', 'model$test', 'model`test`', 'model<test>', 'model(test)', 'model{test}', 'model"test"', "model'test'", 'model*test', 'model~test', 'model!test']) {
+    for (const name of [
+      'model;test',
+      'model|test',
+      'model&test',
+      'model$test',
+      'model`test`',
+      'model<test>',
+      'model(test)',
+      'model{test}',
+      'model"test"',
+      "model'test'",
+      'model*test',
+      'model~test',
+      'model!test',
+    ]) {
       const r = await loadRaw(s.eng.httpPort, name);
       expect([name, r.status]).toEqual([name, 400]);
       expect(JSON.parse(r.text).error).toBe(`failed to load '${name}': Invalid stub name: contains invalid characters`);

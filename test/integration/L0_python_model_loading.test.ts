@@ -112,7 +112,7 @@ pythonEngine(
   { controlMode: 'explicit' },
 );
 
-describe('L0_python_model_loading (pb_utils.load_model, after Triton\'s bls_model_loading)', () => {
+describe("L0_python_model_loading (pb_utils.load_model, after Triton's bls_model_loading)", () => {
   it('loading the model runs the three cases in its initialize; every check passes', async () => {
     const load = await httpJson(eng.httpPort, 'POST', '/v2/repository/models/bls_model_loading/load', {});
     expect([load.status, load.json]).toEqual([200, {}]);

@@ -34,19 +34,28 @@ class TritonPythonModel:
 let eng: RunningEngine;
 const logFile = path.join(os.tmpdir(), `l0-py-output-${process.pid}.log`);
 
-pythonEngine(() => {
-  setLogFile(logFile);
-  setQuiet(false); // the model's lines are info lines
-  return pythonRepo('l0-py-output', [], { chatty: CHATTY });
-}, (s) => ({ eng } = s), { controlMode: 'explicit', loadModels: ['*'], grpcPort: -1, metricsPort: -1 });
+pythonEngine(
+  () => {
+    setLogFile(logFile);
+    setQuiet(false); // the model's lines are info lines
+    return pythonRepo('l0-py-output', [], { chatty: CHATTY });
+  },
+  (s) => ({ eng } = s),
+  { controlMode: 'explicit', loadModels: ['*'], grpcPort: -1, metricsPort: -1 },
+);
 
 describe('L0_python_output_log', () => {
   it('8 MB printed in one call: the call succeeds; the log gets at most 100 lines a second, cut, with a count of the rest', async () => {
-    const r = await httpJson(eng.httpPort, 'POST', '/v2/models/chatty/infer', { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [1] }] });
+    const r = await httpJson(eng.httpPort, 'POST', '/v2/models/chatty/infer', {
+      inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [1] }],
+    });
     expect(r.status).toBe(200);
     let text = '';
     const accounted = () => {
-      const drops = [...text.matchAll(/: (\d+) lines \((\d+) characters\) of model output dropped from the log/g)].reduce((n, m) => n + Number(m[1]), 0);
+      const drops = [...text.matchAll(/: (\d+) lines \((\d+) characters\) of model output dropped from the log/g)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
       return drops + text.split('\n').filter((l) => l.includes('chatty-line')).length;
     };
     for (let i = 0; i < 80 && accounted() < 8192; i++) {
@@ -59,7 +68,9 @@ describe('L0_python_output_log', () => {
     const lines = text.split('\n').filter((l) => l.includes('chatty-line'));
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.length).toBeLessThanOrEqual(300); // 100 a second over the few seconds the output takes; before: 8,192
-    expect(text, 'a line counting what was dropped').toMatch(/python [^:]*chatty[^:]*: \d+ lines \(\d+ characters\) of model output dropped from the log/);
+    expect(text, 'a line counting what was dropped').toMatch(
+      /python [^:]*chatty[^:]*: \d+ lines \(\d+ characters\) of model output dropped from the log/,
+    );
     expect(accounted()).toBeGreaterThanOrEqual(8192); // every line either logged or counted
     expect(Math.max(...text.split('\n').map((l) => l.length))).toBeLessThan(5000); // the 1 MiB line is cut
   }, 60_000);

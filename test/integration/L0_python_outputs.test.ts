@@ -112,24 +112,57 @@ const grpcInfer = (mode: number, outputs?: string[]) =>
 describe('L0_python_outputs', () => {
   it('a response that fits the config answers as before', async () => {
     const r = await grpcInfer(0);
-    expect(r.outputs.map((o: { name: string; shape: string[] }) => [o.name, o.shape.map(Number)])).toEqual([['Y', [1, 2]], ['Z', [1, 1]]]);
+    expect(r.outputs.map((o: { name: string; shape: string[] }) => [o.name, o.shape.map(Number)])).toEqual([
+      ['Y', [1, 2]],
+      ['Z', [1, 1]],
+    ]);
     expect(Array.from(toF32(r.raw_output_contents[0]))).toEqual([1.5, 2.5]);
     expect(Array.from(toI32(r.raw_output_contents[1]))).toEqual([7]);
   });
 
   // What each mode makes of Y and Z (name, datatype, shape) for a batch-1 request: exactly what comes back.
   it.each([
-    [1, [['Y', 'FP32', [1, 3]], ['Z', 'INT32', [1, 1]]]],
-    [2, [['Y', 'BYTES', [1, 2]], ['Z', 'INT32', [1, 1]]]],
+    [
+      1,
+      [
+        ['Y', 'FP32', [1, 3]],
+        ['Z', 'INT32', [1, 1]],
+      ],
+    ],
+    [
+      2,
+      [
+        ['Y', 'BYTES', [1, 2]],
+        ['Z', 'INT32', [1, 1]],
+      ],
+    ],
     [3, [['Y', 'FP32', [1, 2]]]],
-    [4, [['Y', 'FP64', [1, 2]], ['Z', 'INT32', [1, 1]]]],
-    [5, [['Y', 'FP32', [2, 2]], ['Z', 'INT32', [1, 1]]]],
+    [
+      4,
+      [
+        ['Y', 'FP64', [1, 2]],
+        ['Z', 'INT32', [1, 1]],
+      ],
+    ],
+    [
+      5,
+      [
+        ['Y', 'FP32', [2, 2]],
+        ['Z', 'INT32', [1, 1]],
+      ],
+    ],
   ])('mode %i answers the outputs as the model made them, over gRPC and HTTP', async (mode, want) => {
     const r = await grpcInfer(mode);
-    expect(r.outputs.map((o: { name: string; datatype: string; shape: string[] }) => [o.name, o.datatype, o.shape.map(Number)])).toEqual(want);
-    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/bad_out/infer', { inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1, 1], data: [mode] }] });
+    expect(r.outputs.map((o: { name: string; datatype: string; shape: string[] }) => [o.name, o.datatype, o.shape.map(Number)])).toEqual(
+      want,
+    );
+    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/bad_out/infer', {
+      inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1, 1], data: [mode] }],
+    });
     expect(http.status).toBe(200);
-    expect((http.json.outputs as Array<{ name: string; datatype: string; shape: number[] }>).map((o) => [o.name, o.datatype, o.shape])).toEqual(want);
+    expect(
+      (http.json.outputs as Array<{ name: string; datatype: string; shape: number[] }>).map((o) => [o.name, o.datatype, o.shape]),
+    ).toEqual(want);
   });
 
   it('only the requested outputs come back; the stub kept serving', async () => {
@@ -140,7 +173,9 @@ describe('L0_python_outputs', () => {
   });
 
   it("test_init_args' shape: an output of shape [1] for a [2,2] request", async () => {
-    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/init_args_like/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] }] });
+    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/init_args_like/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] }],
+    });
     expect(http.status).toBe(200);
     expect(http.json.outputs).toEqual([{ name: 'OUT', datatype: 'FP32', shape: [1], data: [7] }]);
   });
@@ -148,14 +183,23 @@ describe('L0_python_outputs', () => {
   it("a decoupled model's responses stream as made, an FP32 one for an INT32 output included", async () => {
     const got: Array<number | string> = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { raw_output_contents: Buffer[]; outputs: Array<{ datatype: string }> } }>;
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
+        unknown,
+        { error_message: string; infer_response: { raw_output_contents: Buffer[]; outputs: Array<{ datatype: string }> } }
+      >;
       call.on('data', (m) => {
         const raw = m.infer_response.raw_output_contents[0]!;
-        got.push(m.error_message || (raw.length === 4 && m.infer_response.outputs[0]?.datatype === 'FP32' ? toF32(raw)[0]! : toI32(raw)[0]!));
+        got.push(
+          m.error_message || (raw.length === 4 && m.infer_response.outputs[0]?.datatype === 'FP32' ? toF32(raw)[0]! : toI32(raw)[0]!),
+        );
       });
       call.on('error', reject);
       call.on('end', resolve);
-      call.write({ model_name: 'bad_stream', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([1])] });
+      call.write({
+        model_name: 'bad_stream',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [i32Bytes([1])],
+      });
       call.end();
     });
     expect(got).toEqual([0, 1, 2]);

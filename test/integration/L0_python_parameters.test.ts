@@ -6,9 +6,7 @@
 // tensor).
 import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
-import {
-  decodeBytesTensor, encodeBytesTensor, f32Bytes, grpcError, httpJson, toF32, type ProtoClient,
-} from './helpers.ts';
+import { decodeBytesTensor, encodeBytesTensor, f32Bytes, grpcError, httpJson, toF32, type ProtoClient } from './helpers.ts';
 import { pythonRepo, pythonEngine } from './python-support.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 
@@ -182,13 +180,14 @@ const plainParams = (p: Record<string, Param> | undefined) =>
 const paramsInput = (name: string, _json: unknown) => ({ name, datatype: 'BYTES', shape: [1, 1] });
 
 pythonEngine(
-  () => pythonRepo('l0-pyparams', ['add_sub'], {
-    response_parameters: RESPONSE_PARAMETERS,
-    response_parameters_decoupled: RESPONSE_PARAMETERS_DECOUPLED,
-    response_parameters_bls: RESPONSE_PARAMETERS_BLS,
-    bls_by_name: BLS_BY_NAME,
-    bls_parameters: BLS_PARAMETERS,
-  }),
+  () =>
+    pythonRepo('l0-pyparams', ['add_sub'], {
+      response_parameters: RESPONSE_PARAMETERS,
+      response_parameters_decoupled: RESPONSE_PARAMETERS_DECOUPLED,
+      response_parameters_bls: RESPONSE_PARAMETERS_BLS,
+      bls_by_name: BLS_BY_NAME,
+      bls_parameters: BLS_PARAMETERS,
+    }),
   (s) => ({ eng, client } = s),
   { controlMode: 'explicit', loadModels: ['*'] },
 );
@@ -202,7 +201,12 @@ const infer = (params: unknown) =>
 
 describe('L0_python_parameters', () => {
   it('response parameters reach the gRPC client, typed, and the output echoes the input', async () => {
-    for (const params of [{}, { many_elements: false }, { bool: true, str: 'Hello World!', int: 1024 }, { a: '1', b: '2', c: 3, d: false, e: 5, f: '' }]) {
+    for (const params of [
+      {},
+      { many_elements: false },
+      { bool: true, str: 'Hello World!', int: 1024 },
+      { a: '1', b: '2', c: 3, d: false, e: 5, f: '' },
+    ]) {
       const res = await infer(params);
       expect(plainParams(res.parameters)).toEqual(params);
       expect(decodeBytesTensor(res.raw_output_contents[0])[0]!.toString()).toBe(JSON.stringify(params));
@@ -239,9 +243,16 @@ describe('L0_python_parameters', () => {
     const params = [{ bool: false, int: 2048 }, { str: 'Hello World!' }];
     const got: Array<{ error: string; params: Record<string, unknown>; out: string }> = [];
     await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, { error_message: string; infer_response: { parameters: Record<string, Param>; raw_output_contents: Buffer[] } }>;
+      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
+        unknown,
+        { error_message: string; infer_response: { parameters: Record<string, Param>; raw_output_contents: Buffer[] } }
+      >;
       call.on('data', (m) =>
-        got.push({ error: m.error_message, params: plainParams(m.infer_response.parameters), out: decodeBytesTensor(m.infer_response.raw_output_contents[0]!)[0]!.toString() }),
+        got.push({
+          error: m.error_message,
+          params: plainParams(m.infer_response.parameters),
+          out: decodeBytesTensor(m.infer_response.raw_output_contents[0]!)[0]!.toString(),
+        }),
       );
       call.on('error', reject);
       call.on('end', resolve);
@@ -252,7 +263,9 @@ describe('L0_python_parameters', () => {
       });
       call.end();
     });
-    expect(got.map((g) => ({ ...g, out: JSON.parse(g.out) }))).toEqual(params.map((p) => ({ error: '', params: { ...p, triton_final_response: false }, out: p })));
+    expect(got.map((g) => ({ ...g, out: JSON.parse(g.out) }))).toEqual(
+      params.map((p) => ({ error: '', params: { ...p, triton_final_response: false }, out: p })),
+    );
   });
 
   it('BLS responses carry their parameters, plain and decoupled', async () => {
@@ -266,7 +279,7 @@ describe('L0_python_parameters', () => {
     expect(decodeBytesTensor(res.raw_output_contents[0])[0]!.toString()).toBe('True');
   });
 
-  it('BLS request parameters reach the called model (recursive, as Triton\'s bls_parameters test)', async () => {
+  it("BLS request parameters reach the called model (recursive, as Triton's bls_parameters test)", async () => {
     const res = await client.call('ModelInfer', {
       model_name: 'bls_parameters',
       inputs: [{ name: 'NUMBER_PARAMETERS', datatype: 'UINT8', shape: [1] }],

@@ -23,7 +23,10 @@ const missing = (() => {
     execFileSync(DEBIAN_PYTHON, ['-c', 'import PIL, numpy'], { stdio: 'pipe' });
     return '';
   } catch (e) {
-    return `${DEBIAN_PYTHON} cannot import PIL and numpy (${String((e as { stderr?: Buffer }).stderr ?? e).trim().split('\n').pop()}); apt-get install -y python3-pil python3-numpy`;
+    return `${DEBIAN_PYTHON} cannot import PIL and numpy (${String((e as { stderr?: Buffer }).stderr ?? e)
+      .trim()
+      .split('\n')
+      .pop()}); apt-get install -y python3-pil python3-numpy`;
   }
 })();
 if (missing) console.warn(`L0_python_pillow skipped: ${missing}`);
@@ -35,7 +38,9 @@ function diffStats(a: Float32Array, b: Float32Array): { max: number; mean: numbe
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
-  let ab = 0, aa = 0, bb = 0;
+  let ab = 0,
+    aa = 0,
+    bb = 0;
   for (let i = 0; i < a.length; i++) {
     ab += a[i]! * b[i]!;
     aa += a[i]! * a[i]!;
@@ -66,7 +71,9 @@ function wrongVariants(chw: Float32Array): Record<string, Float32Array> {
     'BGR instead of RGB': map((c, y, x) => at(2 - c, y, x)),
     'HWC instead of CHW': map((c, y, x) => chw[(y * 224 + x) * 3 + c]!),
     'no std division': map((c, y, x) => at(c, y, x) * STD[c]!),
-    'ImageNet mean/std instead of CLIP\'s': map((c, y, x) => ((at(c, y, x) * STD[c]! + MEAN[c]!) - [0.485, 0.456, 0.406][c]!) / [0.229, 0.224, 0.225][c]!),
+    "ImageNet mean/std instead of CLIP's": map(
+      (c, y, x) => (at(c, y, x) * STD[c]! + MEAN[c]! - [0.485, 0.456, 0.406][c]!) / [0.229, 0.224, 0.225][c]!,
+    ),
     'crop one pixel off': map((c, y, x) => at(c, y, Math.min(223, x + 1))),
   };
 }
@@ -75,7 +82,11 @@ let eng: RunningEngine;
 let client: ProtoClient;
 
 async function infer(model: string, input: string, bytes: Buffer): Promise<{ shape: number[]; data: Float32Array }> {
-  const res = await client.call('ModelInfer', { model_name: model, inputs: [{ name: input, datatype: 'UINT8', shape: [bytes.length] }], raw_input_contents: [bytes] });
+  const res = await client.call('ModelInfer', {
+    model_name: model,
+    inputs: [{ name: input, datatype: 'UINT8', shape: [bytes.length] }],
+    raw_input_contents: [bytes],
+  });
   return { shape: res.outputs[0].shape.map(Number), data: toF32(res.raw_output_contents[0]) };
 }
 
@@ -87,8 +98,14 @@ describe.skipIf(!!missing)('L0_python_pillow: model.py decodes JPEGs with Pillow
       const dir = pythonRepo('l0-python-pil', [], {}, ['clip_encoder_model', 'image_preprocess_model', 'search_pipeline_ensemble']);
       const py = path.join(dir, 'py_image_preprocess_model');
       cpSync(path.join(EXAMPLES, 'image_preprocess_model'), py, { recursive: true });
-      const cfg = readFileSync(path.join(py, 'config.pbtxt'), 'utf8').replace('name: "image_preprocess_model"', 'name: "py_image_preprocess_model"');
-      writeFileSync(path.join(py, 'config.pbtxt'), `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${DEBIAN_PYTHON}" } }\n`);
+      const cfg = readFileSync(path.join(py, 'config.pbtxt'), 'utf8').replace(
+        'name: "image_preprocess_model"',
+        'name: "py_image_preprocess_model"',
+      );
+      writeFileSync(
+        path.join(py, 'config.pbtxt'),
+        `${cfg}\nparameters { key: "EXECUTION_ENV_PATH" value: { string_value: "${DEBIAN_PYTHON}" } }\n`,
+      );
       const pipe = path.join(dir, 'py_search_pipeline_ensemble');
       cpSync(path.join(BUNDLED_REPO, 'search_pipeline_ensemble'), pipe, { recursive: true });
       const ens = readFileSync(path.join(pipe, 'config.pbtxt'), 'utf8')
@@ -101,16 +118,19 @@ describe.skipIf(!!missing)('L0_python_pillow: model.py decodes JPEGs with Pillow
     (s) => ({ eng, client } = s),
   );
 
-  it('loads READY, its stub running Debian\'s interpreter', () => {
+  it("loads READY, its stub running Debian's interpreter", () => {
     const m = eng.server.repositoryIndex(false).find((x) => x.name === 'py_image_preprocess_model')!;
     expect(`${m.state} ${m.reason ?? ''}`.trim()).toBe('READY');
     const [stub] = eng.engine.repository.readyVersion('py_image_preprocess_model')!.backend.instances as unknown as PythonInstance[];
     expect(readlinkSync(`/proc/${stub!.pid}/exe`)).toBe(realpathSync(DEBIAN_PYTHON));
   });
 
-  it('decodes real JPEGs to the JS model\'s tensor within decoder tolerance', async () => {
+  it("decodes real JPEGs to the JS model's tensor within decoder tolerance", async () => {
     // Landscape and portrait, each with an odd crop margin (299 and 358 px after the resize).
-    for (const [w, h, seed] of [[320, 240, 3], [250, 400, 9]] as const) {
+    for (const [w, h, seed] of [
+      [320, 240, 3],
+      [250, 400, 9],
+    ] as const) {
       const jpeg = await makeJpeg(w, h, seed);
       const js = await infer('image_preprocess_model', 'image_bytes', jpeg);
       const py = await infer('py_image_preprocess_model', 'image_bytes', jpeg);

@@ -68,7 +68,11 @@ const calls = () => {
 const grpcReady = async (model = 'ready_probe') => (await client.call('ModelReady', { name: model })).ready as boolean;
 const httpReady = async (model = 'ready_probe') => (await fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/${model}/ready`)).status;
 const infer = (seconds: number) =>
-  client.call('ModelInfer', { model_name: 'ready_probe', inputs: [{ name: 'SLEEP', datatype: 'FP32', shape: [1] }], raw_input_contents: [f32Bytes([seconds])] });
+  client.call('ModelInfer', {
+    model_name: 'ready_probe',
+    inputs: [{ name: 'SLEEP', datatype: 'FP32', shape: [1] }],
+    raw_input_contents: [f32Bytes([seconds])],
+  });
 /** ms a promise took, and its value. */
 async function timed<T>(p: Promise<T>): Promise<[T, number]> {
   const t0 = performance.now();

@@ -19,7 +19,9 @@ import { SENDER_ASYNC, SENDER_MISUSE, SENDER_MISUSE_CONFIG, SENDER_SYNC, senderC
 let eng: RunningEngine;
 let client: ProtoClient;
 
-const variants: Record<string, { config: string; model: string }> = { sender_misuse: { config: SENDER_MISUSE_CONFIG, model: SENDER_MISUSE } };
+const variants: Record<string, { config: string; model: string }> = {
+  sender_misuse: { config: SENDER_MISUSE_CONFIG, model: SENDER_MISUSE },
+};
 for (const decoupled of [false, true]) {
   for (const asyncExec of [false, true]) {
     for (const batching of [false, true]) {
@@ -42,7 +44,13 @@ interface Plan {
   after: number;
   finalAfter: boolean;
 }
-const plan = (before: number, finalBefore: boolean, returns: boolean, after: number, finalAfter: boolean): Plan => ({ before, finalBefore, returns, after, finalAfter });
+const plan = (before: number, finalBefore: boolean, returns: boolean, after: number, finalAfter: boolean): Plan => ({
+  before,
+  finalBefore,
+  returns,
+  after,
+  finalAfter,
+});
 
 // The response_sender test's input sets, by its names.
 const ZERO_PRE = plan(0, true, false, 0, false);
@@ -120,7 +128,7 @@ describe('L0_python_response_sender: non-decoupled', () => {
     expect(tally(await stream(m, [ONE_POST]))).toEqual(expected(0, 0, 1));
   });
 
-  it.each(plainModels)('%s: the final flag before any response fails the request with Triton\'s text', async (m) => {
+  it.each(plainModels)("%s: the final flag before any response fails the request with Triton's text", async (m) => {
     const t = tally(await stream(m, [ZERO_PRE]));
     expect(t.errors).toHaveLength(1);
     expect(t.errors[0]).toContain('Non-decoupled model cannot send complete final before sending a response');
@@ -139,16 +147,23 @@ describe('L0_python_response_sender: non-decoupled', () => {
     expect(tally(await stream(m, [ON_AND_POST]))).toEqual(expected(0, 1, 0));
   });
 
-  it.each(['response_sender_batching', 'response_sender_async_batching'])('%s: requests of one batch each answered its own way', async (m) => {
-    const before = eng.server.modelStatistics(m)[0]!.execution_count;
-    expect(tally(await stream(m, [ON_RETURN, ONE_PRE, ONE_POST]))).toEqual(expected(1, 1, 1));
-    // The three came within the 0.2 s window: one batch, as in Triton's test.
-    expect(eng.server.modelStatistics(m)[0]!.execution_count - before).toBe(1);
-  });
+  it.each(['response_sender_batching', 'response_sender_async_batching'])(
+    '%s: requests of one batch each answered its own way',
+    async (m) => {
+      const before = eng.server.modelStatistics(m)[0]!.execution_count;
+      expect(tally(await stream(m, [ON_RETURN, ONE_PRE, ONE_POST]))).toEqual(expected(1, 1, 1));
+      // The three came within the 0.2 s window: one batch, as in Triton's test.
+      expect(eng.server.modelStatistics(m)[0]!.execution_count - before).toBe(1);
+    },
+  );
 
   it("the sender's misuses raise Triton's texts inside the model", async () => {
     const call = () =>
-      client.call('ModelInfer', { model_name: 'sender_misuse', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.alloc(4)] });
+      client.call('ModelInfer', {
+        model_name: 'sender_misuse',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [Buffer.alloc(4)],
+      });
     const texts = (r: { raw_output_contents?: Buffer[] }) => {
       const out: string[] = [];
       const b = r.raw_output_contents![0]!;

@@ -101,9 +101,17 @@ describe('L0_ragged_batching', () => {
   it('requests of lengths 3, 4 and 5 batch into one execution and each gets its own sum', async () => {
     const before = await httpJson(eng.httpPort, 'GET', '/v2/models/ragged_sum/stats');
     const execBefore = Number(before.json.model_stats[0].execution_count);
-    const lists = [[1, 2, 3], [10, 20, 30, 40], [0.5, 0.5, 0.5, 0.5, 1]];
+    const lists = [
+      [1, 2, 3],
+      [10, 20, 30, 40],
+      [0.5, 0.5, 0.5, 0.5, 1],
+    ];
     const answers = await Promise.all(lists.map(sumOf));
-    expect(answers).toEqual([{ shape: [1, 1], sum: [6] }, { shape: [1, 1], sum: [100] }, { shape: [1, 1], sum: [3] }]);
+    expect(answers).toEqual([
+      { shape: [1, 1], sum: [6] },
+      { shape: [1, 1], sum: [100] },
+      { shape: [1, 1], sum: [3] },
+    ]);
     const after = await httpJson(eng.httpPort, 'GET', '/v2/models/ragged_sum/stats');
     const stats = after.json.model_stats[0];
     expect(Number(stats.execution_count) - execBefore).toBeLessThan(3);
@@ -120,7 +128,11 @@ describe('L0_ragged_batching', () => {
       return { shape: r.outputs[0].shape.map(Number), out: Array.from(toF32(r.raw_output_contents[0])) };
     };
     expect(await double([1, 2])).toEqual({ shape: [1, 2], out: [2, 4] });
-    const lists = [[1, 2, 3], [10, 20, 30, 40], [0.5, 1.5, 2.5, 3.5, 4.5]];
+    const lists = [
+      [1, 2, 3],
+      [10, 20, 30, 40],
+      [0.5, 1.5, 2.5, 3.5, 4.5],
+    ];
     const answers = await Promise.all(lists.map(double));
     expect(answers).toEqual(lists.map((l) => ({ shape: [1, l.length], out: l.map((v) => 2 * v) })));
     const stats = (await httpJson(eng.httpPort, 'GET', '/v2/models/ragged_double/stats')).json.model_stats[0];

@@ -43,7 +43,10 @@ afterAll(async () => {
 async function run(pa: number, pb: number, n: number, opts: Partial<EngineOptions>): Promise<Entry[]> {
   const repo = tempRepo('l0-rl');
   repos.push(repo);
-  for (const [name, p] of [['rl_a', pa], ['rl_b', pb]] as const) {
+  for (const [name, p] of [
+    ['rl_a', pa],
+    ['rl_b', pb],
+  ] as const) {
     mkdirSync(path.join(repo, name, '1'), { recursive: true });
     writeFileSync(path.join(repo, name, 'config.pbtxt'), config(name, p));
     writeFileSync(path.join(repo, name, '1', 'model.ts'), MODEL);
@@ -52,7 +55,12 @@ async function run(pa: number, pb: number, n: number, opts: Partial<EngineOption
   engines.push(e);
   log().length = 0;
   const req = (model: string) =>
-    e.server.infer({ modelName: model, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(f32Bytes([1])) }], outputs: [], parameters: {} });
+    e.server.infer({
+      modelName: model,
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(f32Bytes([1])) }],
+      outputs: [],
+      parameters: {},
+    });
   await Promise.all(Array.from({ length: n }, () => [req('rl_a'), req('rl_b')]).flat());
   const out = [...log()].sort((x, y) => x.start - y.start);
   await e.stop();

@@ -12,11 +12,15 @@ import { startTestEngine, ROOT } from './helpers.ts';
 /** Run the engine process (engine/main.ts) until it exits or `until` matches its stderr; then stop it. */
 function runEngine(args: string[], until?: RegExp, timeoutMs = 60_000): Promise<{ code: number | null; stderr: string; matched: boolean }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', 'engine/main.ts', '--grpc-port=0', '--http-port=0', '--metrics-port=0', '--http-address=127.0.0.1', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ENGINE_QUIET: '0' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const p = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'engine/main.ts', '--grpc-port=0', '--http-port=0', '--metrics-port=0', '--http-address=127.0.0.1', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ENGINE_QUIET: '0' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     let matched = false;
     const timer = setTimeout(() => {
@@ -50,8 +54,14 @@ describe('L0_repository_missing', () => {
     const file = path.join(os.tmpdir(), `repo-is-a-file-${process.pid}`);
     fs.writeFileSync(file, '');
     try {
-      await expect(startTestEngine({ modelRepository: file })).rejects.toMatchObject({ code: 'INTERNAL', message: `model repository '${file}' is not a directory` });
-      await expect(startTestEngine({ modelRepository: missing })).rejects.toMatchObject({ code: 'INTERNAL', message: `failed to stat file ${missing}` });
+      await expect(startTestEngine({ modelRepository: file })).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: `model repository '${file}' is not a directory`,
+      });
+      await expect(startTestEngine({ modelRepository: missing })).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: `failed to stat file ${missing}`,
+      });
     } finally {
       fs.rmSync(file, { force: true });
     }

@@ -106,11 +106,21 @@ let client: ProtoClient;
 beforeAll(async () => {
   repo = tempRepo('l0-reshape');
   writeModel(repo, 'reshape_scalar', SCALAR_CONFIG('reshape_scalar'), { 'model.onnx': buildDoubleRank1() });
-  writeModel(repo, 'reshape_scalar_batched', SCALAR_CONFIG('reshape_scalar_batched', WARMUP + 'dynamic_batching { max_queue_delay_microseconds: 50000 }'), {
-    'model.onnx': buildDoubleRank1(),
-  });
+  writeModel(
+    repo,
+    'reshape_scalar_batched',
+    SCALAR_CONFIG('reshape_scalar_batched', WARMUP + 'dynamic_batching { max_queue_delay_microseconds: 50000 }'),
+    {
+      'model.onnx': buildDoubleRank1(),
+    },
+  );
   writeModel(repo, 'js_reshape', SHAPE_CONFIG, { 'model.ts': SHAPE_MODEL });
-  writeModel(repo, 'py_reshape', SHAPE_CONFIG.replace('"js_reshape"', '"py_reshape"').replace('backend: "js"\ndefault_model_filename: "model.ts"', 'backend: "python"'), { 'model.py': PY_SHAPE_MODEL });
+  writeModel(
+    repo,
+    'py_reshape',
+    SHAPE_CONFIG.replace('"js_reshape"', '"py_reshape"').replace('backend: "js"\ndefault_model_filename: "model.ts"', 'backend: "python"'),
+    { 'model.py': PY_SHAPE_MODEL },
+  );
   writeModel(repo, 'reshape_ensemble', ENSEMBLE_CONFIG, {});
   writeModel(repo, 'js_flat', FLAT_CONFIG, { 'model.ts': JS_ECHO_MODEL });
   writeModel(repo, 'reshape_own_ensemble', OWN_RESHAPE_ENSEMBLE, {});
@@ -133,8 +143,16 @@ const scalarInfer = (model: string, values: number[]) =>
 describe('L0_reshape', () => {
   it('every model loaded', async () => {
     const { json } = await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {});
-    expect(Object.fromEntries(json.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state} ${m.reason}`.trim()]))).toEqual({
-      js_flat: 'READY', js_reshape: 'READY', py_reshape: 'READY', reshape_ensemble: 'READY', reshape_own_ensemble: 'READY', reshape_scalar: 'READY', reshape_scalar_batched: 'READY',
+    expect(
+      Object.fromEntries(json.map((m: { name: string; state: string; reason: string }) => [m.name, `${m.state} ${m.reason}`.trim()])),
+    ).toEqual({
+      js_flat: 'READY',
+      js_reshape: 'READY',
+      py_reshape: 'READY',
+      reshape_ensemble: 'READY',
+      reshape_own_ensemble: 'READY',
+      reshape_scalar: 'READY',
+      reshape_scalar_batched: 'READY',
     });
   });
 
@@ -163,18 +181,26 @@ describe('L0_reshape', () => {
     expect(Number(stats.execution_count)).toBeLessThan(5);
   });
 
-  it.each(['js_reshape', 'py_reshape'])('%s: the model receives [batch, 6] for dims [2, 3] and its [batch, 3, 2] output comes back as [batch, 6]', async (model) => {
-    const data = Array.from({ length: 12 }, (_, i) => i / 2);
-    const r = await client.call('ModelInfer', {
-      model_name: model,
-      inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2, 3] }],
-      raw_input_contents: [f32Bytes(data)],
-    });
-    const byName = Object.fromEntries(r.outputs.map((o: { name: string; shape: string[] }, i: number) => [o.name, { shape: o.shape.map(Number), raw: r.raw_output_contents[i] }]));
-    expect(Array.from(toI32(byName.SEEN.raw))).toEqual([2, 6, -1, 2, 6, -1]);
-    expect(byName.OUT.shape).toEqual([2, 6]);
-    expect(Array.from(toF32(byName.OUT.raw))).toEqual(data);
-  });
+  it.each(['js_reshape', 'py_reshape'])(
+    '%s: the model receives [batch, 6] for dims [2, 3] and its [batch, 3, 2] output comes back as [batch, 6]',
+    async (model) => {
+      const data = Array.from({ length: 12 }, (_, i) => i / 2);
+      const r = await client.call('ModelInfer', {
+        model_name: model,
+        inputs: [{ name: 'IN', datatype: 'FP32', shape: [2, 2, 3] }],
+        raw_input_contents: [f32Bytes(data)],
+      });
+      const byName = Object.fromEntries(
+        r.outputs.map((o: { name: string; shape: string[] }, i: number) => [
+          o.name,
+          { shape: o.shape.map(Number), raw: r.raw_output_contents[i] },
+        ]),
+      );
+      expect(Array.from(toI32(byName.SEEN.raw))).toEqual([2, 6, -1, 2, 6, -1]);
+      expect(byName.OUT.shape).toEqual([2, 6]);
+      expect(Array.from(toF32(byName.OUT.raw))).toEqual(data);
+    },
+  );
 
   it('a request in the reshape shape instead of dims is refused with the dims expected', async () => {
     const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/models/reshape_scalar/infer', {

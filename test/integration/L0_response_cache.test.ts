@@ -71,7 +71,10 @@ describe('local response cache', () => {
             { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
             { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
           ],
-          raw_input_contents: [Buffer.from(Int32Array.from({ length: 16 }, (_, i) => i).buffer), Buffer.from(new Int32Array(16).fill(2).buffer)],
+          raw_input_contents: [
+            Buffer.from(Int32Array.from({ length: 16 }, (_, i) => i).buffer),
+            Buffer.from(new Int32Array(16).fill(2).buffer),
+          ],
         });
       const first = await call();
       const afterMiss = stats(e, 'simple');
@@ -116,15 +119,30 @@ describe('local response cache', () => {
   it('stays within its size bound under many distinct responses', async () => {
     const e = await engineWith({ kind: 'local', size: 4096 });
     for (let i = 0; i < 60; i++) {
-      await e.server.infer(echo('js_echo', Array.from({ length: 32 }, (_, j) => i * 100 + j)));
+      await e.server.infer(
+        echo(
+          'js_echo',
+          Array.from({ length: 32 }, (_, j) => i * 100 + j),
+        ),
+      );
       expect(e.engine.sharingStatus().cache!.bytes).toBeLessThanOrEqual(4096);
     }
     const c = e.engine.sharingStatus().cache!;
     expect(c.evictions).toBeGreaterThan(0);
     expect(c.entries).toBeGreaterThan(0);
     // The most recent response is still there; the first was evicted.
-    await e.server.infer(echo('js_echo', Array.from({ length: 32 }, (_, j) => 59 * 100 + j)));
-    await e.server.infer(echo('js_echo', Array.from({ length: 32 }, (_, j) => j)));
+    await e.server.infer(
+      echo(
+        'js_echo',
+        Array.from({ length: 32 }, (_, j) => 59 * 100 + j),
+      ),
+    );
+    await e.server.infer(
+      echo(
+        'js_echo',
+        Array.from({ length: 32 }, (_, j) => j),
+      ),
+    );
     const s = stats(e, 'js_echo');
     expect(s.inference_stats.cache_hit.count).toBe(1);
     expect(s.execution_count).toBe(61);

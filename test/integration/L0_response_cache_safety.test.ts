@@ -72,11 +72,14 @@ afterAll(async () => {
   for (const r of repos) removeDir(r);
 });
 
-async function engineWith(cache: 'local' | Partial<Extract<CacheConfig, { kind: 'redis' }>>): Promise<{ e: RunningEngine; repo: string; prefix: string }> {
+async function engineWith(
+  cache: 'local' | Partial<Extract<CacheConfig, { kind: 'redis' }>>,
+): Promise<{ e: RunningEngine; repo: string; prefix: string }> {
   const repo = scalerRepo(2);
   repos.push(repo);
   const prefix = `l0-safety-${process.pid}-${++n}:`;
-  const cacheConfig: CacheConfig = cache === 'local' ? { kind: 'local', size: 1 << 20 } : { kind: 'redis', host: '127.0.0.1', port: redis.port, prefix, ...cache };
+  const cacheConfig: CacheConfig =
+    cache === 'local' ? { kind: 'local', size: 1 << 20 } : { kind: 'redis', host: '127.0.0.1', port: redis.port, prefix, ...cache };
   const e = await startTestEngine({ modelRepository: repo, controlMode: 'explicit', loadModels: ['scaler'], cacheConfig });
   engines.push(e);
   if (cache !== 'local') await connected(e, prefix);
@@ -89,10 +92,15 @@ async function engineWith(cache: 'local' | Partial<Extract<CacheConfig, { kind: 
  * then clear the prefix and the statistics' baseline is what the tests count from.
  */
 async function connected(e: RunningEngine, prefix: string): Promise<void> {
-  await waitFor('the engine connected to redis', async () => {
-    await e.server.infer(scaler([-1]));
-    return (await probe.keys(`${prefix}*`)).length > 0;
-  }, 10_000, 100);
+  await waitFor(
+    'the engine connected to redis',
+    async () => {
+      await e.server.infer(scaler([-1]));
+      return (await probe.keys(`${prefix}*`)).length > 0;
+    },
+    10_000,
+    100,
+  );
   const keys = await probe.keys(`${prefix}*`);
   await probe.del(...keys);
 }
@@ -106,18 +114,21 @@ async function onlyKey(prefix: string): Promise<string> {
 }
 
 describe('L0_response_cache_safety', () => {
-  it.each(['local', 'redis'] as const)('%s: a model reloaded with new code under the same name and version answers from the new code', async (kind) => {
-    const { e, repo, prefix } = await engineWith(kind === 'local' ? 'local' : {});
-    const hits = stats(e).inference_stats.cache_hit.count;
-    expect(await values(e, scaler([1, 2]))).toEqual([2, 4]);
-    if (kind === 'redis') await onlyKey(prefix);
-    expect(await values(e, scaler([1, 2]))).toEqual([2, 4]);
-    expect(stats(e).inference_stats.cache_hit.count).toBe(hits + 1);
-    writeFileSync(path.join(repo, 'scaler', '1', 'model.ts'), model(3));
-    expect((await httpJson(e.httpPort, 'POST', '/v2/repository/models/scaler/load')).status).toBe(200);
-    expect(await values(e, scaler([1, 2]))).toEqual([3, 6]);
-    expect(stats(e).execution_count).toBe(1); // the reloaded version ran: nothing came from the old code's entry
-  });
+  it.each(['local', 'redis'] as const)(
+    '%s: a model reloaded with new code under the same name and version answers from the new code',
+    async (kind) => {
+      const { e, repo, prefix } = await engineWith(kind === 'local' ? 'local' : {});
+      const hits = stats(e).inference_stats.cache_hit.count;
+      expect(await values(e, scaler([1, 2]))).toEqual([2, 4]);
+      if (kind === 'redis') await onlyKey(prefix);
+      expect(await values(e, scaler([1, 2]))).toEqual([2, 4]);
+      expect(stats(e).inference_stats.cache_hit.count).toBe(hits + 1);
+      writeFileSync(path.join(repo, 'scaler', '1', 'model.ts'), model(3));
+      expect((await httpJson(e.httpPort, 'POST', '/v2/repository/models/scaler/load')).status).toBe(200);
+      expect(await values(e, scaler([1, 2]))).toEqual([3, 6]);
+      expect(stats(e).execution_count).toBe(1); // the reloaded version ran: nothing came from the old code's entry
+    },
+  );
 
   it('a parameter the model reads is part of the key; priority and timeout are not', async () => {
     const { e } = await engineWith('local');

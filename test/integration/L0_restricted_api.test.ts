@@ -30,7 +30,12 @@ const grpcRequest: ModelInferRequest = {
   raw_input_contents: [i32(ONES), i32(ONES)],
 };
 
-async function http(method: string, p: string, headers: Record<string, string> = {}, body?: unknown): Promise<{ status: number; text: string }> {
+async function http(
+  method: string,
+  p: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
   const r = await fetch(`http://127.0.0.1:${engine.httpPort}${p}`, {
     method,
     headers: { ...headers, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -98,15 +103,25 @@ describe('L0_restricted_api: HTTP', () => {
   });
 
   it('spellings the router decodes do not get around it', async () => {
-    const spellings = ['/v2/%72epository/index', '/v2/repository/%69ndex', '//v2/repository/index', '/v2//repository/index', '/v2/repository/index/',
-      '/v2/./repository/index', '/v2/x/../repository/index', '/v2/repository/index?ready=true', '/v2/models/simple/../../repository/index'];
+    const spellings = [
+      '/v2/%72epository/index',
+      '/v2/repository/%69ndex',
+      '//v2/repository/index',
+      '/v2//repository/index',
+      '/v2/repository/index/',
+      '/v2/./repository/index',
+      '/v2/x/../repository/index',
+      '/v2/repository/index?ready=true',
+      '/v2/models/simple/../../repository/index',
+    ];
     for (const p of spellings) {
       const r = await rawHttp('POST', p);
       expect(r.status, p).not.toBe(200);
       if (r.status !== 404) expect(r, p).toEqual(restricted('admin-key'));
     }
     // Spellings that do reach the index handler are refused.
-    for (const p of ['/v2/%72epository/index', '/v2/./repository/index', '/v2/x/../repository/index']) expect(await rawHttp('POST', p), p).toEqual(restricted('admin-key'));
+    for (const p of ['/v2/%72epository/index', '/v2/./repository/index', '/v2/x/../repository/index'])
+      expect(await rawHttp('POST', p), p).toEqual(restricted('admin-key'));
   });
 });
 
@@ -126,7 +141,9 @@ describe('L0_restricted_api: gRPC', () => {
       expect(await grpcError(anon.serverLive())).toEqual(refused('infer-key'));
       expect(await grpcError(anon.modelReady('simple'))).toEqual(refused('infer-key'));
       expect(await grpcError(anon.modelInfer(grpcRequest))).toEqual(refused('infer-key'));
-      expect(await grpcError(client(direct, { 'triton-grpc-protocol-infer-key': 'nope' }).modelInfer(grpcRequest))).toEqual(refused('infer-key'));
+      expect(await grpcError(client(direct, { 'triton-grpc-protocol-infer-key': 'nope' }).modelInfer(grpcRequest))).toEqual(
+        refused('infer-key'),
+      );
       const res = await client(direct, G_INFER).modelInfer(grpcRequest);
       expect([...new Int32Array(Uint8Array.from(res.raw_output_contents[0]!).buffer)]).toEqual(Array.from({ length: 16 }, () => 2));
     }

@@ -35,7 +35,7 @@ describe('L0_sequence_batch_size', () => {
       outputs: [{ name: 'OUTPUT' }],
     });
 
-  it('HTTP: batch size 2 is INVALID_ARG (400) with Triton\'s text, for both strategies', async () => {
+  it("HTTP: batch size 2 is INVALID_ARG (400) with Triton's text, for both strategies", async () => {
     for (const model of ['seq_onnx', 'seq_js']) {
       const r = await http(model, 7, [1, 2], true);
       expect([r.status, r.json.error]).toEqual([400, TEXT(model)]);

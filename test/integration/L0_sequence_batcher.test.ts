@@ -7,7 +7,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { writeAccumulator } from '../fixtures/test-models.ts';
-import { decodeBytesTensor, f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, toI32, type ProtoClient } from './helpers.ts';
+import {
+  decodeBytesTensor,
+  f32Bytes,
+  grpcError,
+  httpJson,
+  protoLoaderClient,
+  removeDir,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  toI32,
+  type ProtoClient,
+} from './helpers.ts';
 
 const GRPC_INVALID_ARG = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -21,7 +33,12 @@ describe('L0_sequence_batcher', () => {
   beforeAll(async () => {
     repo = tempRepo('l0-sequence');
     writeAccumulator(repo, 'seq_onnx_direct', 'onnx', 'direct { }');
-    writeAccumulator(repo, 'seq_onnx_oldest', 'onnx', 'oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 50000 }');
+    writeAccumulator(
+      repo,
+      'seq_onnx_oldest',
+      'onnx',
+      'oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 50000 }',
+    );
     writeAccumulator(repo, 'seq_js_direct', 'js', 'direct { }');
     writeAccumulator(repo, 'seq_js_oldest', 'js', 'oldest { max_candidate_sequences: 8 max_queue_delay_microseconds: 30000 }');
     writeAccumulator(repo, 'seq_js_idle', 'js', 'direct { }', 'max_sequence_idle_microseconds: 300000');
@@ -47,7 +64,14 @@ describe('L0_sequence_batcher', () => {
     raw_input_contents: [f32Bytes([v])],
     parameters: grpcParams(id, start, end, extra),
   });
-  const grpcStep = async (model: string, id: Id | undefined, v: number, start = false, end = false, extra: Record<string, unknown> = {}) => {
+  const grpcStep = async (
+    model: string,
+    id: Id | undefined,
+    v: number,
+    start = false,
+    end = false,
+    extra: Record<string, unknown> = {},
+  ) => {
     const r = await client.call('ModelInfer', grpcReq(model, id, v, start, end, extra));
     const out = r.outputs.findIndex((o: { name: string }) => o.name === 'OUTPUT');
     return { sum: toF32(r.raw_output_contents[out])[0]!, res: r };
@@ -121,7 +145,11 @@ describe('L0_sequence_batcher', () => {
     await done;
     expect(replies.map((r) => r.error_message)).toEqual(vals.map(() => ''));
     expect(replies.map((r) => [r.infer_response.id, toF32(r.infer_response.raw_output_contents[0])[0]])).toEqual([
-      ['r0', 3], ['r1', 7], ['r2', 12], ['r3', 18], ['r4', 25],
+      ['r0', 3],
+      ['r1', 7],
+      ['r2', 12],
+      ['r3', 18],
+      ['r4', 25],
     ]);
   });
 
@@ -146,14 +174,22 @@ describe('L0_sequence_batcher', () => {
 
   it("refuses a request without a correlation ID, and one that did not START, with Triton's messages", async () => {
     const none = await grpcError(client.call('ModelInfer', grpcReq('seq_onnx_direct', undefined, 1, true)));
-    expect([none.code, none.details]).toEqual([GRPC_INVALID_ARG, "inference request to model 'seq_onnx_direct' must specify a non-zero or non-empty correlation ID"]);
+    expect([none.code, none.details]).toEqual([
+      GRPC_INVALID_ARG,
+      "inference request to model 'seq_onnx_direct' must specify a non-zero or non-empty correlation ID",
+    ]);
     const zero = await httpJson(engine.httpPort, 'POST', '/v2/models/seq_onnx_direct/infer', {
       parameters: { sequence_id: 0, sequence_start: true },
       inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, 1], data: [1] }],
     });
-    expect([zero.status, zero.json.error]).toEqual([400, "inference request to model 'seq_onnx_direct' must specify a non-zero or non-empty correlation ID"]);
+    expect([zero.status, zero.json.error]).toEqual([
+      400,
+      "inference request to model 'seq_onnx_direct' must specify a non-zero or non-empty correlation ID",
+    ]);
     const noStart = await grpcError(client.call('ModelInfer', grpcReq('seq_onnx_direct', 999, 1)));
-    expect(noStart.details).toBe("inference request for sequence 999 to model 'seq_onnx_direct' must specify the START flag on the first request of the sequence");
+    expect(noStart.details).toBe(
+      "inference request for sequence 999 to model 'seq_onnx_direct' must specify the START flag on the first request of the sequence",
+    );
   });
 
   it('releases a sequence idle past max_sequence_idle_microseconds; its next request is an error saying so', async () => {

@@ -27,24 +27,37 @@ interface Case {
 const CASES: Record<string, Case> = {
   test_half_batch: {
     hold: 8,
-    sequences: [{ id: 987, values: [1, 2, 3, 4] }, { id: 988, values: [0, 9, 5, 13] }],
-    batches: { 2: 4 }, executions: 4, inferences: 8,
+    sequences: [
+      { id: 987, values: [1, 2, 3, 4] },
+      { id: 988, values: [0, 9, 5, 13] },
+    ],
+    batches: { 2: 4 },
+    executions: 4,
+    inferences: 8,
   },
   test_skip_batch: {
     hold: 12,
     sequences: [
-      { id: 1002, values: [11, 12, 13, 14] }, { id: 1004, values: [1111, 1112, 1113, 1114] },
-      { id: 1001, values: [1, 3], at: 300 }, { id: 1003, values: [111, 113], at: 300 },
+      { id: 1002, values: [11, 12, 13, 14] },
+      { id: 1004, values: [1111, 1112, 1113, 1114] },
+      { id: 1001, values: [1, 3], at: 300 },
+      { id: 1003, values: [111, 113], at: 300 },
     ],
-    batches: { 2: 2, 4: 2 }, executions: 4, inferences: 12,
+    batches: { 2: 2, 4: 2 },
+    executions: 4,
+    inferences: 12,
   },
   test_full_batch: {
     hold: 12,
     sequences: [
-      { id: 1001, values: [1, 2, 3] }, { id: 1002, values: [11, 12, 13] },
-      { id: 1003, values: [111, 112, 113] }, { id: 1004, values: [1111, 1112, 1113] },
+      { id: 1001, values: [1, 2, 3] },
+      { id: 1002, values: [11, 12, 13] },
+      { id: 1003, values: [111, 112, 113] },
+      { id: 1004, values: [1111, 1112, 1113] },
     ],
-    batches: { 4: 3 }, executions: 3, inferences: 12,
+    batches: { 4: 3 },
+    executions: 3,
+    inferences: 12,
   },
 };
 const modelOf = (test: string) => `seq_${test.replace(/^test_/, '')}`;
@@ -73,7 +86,11 @@ async function sequence(model: string, s: Sequence): Promise<number[]> {
       model_name: model,
       inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, 1] }],
       raw_input_contents: [f32Bytes([v])],
-      parameters: { sequence_id: { int64_param: s.id }, sequence_start: { bool_param: k === 0 }, sequence_end: { bool_param: k === s.values.length - 1 } },
+      parameters: {
+        sequence_id: { int64_param: s.id },
+        sequence_start: { bool_param: k === 0 },
+        sequence_end: { bool_param: k === s.values.length - 1 },
+      },
     }),
   );
   return (await Promise.all(calls)).map((r) => toF32(r.raw_output_contents[0])[0]!);
@@ -95,9 +112,13 @@ describe('L0_sequence_batcher delayed cases (TRITONSERVER_DELAY_SCHEDULER, IMPLI
       expect(sums[i], `sequence ${s.id}`).toEqual(running);
     });
     const st = (await httpJson(eng.httpPort, 'GET', `/v2/models/${model}/stats`)).json.model_stats[0];
-    const batches = Object.fromEntries(st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [b.batch_size, Number(b.compute_infer.count)]));
+    const batches = Object.fromEntries(
+      st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [b.batch_size, Number(b.compute_infer.count)]),
+    );
     expect({ batches, executions: Number(st.execution_count), inferences: Number(st.inference_count) }).toEqual({
-      batches: c.batches, executions: c.executions, inferences: c.inferences,
+      batches: c.batches,
+      executions: c.executions,
+      inferences: c.inferences,
     });
     await eng.server.unloadModel(model);
   });

@@ -22,7 +22,9 @@ beforeAll(async () => {
   const u64Config = jsAccumulatorConfig('seq_u64', 'direct { }')
     .replace('CONTROL_SEQUENCE_CORRID data_type: TYPE_STRING', 'CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64')
     .replace('name: "CORRID_OUT", data_type: TYPE_STRING', 'name: "CORRID_OUT", data_type: TYPE_UINT64');
-  writeModel(repo, 'seq_u64', u64Config, { 'model.ts': JS_ACCUMULATOR_MODEL.replace("CORRID_OUT: { datatype: 'BYTES'", "CORRID_OUT: { datatype: 'UINT64'") });
+  writeModel(repo, 'seq_u64', u64Config, {
+    'model.ts': JS_ACCUMULATOR_MODEL.replace("CORRID_OUT: { datatype: 'BYTES'", "CORRID_OUT: { datatype: 'UINT64'"),
+  });
   writeAccumulator(repo, 'seq_str', 'js', 'direct { }');
   engine = await startTestEngine({ modelRepository: repo });
   grpc = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`);
@@ -36,11 +38,20 @@ afterAll(async () => {
 /** POST the JSON text as written: JSON.stringify could not write 18446744073709551616 exactly. */
 async function inferWithId(idJson: string): Promise<{ status: number; json: Record<string, any> }> {
   const body = `{"parameters":{"sequence_id":${idJson}},"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":[1]}]}`;
-  const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+  const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/js_echo/infer`, {
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+  });
   return { status: r.status, json: (await r.json()) as Record<string, any> };
 }
 const grpcInfer = (sequence_id: Parameters[string]) =>
-  grpc.modelInfer({ model_name: 'js_echo', parameters: { sequence_id }, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [f32Bytes([1])] });
+  grpc.modelInfer({
+    model_name: 'js_echo',
+    parameters: { sequence_id },
+    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+    raw_input_contents: [f32Bytes([1])],
+  });
 
 describe('L0_sequence_id_range', () => {
   it('HTTP: 2^64 and past it, negative, fractional and boolean IDs are refused naming the parameter', async () => {
@@ -59,10 +70,13 @@ describe('L0_sequence_id_range', () => {
 
   it("gRPC: a double or bool ID is the wrong type (Triton's text); negative int64 refused; uint64 and strings pass", async () => {
     expect(await grpcError(grpcInfer({ double_param: 1e30 }))).toEqual({
-      code: 3, details: "invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param.",
+      code: 3,
+      details: "invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param.",
     });
     expect((await grpcError(grpcInfer({ bool_param: true }))).code).toBe(3);
-    expect((await grpcError(grpcInfer({ int64_param: -1 }))).details).toContain("request parameter 'sequence_id' must be an unsigned 64-bit integer");
+    expect((await grpcError(grpcInfer({ int64_param: -1 }))).details).toContain(
+      "request parameter 'sequence_id' must be an unsigned 64-bit integer",
+    );
     expect((await grpcInfer({ uint64_param: 2 ** 63 })).model_name).toBe('js_echo');
     expect((await grpcInfer({ int64_param: 42 })).model_name).toBe('js_echo');
     expect((await grpcInfer({ string_param: 'corr-1' })).model_name).toBe('js_echo');
@@ -78,14 +92,25 @@ async function httpStep(model: string, id: string, v: number, start: boolean, en
   const body =
     `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${end}},` +
     `"inputs":[{"name":"INPUT","datatype":"FP32","shape":[1,1],"data":[${v}]}],"outputs":[{"name":"OUTPUT"},{"name":"CORRID_OUT"}]}`;
-  const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/${model}/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+  const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/${model}/infer`, {
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+  });
   return { status: r.status, text: await r.text() };
 }
-const sumOf = (text: string) => (JSON.parse(text) as { outputs: Array<{ name: string; data: number[] }> }).outputs.find((o) => o.name === 'OUTPUT')!.data[0];
+const sumOf = (text: string) =>
+  (JSON.parse(text) as { outputs: Array<{ name: string; data: number[] }> }).outputs.find((o) => o.name === 'OUTPUT')!.data[0];
 /** CORRID_OUT's value as the reply's JSON text writes it (exact digits). */
 const corridText = (text: string) => /"name":"CORRID_OUT".*?"data":\[([^\]]+)\]/.exec(text)?.[1];
 
-async function grpcStep(model: string, id: bigint | string, v: number, start: boolean, end: boolean): Promise<{ sum: number; corrid: bigint | string }> {
+async function grpcStep(
+  model: string,
+  id: bigint | string,
+  v: number,
+  start: boolean,
+  end: boolean,
+): Promise<{ sum: number; corrid: bigint | string }> {
   const r = await grpc.modelInfer({
     model_name: model,
     parameters: {
@@ -135,7 +160,11 @@ describe('L0_sequence_id_range: IDs past 2^53 stay exact', () => {
   it('generate: the ID as a top-level key past 2^53 stays exact', async () => {
     const gen = async (id: bigint, v: number, start: boolean, end: boolean) => {
       const body = `{"INPUT":${v},"sequence_id":${id},"sequence_start":${start},"sequence_end":${end}}`;
-      const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/seq_str/generate`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+      const r = await fetch(`http://127.0.0.1:${engine.httpPort}/v2/models/seq_str/generate`, {
+        method: 'POST',
+        body,
+        headers: { 'Content-Type': 'application/json' },
+      });
       return { status: r.status, json: (await r.json()) as Record<string, unknown> };
     };
     await gen(A, 1, true, false);
@@ -150,15 +179,26 @@ describe('L0_sequence_id_range: IDs past 2^53 stay exact', () => {
     expect((await grpcStep('seq_str', 'corr-x', 5, true, false)).sum).toBe(5);
     expect(await grpcStep('seq_str', 'corr-x', 6, false, true)).toEqual({ sum: 11, corrid: 'corr-x' });
     const s = await httpStep('seq_u64', '"corr-y"', 1, true, true);
-    expect([s.status, JSON.parse(s.text).error]).toEqual([400, "sequence_id 'corr-y' is a string but the model's CONTROL_SEQUENCE_CORRID 'CORRID' is UINT64"]);
+    expect([s.status, JSON.parse(s.text).error]).toEqual([
+      400,
+      "sequence_id 'corr-y' is a string but the model's CONTROL_SEQUENCE_CORRID 'CORRID' is UINT64",
+    ]);
     for (const bad of ['true', '1.5', '-3', '{"a":1}']) {
       const r = await httpStep('seq_u64', bad, 1, true, true);
       expect([bad, r.status]).toEqual([bad, 400]);
       expect(JSON.parse(r.text).error).toContain("'sequence_id'");
     }
     const g = await grpcError(
-      grpc.modelInfer({ model_name: 'seq_u64', parameters: { sequence_id: { double_param: 1.5 } }, inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([1])] }),
+      grpc.modelInfer({
+        model_name: 'seq_u64',
+        parameters: { sequence_id: { double_param: 1.5 } },
+        inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, 1] }],
+        raw_input_contents: [f32Bytes([1])],
+      }),
     );
-    expect([g.code, g.details]).toEqual([3, "invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param."]);
+    expect([g.code, g.details]).toEqual([
+      3,
+      "invalid value type for 'sequence_id' parameter, expected int64_param, uint64_param or string_param.",
+    ]);
   });
 });

@@ -11,7 +11,17 @@ import type { RunningEngine } from '../../engine/server/server.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { JS_ACCUMULATOR_MODEL, jsAccumulatorConfig, writeAccumulator, writeModel } from '../fixtures/test-models.ts';
-import { f32Bytes, grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, tempRepo, toF32, type ProtoClient } from './helpers.ts';
+import {
+  f32Bytes,
+  grpcError,
+  httpJson,
+  protoLoaderClient,
+  removeDir,
+  startTestEngine,
+  tempRepo,
+  toF32,
+  type ProtoClient,
+} from './helpers.ts';
 
 type Flag = 'start' | 'end' | 'start,end' | null;
 type Step = [Flag, number];
@@ -26,24 +36,74 @@ interface Case {
   execs?: number;
 }
 const msg = {
-  start: (id: number, m: string) => `inference request for sequence ${id} to model '${m}' must specify the START flag on the first request of the sequence`,
+  start: (id: number, m: string) =>
+    `inference request for sequence ${id} to model '${m}' must specify the START flag on the first request of the sequence`,
   id: (m: string) => `inference request to model '${m}' must specify a non-zero or non-empty correlation ID`,
   batch: (m: string) => `inference request to model '${m}' must specify batch-size 1 due to requirements of sequence batcher`,
 };
 const CASES: Record<string, (m: string) => Case> = {
-  test_simple_sequence: () => ({ id: 5, steps: [['start', 1], ...[2, 3, 4, 5, 6, 7, 8].map((v): Step => [null, v]), ['end', 9]], last: 45, execs: 9 }),
+  test_simple_sequence: () => ({
+    id: 5,
+    steps: [['start', 1], ...[2, 3, 4, 5, 6, 7, 8].map((v): Step => [null, v]), ['end', 9]],
+    last: 45,
+    execs: 9,
+  }),
   test_length1_sequence: () => ({ id: 99, steps: [['start,end', 42]], last: 42, execs: 1 }),
-  test_batch_size: (m) => ({ id: 27, steps: [['start', 1], ['end', 9]], batchSize: 2, error: msg.batch(m) }),
-  test_no_correlation_id: (m) => ({ id: 0, steps: [['start', 1], ['end', 9]], error: msg.id(m) }),
-  test_no_sequence_start: (m) => ({ id: 37469245, steps: [[null, 1], [null, 2], ['end', 3]], error: msg.start(37469245, m) }),
-  test_no_sequence_start2: (m) => ({ id: 3, steps: [['start', 1], [null, 2], ['end', 3], [null, 55]], error: msg.start(3, m), execs: 3 }),
-  test_no_sequence_end: () => ({ id: 4566, steps: [['start', 1], [null, 2], ['start', 42], ['end', 9]], last: 51, execs: 4 }),
+  test_batch_size: (m) => ({
+    id: 27,
+    steps: [
+      ['start', 1],
+      ['end', 9],
+    ],
+    batchSize: 2,
+    error: msg.batch(m),
+  }),
+  test_no_correlation_id: (m) => ({
+    id: 0,
+    steps: [
+      ['start', 1],
+      ['end', 9],
+    ],
+    error: msg.id(m),
+  }),
+  test_no_sequence_start: (m) => ({
+    id: 37469245,
+    steps: [
+      [null, 1],
+      [null, 2],
+      ['end', 3],
+    ],
+    error: msg.start(37469245, m),
+  }),
+  test_no_sequence_start2: (m) => ({
+    id: 3,
+    steps: [
+      ['start', 1],
+      [null, 2],
+      ['end', 3],
+      [null, 55],
+    ],
+    error: msg.start(3, m),
+    execs: 3,
+  }),
+  test_no_sequence_end: () => ({
+    id: 4566,
+    steps: [
+      ['start', 1],
+      [null, 2],
+      ['start', 42],
+      ['end', 9],
+    ],
+    last: 51,
+    execs: 4,
+  }),
 };
 const VARIANTS = ['onnx', 'js', 'js_initial_state'] as const;
 type Variant = (typeof VARIANTS)[number];
 const modelOf = (test: string, v: Variant) => `${v}_${test.replace(/^test_/, '')}`;
 const STATE = 'state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]';
-const INITIAL = 'state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32 dims: [ 1 ] initial_state [ { data_type: TYPE_FP32 dims: [ 1 ] name: "init" data_file: "hundred.bin" } ] } ]';
+const INITIAL =
+  'state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32 dims: [ 1 ] initial_state [ { data_type: TYPE_FP32 dims: [ 1 ] name: "init" data_file: "hundred.bin" } ] } ]';
 
 function writeVariant(name: string, v: Variant): void {
   if (v === 'onnx') return writeAccumulator(repo, name, 'onnx', 'direct { }');
@@ -118,8 +178,17 @@ describe('L0_sequence_batcher, implicit state (IMPLICIT_STATE=1)', () => {
       if (c.execs !== undefined) {
         const st = (await httpJson(eng.httpPort, 'GET', `/v2/models/${model}/stats`)).json.model_stats[0];
         const n = c.execs * (idx + 1);
-        const batches = Object.fromEntries(st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [b.batch_size, Number(b.compute_infer.count)]));
-        expect({ batches, execs: Number(st.execution_count), inferences: Number(st.inference_count) }, protocol).toEqual({ batches: { 1: n }, execs: n, inferences: n });
+        const batches = Object.fromEntries(
+          st.batch_stats.map((b: { batch_size: number; compute_infer: { count: number } }) => [
+            b.batch_size,
+            Number(b.compute_infer.count),
+          ]),
+        );
+        expect({ batches, execs: Number(st.execution_count), inferences: Number(st.inference_count) }, protocol).toEqual({
+          batches: { 1: n },
+          execs: n,
+          inferences: n,
+        });
       }
     }
   });

@@ -54,7 +54,11 @@ const step = async (id: number, value: number, start = false) => {
   return (r.json.outputs as Array<{ data: number[] }>)[0]!.data[0];
 };
 const reason = async (name: string) => {
-  const index = (await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {})).json as unknown as Array<{ name: string; state: string; reason: string }>;
+  const index = (await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {})).json as unknown as Array<{
+    name: string;
+    state: string;
+    reason: string;
+  }>;
   return index.find((m) => m.name === name)!;
 };
 
@@ -70,8 +74,12 @@ describe('L0_sequence_initial_state', () => {
   it('a file of the wrong size, a missing file and a path out of the folder fail the load, named', async () => {
     const wrong = await reason('wrong_size');
     expect(wrong.state).toBe('UNAVAILABLE');
-    expect(wrong.reason).toContain("sequence_batching.state[0].initial_state[0].data_file: 'initial_state/two.bin' holds 8 bytes; state 'STATE_IN' (TYPE_FP32 [1]) needs 4");
-    expect((await reason('missing_file')).reason).toContain("sequence_batching.state[0].initial_state[0].data_file: cannot read 'initial_state/nothing.bin'");
+    expect(wrong.reason).toContain(
+      "sequence_batching.state[0].initial_state[0].data_file: 'initial_state/two.bin' holds 8 bytes; state 'STATE_IN' (TYPE_FP32 [1]) needs 4",
+    );
+    expect((await reason('missing_file')).reason).toContain(
+      "sequence_batching.state[0].initial_state[0].data_file: cannot read 'initial_state/nothing.bin'",
+    );
     expect((await reason('escapes')).reason).toContain("'../config.pbtxt' must be a path inside the model's initial_state/ folder");
   });
 });

@@ -41,9 +41,14 @@ describe('L0_settings_paths: no --trace-dir / --log-dir (Triton)', () => {
     const target = path.join(dir, 'client.json');
     const refused = { status: 501, json: { error: 'trace file location can not be updated through network protocol' } };
     expect(await httpJson(engine.httpPort, 'POST', '/v2/trace/setting', { trace_file: target })).toEqual(refused);
-    expect(await httpJson(engine.httpPort, 'POST', '/v2/models/js_echo/trace/setting', { trace_file: target, trace_level: ['TENSORS'] })).toEqual(refused);
+    expect(
+      await httpJson(engine.httpPort, 'POST', '/v2/models/js_echo/trace/setting', { trace_file: target, trace_level: ['TENSORS'] }),
+    ).toEqual(refused);
     expect(await httpJson(engine.httpPort, 'POST', '/v2/trace/setting', { trace_file: path.join(dir, 'start.json') })).toEqual(refused);
-    expect(await grpcError(grpc.traceSetting({ trace_file: { value: [target] } }, 'js_echo'))).toEqual({ code: 12, details: refused.json.error });
+    expect(await grpcError(grpc.traceSetting({ trace_file: { value: [target] } }, 'js_echo'))).toEqual({
+      code: 12,
+      details: refused.json.error,
+    });
     // Nothing of the refused update was applied.
     expect((await httpJson(engine.httpPort, 'GET', '/v2/models/js_echo/trace/setting')).json.trace_level).toEqual(['TIMESTAMPS']);
     await infer(engine.httpPort, 'r1');
@@ -79,7 +84,12 @@ describe('L0_settings_paths: --trace-dir and --log-dir', () => {
     traceDir = fs.mkdtempSync(path.join(os.tmpdir(), 'l0-trace-dir-'));
     logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'l0-log-dir-'));
     outside = fs.mkdtempSync(path.join(os.tmpdir(), 'l0-outside-'));
-    engine = await startTestEngine({ modelRepository: repo, traceDir, logDir, traceConfig: traceSettingsFromFlags(['level=TIMESTAMPS', 'rate=1']) });
+    engine = await startTestEngine({
+      modelRepository: repo,
+      traceDir,
+      logDir,
+      traceConfig: traceSettingsFromFlags(['level=TIMESTAMPS', 'rate=1']),
+    });
   }, 60_000);
   afterAll(async () => {
     setLogVerbose(0);
@@ -135,7 +145,10 @@ describe('L0_settings_paths: --trace-dir and --log-dir', () => {
 
   it('takes a log_file under --log-dir and sends the log there; refuses one elsewhere', async () => {
     const refused = await httpJson(engine.httpPort, 'POST', '/v2/logging', { log_file: path.join(outside, 'e.log') });
-    expect(refused).toEqual({ status: 400, json: { error: `log_file '${path.join(outside, 'e.log')}' is not under the folder given with --log-dir` } });
+    expect(refused).toEqual({
+      status: 400,
+      json: { error: `log_file '${path.join(outside, 'e.log')}' is not under the folder given with --log-dir` },
+    });
     const r = await httpJson(engine.httpPort, 'POST', '/v2/logging', { log_file: 'engine.log', log_verbose_level: 1 });
     const file = path.join(fs.realpathSync(logDir), 'engine.log');
     expect(r.json).toMatchObject({ log_file: file, log_verbose_level: 1 });

@@ -99,7 +99,12 @@ function destroy(h: ShmRegionHandle): void {
   destroySharedMemoryRegion(h);
 }
 
-const clipInput = (shape: number[], parameters?: object) => ({ name: 'pixel_values', datatype: 'FP32', shape, ...(parameters ? { parameters } : {}) });
+const clipInput = (shape: number[], parameters?: object) => ({
+  name: 'pixel_values',
+  datatype: 'FP32',
+  shape,
+  ...(parameters ? { parameters } : {}),
+});
 const ourKeys = () => listSharedMemoryKeys('/').filter((k) => k.endsWith(SUFFIX));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -110,7 +115,11 @@ async function mappingsSettle(want: number): Promise<number> {
 }
 
 async function rawClip(pixels: Float32Array): Promise<Float32Array> {
-  const res = await client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224])], raw_input_contents: [f32Bytes(pixels)] });
+  const res = await client.call('ModelInfer', {
+    model_name: CLIP,
+    inputs: [clipInput([1, 3, 224, 224])],
+    raw_input_contents: [f32Bytes(pixels)],
+  });
   return toF32(res.raw_output_contents[0]);
 }
 
@@ -153,10 +162,18 @@ describe('L0_shared_memory: the seed flow over gRPC', () => {
     await client.call('SystemSharedMemoryRegister', { name: 'output_shm', key: `/output_shm${SUFFIX}`, offset: 0, byte_size: outBytes });
     const status = await client.call('SystemSharedMemoryStatus', { name: '' });
     expect(Object.keys(status.regions).sort()).toEqual(['input_shm', 'output_shm']);
-    expect(status.regions.input_shm).toMatchObject({ name: 'input_shm', key: `/input_shm${SUFFIX}`, offset: '0', byte_size: String(inBytes) });
+    expect(status.regions.input_shm).toMatchObject({
+      name: 'input_shm',
+      key: `/input_shm${SUFFIX}`,
+      offset: '0',
+      byte_size: String(inBytes),
+    });
 
     // Input in the region, output returned normally.
-    const plain = await client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], shmParams('input_shm', inBytes))] });
+    const plain = await client.call('ModelInfer', {
+      model_name: CLIP,
+      inputs: [clipInput([1, 3, 224, 224], shmParams('input_shm', inBytes))],
+    });
     expect(plain.outputs[0]).toMatchObject({ name: 'image_embeds', datatype: 'FP32', shape: ['1', String(EMBED)] });
     expect(maxAbsDiff(toF32(plain.raw_output_contents[0]), want)).toBeLessThan(1e-5);
 
@@ -185,7 +202,10 @@ describe('L0_shared_memory: the seed flow over gRPC', () => {
     const pixels = seededFloats(PIXELS, 7, -1, 1);
     const h = await createAndRegister('big_shm', `/big_shm${SUFFIX}`, 4096 + PIXELS * 4);
     setSharedMemoryRegion(h, [pixels], 4096);
-    const res = await client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], shmParams('big_shm', PIXELS * 4, 4096))] });
+    const res = await client.call('ModelInfer', {
+      model_name: CLIP,
+      inputs: [clipInput([1, 3, 224, 224], shmParams('big_shm', PIXELS * 4, 4096))],
+    });
     expect(maxAbsDiff(toF32(res.raw_output_contents[0]), await rawClip(pixels))).toBeLessThan(1e-5);
   });
 });
@@ -211,12 +231,20 @@ describe('L0_shared_memory: errors', () => {
   it('rejects bad tensor parameters naming the tensor (INVALID_ARG; an unknown region NOT_FOUND)', async () => {
     await createAndRegister('small', `/small${SUFFIX}`, PIXELS * 4);
     const infer = (parameters: object, outputs?: object[]) =>
-      grpcError(client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], parameters)], ...(outputs ? { outputs } : {}) }));
+      grpcError(
+        client.call('ModelInfer', { model_name: CLIP, inputs: [clipInput([1, 3, 224, 224], parameters)], ...(outputs ? { outputs } : {}) }),
+      );
 
     let e = await infer(shmParams('small', PIXELS * 4, 4));
-    expect([e.code, e.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringMatching(/^Invalid offset( \+ byte size)? for shared memory region: '.*' \(input 'pixel_values'\)$/)]);
+    expect([e.code, e.details]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      expect.stringMatching(/^Invalid offset( \+ byte size)? for shared memory region: '.*' \(input 'pixel_values'\)$/),
+    ]);
     e = await infer({ shared_memory_offset: { int64_param: 0 }, shared_memory_byte_size: { int64_param: 4 } });
-    expect([e.code, e.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("only be given with 'shared_memory_region'")]);
+    expect([e.code, e.details]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      expect.stringContaining("only be given with 'shared_memory_region'"),
+    ]);
     e = await infer({ shared_memory_region: { string_param: 'small' } });
     expect([e.code, e.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("'shared_memory_byte_size' must be given")]);
     e = await infer(shmParams('nowhere', PIXELS * 4));
@@ -341,8 +369,13 @@ describe('L0_shared_memory: in place and in flight', () => {
     const h = await createAndRegister('mid', `/mid${SUFFIX}`, 4);
     setSharedMemoryRegion(h, [Float32Array.of(0.75)]);
     const want = toF32(
-      (await client.call('ModelInfer', { model_name: 'slow_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([0.75])] }))
-        .raw_output_contents[0],
+      (
+        await client.call('ModelInfer', {
+          model_name: 'slow_model',
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }],
+          raw_input_contents: [f32Bytes([0.75])],
+        })
+      ).raw_output_contents[0],
     );
     const pending = client.call('ModelInfer', {
       model_name: 'slow_model',
@@ -416,14 +449,24 @@ describe('L0_shared_memory: in place and in flight', () => {
   for (const destroyToo of [false, true]) {
     it(`unregister${destroyToo ? ' and destroy' : ''} while a request is queued: it completes from the engine's mapping`, async () => {
       const raw = (x: number) =>
-        client.call('ModelInfer', { model_name: 'slow_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [f32Bytes([x])] });
+        client.call('ModelInfer', {
+          model_name: 'slow_model',
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }],
+          raw_input_contents: [f32Bytes([x])],
+        });
       const h = await createAndRegister('queued', `/queued${SUFFIX}`, 4);
       setSharedMemoryRegion(h, [Float32Array.of(0.5)]);
       const busy = [raw(0.1), raw(0.2)]; // both slow_model instances
       await sleep(10);
       const pending = client
-        .call('ModelInfer', { model_name: 'slow_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1], parameters: shmParams('queued', 4) }] })
-        .then((r) => ({ ok: toF32(r.raw_output_contents[0]) }), (e: grpc.ServiceError) => ({ code: e.code, details: e.details }));
+        .call('ModelInfer', {
+          model_name: 'slow_model',
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1], parameters: shmParams('queued', 4) }],
+        })
+        .then(
+          (r) => ({ ok: toF32(r.raw_output_contents[0]) }),
+          (e: grpc.ServiceError) => ({ code: e.code, details: e.details }),
+        );
       await sleep(10);
       await client.call('SystemSharedMemoryUnregister', { name: 'queued' });
       if (destroyToo) destroy(h);

@@ -34,13 +34,18 @@ afterAll(async () => {
 });
 
 describe('L0_shared_memory_disabled', () => {
-  it('HTTP: register, unregister by name and unregister all are refused with Triton\'s text; status answers', async () => {
+  it("HTTP: register, unregister by name and unregister all are refused with Triton's text; status answers", async () => {
     const h = createSharedMemoryRegion('dummy_data', `${PREFIX}dummy_data`, 8);
     try {
       const p = engine.httpPort;
       const reg = await httpJson(p, 'POST', `${SYS}/region/dummy_data/register`, { key: `${PREFIX}dummy_data`, offset: 0, byte_size: 8 });
       expect([reg.status, reg.json.error]).toEqual([501, DISABLED]);
-      for (const path of [`${SYS}/region/dummy_data/unregister`, `${SYS}/unregister`, `${CUDA}/region/dummy_data/unregister`, `${CUDA}/unregister`]) {
+      for (const path of [
+        `${SYS}/region/dummy_data/unregister`,
+        `${SYS}/unregister`,
+        `${CUDA}/region/dummy_data/unregister`,
+        `${CUDA}/unregister`,
+      ]) {
         const r = await httpJson(p, 'POST', path);
         expect([path, r.status, r.json.error]).toEqual([path, 501, DISABLED]);
       }
@@ -52,7 +57,7 @@ describe('L0_shared_memory_disabled', () => {
     }
   });
 
-  it('gRPC: the same four refusals are UNIMPLEMENTED with Triton\'s text; status answers', async () => {
+  it("gRPC: the same four refusals are UNIMPLEMENTED with Triton's text; status answers", async () => {
     const calls: Array<[string, object]> = [
       ['SystemSharedMemoryRegister', { name: 'dummy_data', key: `${PREFIX}dummy_data`, offset: 0, byte_size: 8 }],
       ['SystemSharedMemoryUnregister', { name: 'dummy_data' }],

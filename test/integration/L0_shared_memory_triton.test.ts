@@ -77,7 +77,9 @@ async function configure(): Promise<void> {
 function slowEchoBody(delayMs: number): object {
   return {
     parameters: { delay_ms: delayMs },
-    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], parameters: { shared_memory_region: 'input0_data', shared_memory_byte_size: T } }],
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [16], parameters: { shared_memory_region: 'input0_data', shared_memory_byte_size: T } },
+    ],
     outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: 'output0_data', shared_memory_byte_size: T } }],
   };
 }
@@ -118,7 +120,12 @@ describe('L0_shared_memory (Triton): unregister during inference', () => {
 describe('L0_shared_memory (Triton): texts', () => {
   it('register: past the object end, reserved key prefix, invalid key', async () => {
     region('r', T);
-    for (const [size, offset] of [[T + 1, 0], [T, 1], [1, T], [0, T + 1]] as const) {
+    for (const [size, offset] of [
+      [T + 1, 0],
+      [T, 1],
+      [1, T],
+      [0, T + 1],
+    ] as const) {
       const r = await register('r', `${PREFIX}r`, size, offset);
       expect([r.status, r.json.error]).toEqual([400, "failed to register shared memory region 'r': invalid args"]);
     }
@@ -187,10 +194,29 @@ describe('L0_shared_memory (Triton): texts', () => {
       client.call('ModelInfer', {
         model_name: 'simple',
         inputs: [
-          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: { string_param: 'input0_data' }, shared_memory_byte_size: { int64_param: 64 } } },
-          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: { string_param: 'input1_data' }, shared_memory_byte_size: { int64_param: 64 } } },
+          {
+            name: 'INPUT0',
+            datatype: 'INT32',
+            shape: [1, 16],
+            parameters: { shared_memory_region: { string_param: 'input0_data' }, shared_memory_byte_size: { int64_param: 64 } },
+          },
+          {
+            name: 'INPUT1',
+            datatype: 'INT32',
+            shape: [1, 16],
+            parameters: { shared_memory_region: { string_param: 'input1_data' }, shared_memory_byte_size: { int64_param: 64 } },
+          },
         ],
-        outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: { string_param: 'output0_data' }, shared_memory_offset: { int64_param: 64 }, shared_memory_byte_size: { int64_param: 64 } } }],
+        outputs: [
+          {
+            name: 'OUTPUT0',
+            parameters: {
+              shared_memory_region: { string_param: 'output0_data' },
+              shared_memory_offset: { int64_param: 64 },
+              shared_memory_byte_size: { int64_param: 64 },
+            },
+          },
+        ],
       }),
     );
     expect(g.code).toBe(grpc.status.INVALID_ARGUMENT);
@@ -199,9 +225,16 @@ describe('L0_shared_memory (Triton): texts', () => {
 
   it('a region that is not registered: infer NOT_FOUND (HTTP 404), unregister succeeds, status NOT_FOUND, on both protocols', async () => {
     await configure();
-    const shmInput = (name: string, region: string) => ({ name, datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: region, shared_memory_byte_size: T } });
+    const shmInput = (name: string, region: string) => ({
+      name,
+      datatype: 'INT32',
+      shape: [1, 16],
+      parameters: { shared_memory_region: region, shared_memory_byte_size: T },
+    });
     // An input naming an unknown region (Triton: GetMemoryInfo, NOT_FOUND).
-    let r = await httpJson(port, 'POST', '/v2/models/simple/infer', { inputs: [shmInput('INPUT0', 'nowhere'), shmInput('INPUT1', 'input1_data')] });
+    let r = await httpJson(port, 'POST', '/v2/models/simple/infer', {
+      inputs: [shmInput('INPUT0', 'nowhere'), shmInput('INPUT1', 'input1_data')],
+    });
     expect([r.status, r.json.error]).toEqual([404, "Unable to find shared memory region: 'nowhere' (input 'INPUT0')"]);
     // An output naming one.
     r = await httpJson(port, 'POST', '/v2/models/simple/infer', {
@@ -215,7 +248,9 @@ describe('L0_shared_memory (Triton): texts', () => {
       shape: [1, 16],
       parameters: { shared_memory_region: { string_param: region }, shared_memory_byte_size: { int64_param: T } },
     });
-    const g = await grpcError(client.call('ModelInfer', { model_name: 'simple', inputs: [grpcInput('INPUT0', 'input0_data'), grpcInput('INPUT1', 'nowhere')] }));
+    const g = await grpcError(
+      client.call('ModelInfer', { model_name: 'simple', inputs: [grpcInput('INPUT0', 'input0_data'), grpcInput('INPUT1', 'nowhere')] }),
+    );
     expect([g.code, g.details]).toEqual([grpc.status.NOT_FOUND, "Unable to find shared memory region: 'nowhere' (input 'INPUT1')"]);
     // Unregistering an unknown region succeeds and changes nothing (Triton's UnregisterHelper).
     expect((await httpJson(port, 'POST', `${SYS}/region/nowhere/unregister`)).status).toBe(200);
@@ -228,7 +263,7 @@ describe('L0_shared_memory (Triton): texts', () => {
     expect([gs.code, gs.details]).toEqual([grpc.status.NOT_FOUND, "Unable to find system shared memory region: 'nowhere'"]);
   });
 
-  it('--allow-client-shm=false: Triton\'s text', async () => {
+  it("--allow-client-shm=false: Triton's text", async () => {
     const emptyRepo = tempRepo('l0-shm-triton-off');
     const off = await startTestEngine({ modelRepository: emptyRepo, allowClientShm: false });
     try {

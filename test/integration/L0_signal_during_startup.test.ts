@@ -29,7 +29,11 @@ function stubChildren(pid: number): number[] {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid && fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('stub.py')) out.push(Number(d));
+      if (
+        Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid &&
+        fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('stub.py')
+      )
+        out.push(Number(d));
     } catch {
       // exited meanwhile
     }
@@ -38,9 +42,17 @@ function stubChildren(pid: number): number[] {
 }
 
 /** Start `argv` under node, send SIGTERM when `when` matches its stderr, resolve with its exit. */
-function signalWhen(argv: string[], when: RegExp, onSignal?: (pid: number) => void): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+function signalWhen(
+  argv: string[],
+  when: RegExp,
+  onSignal?: (pid: number) => void,
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ENGINE_QUIET: '0', REDIS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, argv, {
+      cwd: ROOT,
+      env: { ...process.env, ENGINE_QUIET: '0', REDIS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     let sent = false;
     const timer = setTimeout(() => {
@@ -69,7 +81,16 @@ describe('L0_signal_during_startup', () => {
     const repo = pythonRepo('sigstart', [], { slow_init: { config: SLOW_CONFIG, model: SLOW_MODEL } });
     let stubs: number[] = [];
     const r = await signalWhen(
-      ['--import', 'tsx', 'engine/main.ts', `--model-repository=${repo}`, '--grpc-port=0', '--http-port=0', '--metrics-port=0', '--http-address=127.0.0.1'],
+      [
+        '--import',
+        'tsx',
+        'engine/main.ts',
+        `--model-repository=${repo}`,
+        '--grpc-port=0',
+        '--http-port=0',
+        '--metrics-port=0',
+        '--http-address=127.0.0.1',
+      ],
       /started GRPCInferenceService/,
       (pid) => {
         // The stub is being started (its initialize sleeps): wait for it, then signal.
@@ -89,7 +110,16 @@ describe('L0_signal_during_startup', () => {
     const port = await freePort();
     const dead = await freePort();
     const r = await signalWhen(
-      ['--import', 'tsx', 'gateway/main.ts', `--port=${port}`, '--host=127.0.0.1', `--engine=127.0.0.1:${dead}`, '--functions=functions', '--arena-regions=0'],
+      [
+        '--import',
+        'tsx',
+        'gateway/main.ts',
+        `--port=${port}`,
+        '--host=127.0.0.1',
+        `--engine=127.0.0.1:${dead}`,
+        '--functions=functions',
+        '--arena-regions=0',
+      ],
       /not ready yet|gateway listening|listening/,
     );
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });

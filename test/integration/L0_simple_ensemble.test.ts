@@ -13,7 +13,13 @@ import { makeJpeg } from '../fixtures/images.ts';
 import { JS_ECHO_MODEL } from '../fixtures/test-models.ts';
 import { f32Bytes, maxAbsDiff, removeDir, seededFloats, startTestEngine, tempRepo, toF32 } from './helpers.ts';
 
-const BUNDLED = ['image_preprocess_model', 'clip_encoder_model', 'harmful_filter_model', 'search_pipeline_ensemble', 'moderated_search_ensemble'];
+const BUNDLED = [
+  'image_preprocess_model',
+  'clip_encoder_model',
+  'harmful_filter_model',
+  'search_pipeline_ensemble',
+  'moderated_search_ensemble',
+];
 const BRANCH_MS = 400;
 
 /** A js model that sleeps BRANCH_MS and outputs when it ran: SPAN FP64 [2] = [start, end] (epoch ms). */
@@ -53,7 +59,11 @@ ensemble_scheduling { step [
 `;
 
 const step = (model: string, inMap: Record<string, string>, outMap: Record<string, string>) =>
-  `{ model_name: "${model}" model_version: -1 ${Object.entries(inMap).map(([k, v]) => `input_map { key: "${k}" value: "${v}" }`).join(' ')} ${Object.entries(outMap).map(([k, v]) => `output_map { key: "${k}" value: "${v}" }`).join(' ')} }`;
+  `{ model_name: "${model}" model_version: -1 ${Object.entries(inMap)
+    .map(([k, v]) => `input_map { key: "${k}" value: "${v}" }`)
+    .join(' ')} ${Object.entries(outMap)
+    .map(([k, v]) => `output_map { key: "${k}" value: "${v}" }`)
+    .join(' ')} }`;
 const ensemble = (name: string, inputs: string, outputs: string, steps: string[]) =>
   `name: "${name}"\nplatform: "ensemble"\nmax_batch_size: 0\ninput [ ${inputs} ]\noutput [ ${outputs} ]\nensemble_scheduling { step [ ${steps.join(', ')} ] }\n`;
 const RAW = '{ name: "RAW_IMAGE", data_type: TYPE_UINT8, dims: [ -1 ] }';
@@ -76,20 +86,31 @@ const BAD: Record<string, { config: string; mentions: string[] }> = {
     mentions: ['bad_dtype', 'step[0]', 'image_preprocess_model', "'RAW_IMAGE'", 'TYPE_FP32', 'TYPE_UINT8'],
   },
   bad_missing_model: {
-    config: ensemble('bad_missing_model', RAW, VEC, [PRE, step('no_such_model', { pixel_values: 'PRE' }, { image_embeds: 'FINAL_VECTOR' })]),
+    config: ensemble('bad_missing_model', RAW, VEC, [
+      PRE,
+      step('no_such_model', { pixel_values: 'PRE' }, { image_embeds: 'FINAL_VECTOR' }),
+    ]),
     mentions: ['bad_missing_model', 'step[1]', "'no_such_model'"],
   },
   bad_unknown_output_key: {
-    config: ensemble('bad_unknown_output_key', RAW, VEC, [PRE, step('clip_encoder_model', { pixel_values: 'PRE' }, { embeds: 'FINAL_VECTOR' })]),
+    config: ensemble('bad_unknown_output_key', RAW, VEC, [
+      PRE,
+      step('clip_encoder_model', { pixel_values: 'PRE' }, { embeds: 'FINAL_VECTOR' }),
+    ]),
     mentions: ['bad_unknown_output_key', 'step[1]', "'embeds'", 'clip_encoder_model'],
   },
   bad_cycle: {
     // step 0 needs T2 (from step 1), step 1 needs T1 (from step 0).
-    config: ensemble('bad_cycle', '{ name: "X", data_type: TYPE_FP32, dims: [ -1 ] }', '{ name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] }', [
-      step('js_echo', { INPUT0: 'T2' }, { OUTPUT0: 'T1' }),
-      step('js_echo2', { INPUT0: 'T1' }, { OUTPUT0: 'T2' }),
-      step('js_echo', { INPUT0: 'X' }, { OUTPUT0: 'OUT' }),
-    ]),
+    config: ensemble(
+      'bad_cycle',
+      '{ name: "X", data_type: TYPE_FP32, dims: [ -1 ] }',
+      '{ name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] }',
+      [
+        step('js_echo', { INPUT0: 'T2' }, { OUTPUT0: 'T1' }),
+        step('js_echo2', { INPUT0: 'T1' }, { OUTPUT0: 'T2' }),
+        step('js_echo', { INPUT0: 'X' }, { OUTPUT0: 'OUT' }),
+      ],
+    ),
     mentions: ['bad_cycle', 'circular', 'step[0]', 'step[1]'],
   },
 };
@@ -178,7 +199,9 @@ describe('L0_simple_ensemble', () => {
     expect(res.status).toBe(200);
     const body = Buffer.from(await res.arrayBuffer());
     const hlen = Number(res.headers.get('Inference-Header-Content-Length'));
-    const json = JSON.parse(body.subarray(0, hlen).toString()) as { outputs: Array<{ name: string; shape: number[]; parameters: { binary_data_size: number } }> };
+    const json = JSON.parse(body.subarray(0, hlen).toString()) as {
+      outputs: Array<{ name: string; shape: number[]; parameters: { binary_data_size: number } }>;
+    };
     expect(json.outputs[0]!.name).toBe('FINAL_VECTOR');
     expect(json.outputs[0]!.shape).toEqual([512]);
     expect(json.outputs[0]!.parameters.binary_data_size).toBe(2048);
@@ -284,8 +307,15 @@ describe('L0_simple_ensemble', () => {
     expect((await grpc.modelReady('bad_dtype')).ready).toBe(false);
     expect((await grpc.modelReady('search_pipeline_ensemble')).ready).toBe(true);
     const err = await grpc
-      .modelInfer({ model_name: 'bad_dtype', inputs: [{ name: 'RAW_IMAGE', datatype: 'UINT8', shape: [jpeg.length] }], raw_input_contents: [jpeg] })
-      .then(() => undefined, (e: { code: number; details: string }) => e);
+      .modelInfer({
+        model_name: 'bad_dtype',
+        inputs: [{ name: 'RAW_IMAGE', datatype: 'UINT8', shape: [jpeg.length] }],
+        raw_input_contents: [jpeg],
+      })
+      .then(
+        () => undefined,
+        (e: { code: number; details: string }) => e,
+      );
     expect(err?.code).toBe(14); // UNAVAILABLE
     expect(err?.details).toContain("'RAW_IMAGE'");
   });

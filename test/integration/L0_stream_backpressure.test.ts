@@ -85,7 +85,9 @@ describe('L0_stream_backpressure', () => {
     const sock = net.connect(engine.httpPort, '127.0.0.1');
     await new Promise<void>((r) => sock.once('connect', () => r()));
     sock.pause(); // never read: the kernel buffers fill, then the engine's
-    sock.write(`POST /v2/models/flood/generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    sock.write(
+      `POST /v2/models/flood/generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
 
     const [state, sent] = (await waitForFile(mark)).split(' ');
     expect(state).toBe('cancelled');
@@ -93,7 +95,9 @@ describe('L0_stream_backpressure', () => {
     // What waited in the engine never passed the bound (one event is ~128 KiB of JSON).
     expect(streamQueueStats.peakQueuedBytes).toBeLessThanOrEqual(LIMIT);
     expect(streamQueueStats.overflows).toBe(overflowsBefore + 1);
-    expect(warn.mock.calls.map((c) => String(c[0])).join('\n')).toMatch(/generate_stream for model 'flood': cancelling: the client did not read the stream's responses: \d+ bytes waited, past the limit of 1048576/);
+    expect(warn.mock.calls.map((c) => String(c[0])).join('\n')).toMatch(
+      /generate_stream for model 'flood': cancelling: the client did not read the stream's responses: \d+ bytes waited, past the limit of 1048576/,
+    );
 
     // Reading again: what waited, then the final error event, then the end.
     const chunks: Buffer[] = [];
@@ -150,7 +154,9 @@ describe('L0_stream_backpressure', () => {
         call.on('end', () => resolve());
         call.on('error', reject);
       });
-      expect(got.filter((m) => m.error_message).map((m) => m.error_message)).toEqual([expect.stringMatching(/^the client did not read the stream's responses: \d+ bytes waited, past the limit of 1048576/)]);
+      expect(got.filter((m) => m.error_message).map((m) => m.error_message)).toEqual([
+        expect.stringMatching(/^the client did not read the stream's responses: \d+ bytes waited, past the limit of 1048576/),
+      ]);
       expect(got.at(-1)!.error_message).toMatch(/the client did not read/);
     } finally {
       client.close();

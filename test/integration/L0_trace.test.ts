@@ -62,7 +62,10 @@ describe('L0_trace: Triton file mode', () => {
     const direct = traces.find((t) => t.request_id === 'direct-1');
     expect(direct).toMatchObject({ model_name: 'js_echo', model_version: 1 });
     for (const t of traces) {
-      expect(t.timestamps.map((x: { name: string }) => x.name), t.model_name).toEqual(ORDER);
+      expect(
+        t.timestamps.map((x: { name: string }) => x.name),
+        t.model_name,
+      ).toEqual(ORDER);
       const ns = t.timestamps.map((x: { ns: number }) => x.ns);
       expect(ns).toEqual([...ns].sort((a, b) => a - b));
     }
@@ -98,7 +101,10 @@ describe('L0_trace: Triton file mode', () => {
   });
 
   it('records tensors at level TENSORS', async () => {
-    await httpJson(engine.httpPort, 'POST', '/v2/models/js_echo/trace/setting', { trace_level: ['TIMESTAMPS', 'TENSORS'], trace_count: '-1' });
+    await httpJson(engine.httpPort, 'POST', '/v2/models/js_echo/trace/setting', {
+      trace_level: ['TIMESTAMPS', 'TENSORS'],
+      trace_count: '-1',
+    });
     await client.call('ModelInfer', { ...echoReq('js_echo', 42), id: 'tensors-1' });
     const traces = read();
     const id = traces.find((t) => t.request_id === 'tensors-1').id;
@@ -153,8 +159,19 @@ describe('L0_trace: OpenTelemetry mode, gateway to model', () => {
     const traceConfig = traceSettingsFromFlags(['mode=opentelemetry', `opentelemetry,url=${receiver.url}`, 'level=TIMESTAMPS', 'rate=1']);
     engine = await startTestEngine({ modelRepository: repo, traceConfig });
     fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `trace-fn-${process.pid}-`));
-    fs.writeFileSync(path.join(fnDir, 'echo_twice.json'), JSON.stringify({ name: 'echo_twice', target: { model: 'ens_echo' }, inputs: { x: 'X' }, outputs: { y: 'Y' } }));
-    gw = await startGateway({ port: 0, host: '127.0.0.1', engine: `127.0.0.1:${engine.grpcPort}`, functions: fnDir, shm: false, redisUrl: '', otlpTracesUrl: receiver.url });
+    fs.writeFileSync(
+      path.join(fnDir, 'echo_twice.json'),
+      JSON.stringify({ name: 'echo_twice', target: { model: 'ens_echo' }, inputs: { x: 'X' }, outputs: { y: 'Y' } }),
+    );
+    gw = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      engine: `127.0.0.1:${engine.grpcPort}`,
+      functions: fnDir,
+      shm: false,
+      redisUrl: '',
+      otlpTracesUrl: receiver.url,
+    });
   }, 60_000);
   afterAll(async () => {
     await gw?.stop();

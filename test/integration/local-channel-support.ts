@@ -27,7 +27,9 @@ export async function startLocalChannelEngine(prefix: string, addModels?: (repo:
   const sock = path.join(dir, 'engine.sock');
   const engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1, localSocket: sock });
   return {
-    engine, dir, sock,
+    engine,
+    dir,
+    sock,
     stop: async () => {
       await engine.stop();
       removeDir(repo);

@@ -256,7 +256,10 @@ export const MODELS: Record<string, { config: string; model: string }> = {
     model: BLS_DECOUPLED_SYNC,
   },
   bls_decoupled_async: {
-    config: plainConfig('bls_decoupled_async', `input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]\noutput [ { name: "SUM", data_type: TYPE_INT32, dims: [ 1 ] } ]\n`),
+    config: plainConfig(
+      'bls_decoupled_async',
+      `input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]\noutput [ { name: "SUM", data_type: TYPE_INT32, dims: [ 1 ] } ]\n`,
+    ),
     model: BLS_DECOUPLED_ASYNC,
   },
   cancel_watch: { config: decoupledConfig('cancel_watch'), model: CANCEL_WATCH },

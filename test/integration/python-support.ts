@@ -61,11 +61,7 @@ export interface PythonEngine {
  * with `opts` and a gRPC client connects; `ready` receives the three. After
  * its tests the client closes, the engine stops and the repository goes.
  */
-export function pythonEngine(
-  makeRepo: () => string,
-  ready: (s: PythonEngine) => void,
-  opts: Partial<EngineOptions> = {},
-): void {
+export function pythonEngine(makeRepo: () => string, ready: (s: PythonEngine) => void, opts: Partial<EngineOptions> = {}): void {
   const s: Partial<PythonEngine> = {};
   beforeAll(async () => {
     s.repo = makeRepo();

@@ -15,7 +15,11 @@ import { MemoryBudget } from '../../engine/sharing/model-memory-budget.ts';
 const MiB = 2 ** 20;
 
 function fakeVersion(execs: { n: number }): ModelVersion {
-  return { version: 1, backend: { instances: [], finalize: async () => {} }, stats: { snapshot: () => ({ execution_count: execs.n }) } } as unknown as ModelVersion;
+  return {
+    version: 1,
+    backend: { instances: [], finalize: async () => {} },
+    stats: { snapshot: () => ({ execution_count: execs.n }) },
+  } as unknown as ModelVersion;
 }
 
 /** Pinned 'p' and hot 'a' (never idle) loaded, 100 MiB each; 'c' was charged 60 MiB when last loaded. */
@@ -27,7 +31,8 @@ function setup(budgetBytes: number) {
     budget,
     rss: () => rss,
     versionsOf: (n) => (budget.costOf(n) ? [fakeVersion(execs[n]!)] : []),
-    candidates: () => budget.loadedNames().map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: name === 'p' })),
+    candidates: () =>
+      budget.loadedNames().map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: name === 'p' })),
     evict: async () => false,
     slackBytes: 4 * MiB,
   });
@@ -44,7 +49,11 @@ function setup(budgetBytes: number) {
     dir: '/nonexistent',
     versions: [1],
     raw: {} as ModelConfig,
-    candidates: () => budget.loadedNames().filter((n) => n !== 'c').map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: name === 'p' })),
+    candidates: () =>
+      budget
+        .loadedNames()
+        .filter((n) => n !== 'c')
+        .map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: name === 'p' })),
     evict: async () => false,
     waitMs: 300,
     rss: () => rss,
@@ -74,7 +83,7 @@ describe('budgetedLoad beside the memory monitor', () => {
     expect(budget.usedBytes()).toBe(rssAboveBaseline());
   });
 
-  it('leaves what a load measured out of the growth while the load waits for room, and refuses it naming the others\' bytes once the wait is over', async () => {
+  it("leaves what a load measured out of the growth while the load waits for room, and refuses it naming the others' bytes once the wait is over", async () => {
     const { budget, monitor, execs, ctx, grow } = setup(270 * MiB);
     const load = budgetedLoad(budget, ctx, async () => {
       grow(80 * MiB); // 280 MiB in all: over the budget, and the pinned and the hot model cannot give way
@@ -86,7 +95,9 @@ describe('budgetedLoad beside the memory monitor', () => {
     expect(budget.bytesOf('a')).toBe(100 * MiB);
     expect(budget.status().unattributedBytes).toBe(0);
     expect(budget.usedBytes()).toBe(260 * MiB); // p, a and c's reservation (its estimate): nothing of c's 80 MiB twice
-    await expect(load).rejects.toThrow(`memory budget: model 'c' needs ${80 * MiB} bytes once loaded and warm; ${200 * MiB} of ${270 * MiB} are in use`);
+    await expect(load).rejects.toThrow(
+      `memory budget: model 'c' needs ${80 * MiB} bytes once loaded and warm; ${200 * MiB} of ${270 * MiB} are in use`,
+    );
     expect(budget.usedBytes()).toBe(200 * MiB);
   });
 });

@@ -27,7 +27,7 @@ describe('RequestCancel', () => {
     expect(seen).toEqual(['g']);
   });
 
-  it("keeps running listeners after one throws, and reports the error asynchronously", async () => {
+  it('keeps running listeners after one throws, and reports the error asynchronously', async () => {
     const c = new RequestCancel();
     const seen: string[] = [];
     c.addEventListener('abort', () => {

@@ -11,14 +11,17 @@ import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 function printfF(values: number[]): string[] {
   const py = 'import sys,json\nfor v in json.load(sys.stdin): print("%f" % v)';
-  return execFileSync('python3', ['-c', py], { input: JSON.stringify(values) }).toString().trim().split('\n');
+  return execFileSync('python3', ['-c', py], { input: JSON.stringify(values) })
+    .toString()
+    .trim()
+    .split('\n');
 }
 
 /** Deterministic doubles across magnitudes, exact ties at the 7th decimal, and float32-rounded ones. */
 function samples(): number[] {
   const out: number[] = [0, 0.5, 14, 1 / 128, 3 / 128, -1 / 128, 2.5e-7, 1e20, 123456.0000005, -1e-9];
   let s = 12345;
-  const rnd = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   for (let i = 0; i < 3000; i++) {
     const mag = 10 ** Math.floor(rnd() * 16 - 8);
     const v = (rnd() - 0.5) * mag;
@@ -28,7 +31,8 @@ function samples(): number[] {
   return out;
 }
 
-const cfg = (mbs: number): ModelConfig => ({ name: 'm', max_batch_size: mbs, input: [], output: [{ name: 'O', data_type: 'TYPE_FP32', dims: [-1] }] }) as unknown as ModelConfig;
+const cfg = (mbs: number): ModelConfig =>
+  ({ name: 'm', max_batch_size: mbs, input: [], output: [{ name: 'O', data_type: 'TYPE_FP32', dims: [-1] }] }) as unknown as ModelConfig;
 const strings = (t: { data: Uint8Array }) => deserializeBytes(t.data).map((b) => Buffer.from(b).toString());
 
 describe('classification values as Triton writes them', () => {

@@ -8,20 +8,53 @@ describe('parseEngineArgs', () => {
   it("uses Triton's defaults", () => {
     const o = parseEngineArgs(['--model-repository=/models']);
     expect(o).toMatchObject({
-      modelRepository: '/models', grpcPort: 8001, httpPort: 8000, metricsPort: 8002, controlMode: 'none',
-      strictModelConfig: false, strictReadiness: true, allowClientShm: false, logVerbose: 0, loadModels: [],
+      modelRepository: '/models',
+      grpcPort: 8001,
+      httpPort: 8000,
+      metricsPort: 8002,
+      controlMode: 'none',
+      strictModelConfig: false,
+      strictReadiness: true,
+      allowClientShm: false,
+      logVerbose: 0,
+      loadModels: [],
     });
   });
 
   it('takes --flag=value and --flag value alike, and repeated --load-model', () => {
     const o = parseEngineArgs([
-      '--model-repository', '/m', '--grpc-port', '9001', '--http-port=9000', '--model-control-mode', 'explicit',
-      '--load-model', 'a', '--load-model=b', '--strict-model-config=true', '--allow-client-shm', 'true',
-      '--shm-key-prefix=/app_', '--shm-max-regions', '4', '--shm-max-bytes=1048576', '--log-verbose', '1',
+      '--model-repository',
+      '/m',
+      '--grpc-port',
+      '9001',
+      '--http-port=9000',
+      '--model-control-mode',
+      'explicit',
+      '--load-model',
+      'a',
+      '--load-model=b',
+      '--strict-model-config=true',
+      '--allow-client-shm',
+      'true',
+      '--shm-key-prefix=/app_',
+      '--shm-max-regions',
+      '4',
+      '--shm-max-bytes=1048576',
+      '--log-verbose',
+      '1',
     ]);
     expect(o).toMatchObject({
-      modelRepository: '/m', grpcPort: 9001, httpPort: 9000, controlMode: 'explicit', loadModels: ['a', 'b'],
-      strictModelConfig: true, allowClientShm: true, shmKeyPrefix: '/app_', shmMaxRegions: 4, shmMaxBytes: 1048576, logVerbose: 1,
+      modelRepository: '/m',
+      grpcPort: 9001,
+      httpPort: 9000,
+      controlMode: 'explicit',
+      loadModels: ['a', 'b'],
+      strictModelConfig: true,
+      allowClientShm: true,
+      shmKeyPrefix: '/app_',
+      shmMaxRegions: 4,
+      shmMaxBytes: 1048576,
+      logVerbose: 1,
     });
   });
 
@@ -29,7 +62,9 @@ describe('parseEngineArgs', () => {
     expect(parseEngineArgs(['--model-repository=/m']).exitTimeoutSecs).toBe(30);
     expect(parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs', '5']).exitTimeoutSecs).toBe(5);
     expect(parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=0']).exitTimeoutSecs).toBe(0);
-    expect(() => parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=-1'])).toThrow(/--exit-timeout-secs: expected a non-negative integer/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=-1'])).toThrow(
+      /--exit-timeout-secs: expected a non-negative integer/,
+    );
     expect(() => parseEngineArgs(['--model-repository=/m', '--exit-timeout-secs=soon'])).toThrow(/--exit-timeout-secs/);
   });
 
@@ -39,7 +74,14 @@ describe('parseEngineArgs', () => {
   });
 
   it('collects repeated --trace-config into trace settings', () => {
-    const o = parseEngineArgs(['--model-repository=/m', '--trace-config', 'triton,file=/tmp/t.json', '--trace-config=level=TIMESTAMPS', '--trace-config', 'rate=1']);
+    const o = parseEngineArgs([
+      '--model-repository=/m',
+      '--trace-config',
+      'triton,file=/tmp/t.json',
+      '--trace-config=level=TIMESTAMPS',
+      '--trace-config',
+      'rate=1',
+    ]);
     expect(o.traceConfig).toEqual({ trace_file: ['/tmp/t.json'], trace_level: ['TIMESTAMPS'], trace_rate: ['1'] });
     expect(() => parseEngineArgs(['--model-repository=/m', '--trace-config', 'level=LOUD'])).toThrow(/--trace-config: .*trace_level/);
   });
@@ -50,7 +92,8 @@ describe('parseEngineArgs', () => {
   });
 
   it('takes --grpc-h2-limit=NAME=VALUE over the defaults, refusing unknown names and bad values', () => {
-    const l = parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=max-concurrent-streams=10', '--grpc-h2-limit=idle-timeout-ms=0']).grpcH2Limits!;
+    const l = parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=max-concurrent-streams=10', '--grpc-h2-limit=idle-timeout-ms=0'])
+      .grpcH2Limits!;
     expect(l.maxConcurrentStreams).toBe(10);
     expect(l.idleTimeoutMs).toBe(0);
     expect(l.maxHeaderFields).toBe(128);
@@ -72,7 +115,9 @@ describe('parseEngineArgs', () => {
     expect(() => parseEngineArgs([])).toThrow(/--model-repository is required/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-port=abc'])).toThrow(/--grpc-port: expected an integer, got 'abc'/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--model-control-mode=sometimes'])).toThrow(/--model-control-mode/);
-    expect(() => parseEngineArgs(['--model-repository=/m', '--strict-model-config=maybe'])).toThrow(/--strict-model-config: expected true or false/);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--strict-model-config=maybe'])).toThrow(
+      /--strict-model-config: expected true or false/,
+    );
     expect(() => parseEngineArgs(['--model-repository=/m', '--load-model=a'])).toThrow(/--load-model needs --model-control-mode=explicit/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--no-such-flag'])).toThrow();
   });
@@ -83,12 +128,19 @@ describe('every engine flag is documented', () => {
   it('in USAGE and in docs/reference.md', () => {
     const missing = Object.keys(ENGINE_FLAGS)
       .filter((f) => f !== 'help')
-      .flatMap((f) => [USAGE.includes(`--${f}`) ? [] : [`USAGE: --${f}`], reference.includes(`--${f}`) ? [] : [`reference.md: --${f}`]].flat());
+      .flatMap((f) =>
+        [USAGE.includes(`--${f}`) ? [] : [`USAGE: --${f}`], reference.includes(`--${f}`) ? [] : [`reference.md: --${f}`]].flat(),
+      );
     expect(missing).toEqual([]);
   });
 
   it("accepts Triton's --backend-directory (ignored, kept for the log) and python backend keys", () => {
-    const o = parseEngineArgs(['--model-repository=/m', '--backend-directory=/opt/tritonserver/backends', '--backend-config=python,stub-timeout-seconds=120', '--backend-config=tensorflow,version=2']);
+    const o = parseEngineArgs([
+      '--model-repository=/m',
+      '--backend-directory=/opt/tritonserver/backends',
+      '--backend-config=python,stub-timeout-seconds=120',
+      '--backend-config=tensorflow,version=2',
+    ]);
     expect(o.backendDirectory).toBe('/opt/tritonserver/backends');
     expect(o.backendConfig).toEqual({ python: { 'stub-timeout-seconds': '120' }, tensorflow: { version: '2' } });
   });

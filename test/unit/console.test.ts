@@ -8,7 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { configDigest, jobRow, type ConsoleEngine } from '../../gateway/console/console-api.ts';
 import { mountConsole } from '../../gateway/console/console-routes.ts';
 import { ConsoleSampler, readSnapshot } from '../../gateway/console/console-sampler.ts';
-import { bucketDelta, counterDelta, derivePoint, histogramQuantile, modelCounters, type Snapshot } from '../../gateway/console/stats-series.ts';
+import {
+  bucketDelta,
+  counterDelta,
+  derivePoint,
+  histogramQuantile,
+  modelCounters,
+  type Snapshot,
+} from '../../gateway/console/stats-series.ts';
 import { gatewayError } from '../../gateway/core/errors.ts';
 import { MemoryJobQueue } from '../../gateway/jobs/memory-job-queue.ts';
 import { GatewayMetrics } from '../../gateway/core/metrics.ts';
@@ -18,7 +25,10 @@ const statsRow = (name: string, inferences: number, executions: number, successN
   version: '1',
   inference_count: String(inferences),
   execution_count: String(executions),
-  inference_stats: { success: { count: String(inferences), ns: String(successNs) }, queue: { count: String(inferences), ns: String(queueNs) } },
+  inference_stats: {
+    success: { count: String(inferences), ns: String(successNs) },
+    queue: { count: String(inferences), ns: String(queueNs) },
+  },
   memory_usage: [{ type: 'CPU', id: 0, byte_size: '2048' }],
 });
 
@@ -31,31 +41,91 @@ describe('stats-series', () => {
 
   it('histogramQuantile interpolates inside the bucket, like histogram_quantile', () => {
     // 10 observations: 4 ≤ 0.01, 4 in (0.01, 0.1], 2 in (0.1, 1]
-    const b: Array<[number, number]> = [[0.01, 4], [0.1, 8], [1, 10], [Infinity, 10]];
+    const b: Array<[number, number]> = [
+      [0.01, 4],
+      [0.1, 8],
+      [1, 10],
+      [Infinity, 10],
+    ];
     expect(histogramQuantile(0.5, b)).toBeCloseTo(0.01 + 0.09 * (1 / 4), 10);
     expect(histogramQuantile(0.2, b)).toBeCloseTo(0.005, 10);
     expect(histogramQuantile(0.95, b)).toBeCloseTo(0.1 + 0.9 * (1.5 / 2), 10);
-    expect(histogramQuantile(0.5, [[0.01, 0], [Infinity, 0]])).toBeNull();
+    expect(
+      histogramQuantile(0.5, [
+        [0.01, 0],
+        [Infinity, 0],
+      ]),
+    ).toBeNull();
     // Everything above the largest bound: report that bound.
-    expect(histogramQuantile(0.5, [[0.01, 0], [1, 0], [Infinity, 5]])).toBe(1);
+    expect(
+      histogramQuantile(0.5, [
+        [0.01, 0],
+        [1, 0],
+        [Infinity, 5],
+      ]),
+    ).toBe(1);
   });
 
   it('bucketDelta subtracts per bucket, and starts afresh after a reset', () => {
-    expect(bucketDelta([[1, 2], [Infinity, 3]], [[1, 5], [Infinity, 9]])).toEqual([[1, 3], [Infinity, 6]]);
-    expect(bucketDelta([[1, 5], [Infinity, 9]], [[1, 1], [Infinity, 1]])).toEqual([[1, 1], [Infinity, 1]]);
+    expect(
+      bucketDelta(
+        [
+          [1, 2],
+          [Infinity, 3],
+        ],
+        [
+          [1, 5],
+          [Infinity, 9],
+        ],
+      ),
+    ).toEqual([
+      [1, 3],
+      [Infinity, 6],
+    ]);
+    expect(
+      bucketDelta(
+        [
+          [1, 5],
+          [Infinity, 9],
+        ],
+        [
+          [1, 1],
+          [Infinity, 1],
+        ],
+      ),
+    ).toEqual([
+      [1, 1],
+      [Infinity, 1],
+    ]);
   });
 
   it('derivePoint turns two snapshots into rates and means', () => {
     const a: Snapshot = {
       at: 10_000,
       models: modelCounters([statsRow('m', 10, 5, 10e6, 2e6)]),
-      functions: { f: { buckets: [[0.01, 1], [0.1, 1], [Infinity, 1]] } },
+      functions: {
+        f: {
+          buckets: [
+            [0.01, 1],
+            [0.1, 1],
+            [Infinity, 1],
+          ],
+        },
+      },
       bytes: { staged: 1000, inline: 10 },
     };
     const b: Snapshot = {
       at: 12_000,
       models: modelCounters([statsRow('m', 30, 10, 50e6, 12e6), statsRow('new', 4, 4, 4e6, 0)]),
-      functions: { f: { buckets: [[0.01, 3], [0.1, 5], [Infinity, 5]] } },
+      functions: {
+        f: {
+          buckets: [
+            [0.01, 3],
+            [0.1, 5],
+            [Infinity, 5],
+          ],
+        },
+      },
       bytes: { staged: 5000, inline: 30 },
     };
     const p = derivePoint(a, b);
@@ -80,17 +150,25 @@ describe('stats-series', () => {
     const d = configDigest({
       platform: 'onnxruntime_onnx',
       max_batch_size: 8,
-      instance_group: [{ count: 2, kind: 'KIND_CPU' }, { count: 1, kind: 1 }],
+      instance_group: [
+        { count: 2, kind: 'KIND_CPU' },
+        { count: 1, kind: 1 },
+      ],
       dynamic_batching: { preferred_batch_size: [4, 8], max_queue_delay_microseconds: '100' },
     });
     expect(d).toEqual({
       platform: 'onnxruntime_onnx',
       maxBatchSize: 8,
-      instances: [{ count: 2, kind: 'KIND_CPU' }, { count: 1, kind: 'KIND_GPU' }],
+      instances: [
+        { count: 2, kind: 'KIND_CPU' },
+        { count: 1, kind: 'KIND_GPU' },
+      ],
       dynamicBatching: { preferred: [4, 8], maxQueueDelayUs: 100 },
       ensembleSteps: null,
     });
-    expect(configDigest({ platform: 'ensemble', ensemble_scheduling: { step: [{ model_name: 'a' }, { model_name: 'b' }] } })?.ensembleSteps).toEqual(['a', 'b']);
+    expect(
+      configDigest({ platform: 'ensemble', ensemble_scheduling: { step: [{ model_name: 'a' }, { model_name: 'b' }] } })?.ensembleSteps,
+    ).toEqual(['a', 'b']);
   });
 });
 
@@ -103,7 +181,12 @@ describe('ConsoleSampler', () => {
       async () => {
         if (fail) throw new Error('engine away');
         n += 10;
-        return { at: (t += 1000), models: { m: { inferences: n, executions: n, successCount: n, successNs: 0, queueCount: n, queueNs: 0 } }, functions: {}, bytes: { staged: 0, inline: 0 } };
+        return {
+          at: (t += 1000),
+          models: { m: { inferences: n, executions: n, successCount: n, successNs: 0, queueCount: n, queueNs: 0 } },
+          functions: {},
+          bytes: { staged: 0, inline: 0 },
+        };
       },
       { keep: 3 },
     );
@@ -152,7 +235,13 @@ describe('console routes', () => {
     modelConfig: async () => ({ platform: 'onnxruntime_onnx', max_batch_size: 4, instance_group: [{ count: 1, kind: 'KIND_CPU' }] }),
     modelStatistics: async () => [statsRow('ok', 0, 0, 0, 0)],
   };
-  const registry = { version: 'v1', list: async () => ({ functions: [], unavailable: [{ name: 'f', reason: gatewayError('FUNCTION_UNAVAILABLE', { name: 'f', model: 'broken' }).message }] }) };
+  const registry = {
+    version: 'v1',
+    list: async () => ({
+      functions: [],
+      unavailable: [{ name: 'f', reason: gatewayError('FUNCTION_UNAVAILABLE', { name: 'f', model: 'broken' }).message }],
+    }),
+  };
   /** @hono/node-server's bindings as a request from `remoteAddress` would carry them. */
   const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
   function app(tokens: { console?: string; admin?: string } = {}, peer = '127.0.0.1') {
@@ -232,7 +321,12 @@ describe('console routes', () => {
     const { a, jobs } = app();
     const first = await jobs.enqueue({ fn: 'f', payload: { secret: 1 }, retentionMs: 60_000 });
     await new Promise((r) => setTimeout(r, 2));
-    const second = await jobs.enqueue({ fn: 'g', payload: {}, retentionMs: 60_000, callback: { url: 'https://x/', maxAttempts: 3, backoffMs: 1, maxBackoffMs: 1, attemptTimeoutMs: 1 } });
+    const second = await jobs.enqueue({
+      fn: 'g',
+      payload: {},
+      retentionMs: 60_000,
+      callback: { url: 'https://x/', maxAttempts: 3, backoffMs: 1, maxBackoffMs: 1, attemptTimeoutMs: 1 },
+    });
     const body = (await (await a.request('/console/api/jobs')).json()) as any;
     expect(body.jobs.map((j: any) => j.id)).toEqual([second.id, first.id]);
     expect(body.jobs[0]).toEqual(jobRow(second));
@@ -242,7 +336,13 @@ describe('console routes', () => {
 
   it('the job list never carries results, key hashes or a callback URL’s query', async () => {
     const { a, jobs } = app();
-    const cb = { url: 'https://hooks.example/in?token=hook-secret#frag', maxAttempts: 3, backoffMs: 1, maxBackoffMs: 1, attemptTimeoutMs: 1 };
+    const cb = {
+      url: 'https://hooks.example/in?token=hook-secret#frag',
+      maxAttempts: 3,
+      backoffMs: 1,
+      maxBackoffMs: 1,
+      attemptTimeoutMs: 1,
+    };
     const rec = await jobs.enqueue({ fn: 'f', payload: {}, retentionMs: 60_000, keyHash: 'KEYHASH-must-not-show', callback: cb });
     await jobs.update(rec, 'running');
     const done = await jobs.get(rec.id);

@@ -18,7 +18,8 @@ const PROD = path.join(ROOT, 'deploy/helm/values-production.yaml');
 const GPU = path.join(ROOT, 'deploy/helm/values-gpu.yaml');
 type Obj = Record<string, any>;
 
-const objects = (major: HelmMajor, o: HelmOptions = {}): Obj[] => helmTemplate(major, CHART, { release: 'tn', ...o }).map((r: RenderedObject) => r.object);
+const objects = (major: HelmMajor, o: HelmOptions = {}): Obj[] =>
+  helmTemplate(major, CHART, { release: 'tn', ...o }).map((r: RenderedObject) => r.object);
 const all = (objs: Obj[], kind: string): Obj[] => objs.filter((o) => o.kind === kind);
 const server = (objs: Obj[]): Obj => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'tn-tritonish')!;
 const everyOptional: HelmOptions = { set: EVERY_OPTIONAL_OBJECT, extra: EVERY_OPTIONAL_OBJECT_JSON.flatMap((j) => ['--set-json', j]) };
@@ -64,7 +65,9 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
     // Every port a rule names is a named port of the server pod.
     const named = pod.containers.flatMap((c: Obj) => c.ports.map((p: Obj) => p.name));
     for (const r of pol.spec.ingress) for (const p of r.ports) expect(named).toContain(p.port);
-    expect(redis.spec.ingress).toEqual([{ ports: [{ port: 'redis', protocol: 'TCP' }], from: [{ podSelector: { matchLabels: server(objs).spec.selector.matchLabels } }] }]);
+    expect(redis.spec.ingress).toEqual([
+      { ports: [{ port: 'redis', protocol: 'TCP' }], from: [{ podSelector: { matchLabels: server(objs).spec.selector.matchLabels } }] },
+    ]);
     // Named namespaces and peers open the engine's ports to them only.
     const open = all(objects(major, everyOptional), 'NetworkPolicy')[0]!;
     const engineRule = open.spec.ingress.find((r: Obj) => r.ports.some((p: Obj) => p.port === 'engine-grpc'));
@@ -86,7 +89,9 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
     for (const m of monitors) {
       expect(validateObject(m)).toEqual([]);
       expect(m.metadata.labels.release).toBe('kube-prometheus-stack');
-      const svcs = all(objs, 'Service').filter((s) => Object.entries(m.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels[k] === v));
+      const svcs = all(objs, 'Service').filter((s) =>
+        Object.entries(m.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels[k] === v),
+      );
       expect(svcs).toHaveLength(1);
       expect(svcs[0]!.spec.ports.map((p: Obj) => p.name)).toContain(m.spec.endpoints[0].port);
     }
@@ -117,18 +122,22 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
     expect(sum({ set: ['secrets.engineAdminKey=k2'] })['checksum/secrets']).not.toBe(sum(base)['checksum/secrets']);
     expect(sum({ set: ['secrets.engineAdminKey=k1', 'secrets.adminToken=t'] })['checksum/secrets']).not.toBe(sum(base)['checksum/secrets']);
     expect(sum(base)['checksum/functions']).toBeUndefined();
-    const withFns = (fn: string) => sum({ ...base, extra: ['--set-json', `functions.files={"a.json":${JSON.stringify(fn)}}`] })['checksum/functions'];
+    const withFns = (fn: string) =>
+      sum({ ...base, extra: ['--set-json', `functions.files={"a.json":${JSON.stringify(fn)}}`] })['checksum/functions'];
     expect(withFns('{"name":"a"}')).toMatch(/^[0-9a-f]{64}$/);
     expect(withFns('{"name":"a"}')).not.toBe(withFns('{"name":"b"}'));
   });
 
   it('the autoscaler: queue time and CPU by default, either alone, never neither', () => {
-    const metrics = (set: string[]) => all(objects(major, { set: ['autoscaling.enabled=true', ...set] }), 'HorizontalPodAutoscaler')[0]!.spec.metrics;
+    const metrics = (set: string[]) =>
+      all(objects(major, { set: ['autoscaling.enabled=true', ...set] }), 'HorizontalPodAutoscaler')[0]!.spec.metrics;
     expect(metrics([]).map((m: Obj) => m.type)).toEqual(['Pods', 'Resource']);
     expect(metrics([])[1].resource).toEqual({ name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } });
     expect(metrics(['autoscaling.metricName=']).map((m: Obj) => m.type)).toEqual(['Resource']);
     expect(metrics(['autoscaling.targetCPUUtilizationPercentage=0']).map((m: Obj) => m.type)).toEqual(['Pods']);
-    expect(() => objects(major, { set: ['autoscaling.enabled=true', 'autoscaling.metricName=', 'autoscaling.targetCPUUtilizationPercentage=0'] })).toThrow(/autoscaling.enabled needs a metric/);
+    expect(() =>
+      objects(major, { set: ['autoscaling.enabled=true', 'autoscaling.metricName=', 'autoscaling.targetCPUUtilizationPercentage=0'] }),
+    ).toThrow(/autoscaling.enabled needs a metric/);
     // CPU utilisation is a share of requests: every container of the pod requests CPU.
     for (const c of server(objects(major)).spec.template.spec.containers) expect(c.resources.requests.cpu).toBeDefined();
   });

@@ -21,7 +21,8 @@ type Obj = Record<string, any>;
 
 const offline = (major: HelmMajor, o: HelmOptions = {}): Obj[] => helmTemplate(major, CHART, { release: 'tn', ...o }).map((r) => r.object);
 const secretOf = (objs: Obj[]): Obj | undefined => objs.find((o) => o.kind === 'Secret');
-const checksum = (objs: Obj[]): string => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'tn-tritonish')!.spec.template.metadata.annotations['checksum/secrets'];
+const checksum = (objs: Obj[]): string =>
+  objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'tn-tritonish')!.spec.template.metadata.annotations['checksum/secrets'];
 const keyOf = (objs: Obj[]): string => secretOf(objs)!.stringData['engine-admin-key'];
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chart-upgrade-'));
@@ -44,7 +45,9 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(second).toEqual(installed);
       expect(api.found).toContain('/api/v1/namespaces/default/secrets/tn-tritonish-secrets');
       // A value given on upgrade is a rotation: the Secret takes it and the pods roll.
-      const rotated = (await helmTemplateAgainst(major, CHART, api, { release: 'tn', set: ['secrets.engineAdminKey=rotated-key'] })).map((r) => r.object);
+      const rotated = (await helmTemplateAgainst(major, CHART, api, { release: 'tn', set: ['secrets.engineAdminKey=rotated-key'] })).map(
+        (r) => r.object,
+      );
       expect(keyOf(rotated)).toBe('rotated-key');
       expect(checksum(rotated)).not.toBe(checksum(installed));
     } finally {
@@ -62,7 +65,12 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
   });
 
   it("an existing Secret the chart does not own: no Secret rendered, the pods' checksum follows its data", async () => {
-    const mine = (key: string): Obj => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'mine', namespace: 'default' }, data: { 'engine-admin-key': Buffer.from(key).toString('base64') } });
+    const mine = (key: string): Obj => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'mine', namespace: 'default' },
+      data: { 'engine-admin-key': Buffer.from(key).toString('base64') },
+    });
     const render = async (key: string) => {
       const api = await KubeApiStandIn.start([mine(key)]);
       try {

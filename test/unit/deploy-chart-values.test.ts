@@ -73,7 +73,14 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
     const d = byKind(objs, 'Deployment').find((x) => x.metadata.name === 'tn-tritonish')!;
     const [engine, gateway] = d.spec.template.spec.containers;
     expect(gateway.args).toEqual(
-      expect.arrayContaining(['--engine=127.0.0.1:18001', '--shm-threshold=1048576', '--arena-region-bytes=33554432', '--lease-ttl-ms=10000000', '--job-claim-idle-ms=3600000', '--drain-ms=25000000']),
+      expect.arrayContaining([
+        '--engine=127.0.0.1:18001',
+        '--shm-threshold=1048576',
+        '--arena-region-bytes=33554432',
+        '--lease-ttl-ms=10000000',
+        '--job-claim-idle-ms=3600000',
+        '--drain-ms=25000000',
+      ]),
     );
     expect(engine.args).toEqual(expect.arrayContaining(['--grpc-port=18001', '--log-verbose=2']));
     expect(engine.lifecycle.preStop.exec.command).toEqual(['sleep', '1000000']);
@@ -143,7 +150,16 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
 describe('documented helm installs', () => {
   it('splits shell words as a shell would, with command substitutions filled in', () => {
     expect(shellWords(`helm install tn deploy/helm/tritonish --set a='x y' --set "b=c d" --set t=$(openssl rand -hex 24) # note`)).toEqual([
-      'helm', 'install', 'tn', 'deploy/helm/tritonish', '--set', 'a=x y', '--set', 'b=c d', '--set', `t=${'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4'}`,
+      'helm',
+      'install',
+      'tn',
+      'deploy/helm/tritonish',
+      '--set',
+      'a=x y',
+      '--set',
+      'b=c d',
+      '--set',
+      `t=${'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4'}`,
     ]);
   });
 
@@ -151,7 +167,16 @@ describe('documented helm installs', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'docs-'));
     fs.writeFileSync(
       path.join(dir, 'x.md'),
-      ['text', '```bash', 'helm install tn deploy/helm/tritonish \\', '  --set image.tag=1.2.3', 'helm install pa prometheus-community/prometheus-adapter -f x', 'helm upgrade --install tritonish deploy/helm/tritonish -f v.yaml', '```', 'helm install outside deploy/helm/tritonish'].join('\n'),
+      [
+        'text',
+        '```bash',
+        'helm install tn deploy/helm/tritonish \\',
+        '  --set image.tag=1.2.3',
+        'helm install pa prometheus-community/prometheus-adapter -f x',
+        'helm upgrade --install tritonish deploy/helm/tritonish -f v.yaml',
+        '```',
+        'helm install outside deploy/helm/tritonish',
+      ].join('\n'),
     );
     expect(documentedInstalls(dir, ['x.md'])).toEqual([
       { where: 'x.md:3', release: 'tn', args: ['--set', 'image.tag=1.2.3'] },

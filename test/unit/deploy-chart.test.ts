@@ -122,14 +122,20 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       const d = find(objs(), 'Deployment', NAME)!;
       const [eng, gw] = [container(d, 'engine'), container(d, 'gateway')];
       const secret = values.length ? 'tritonish-secrets' : `${NAME}-secrets`;
-      for (const c of [eng, gw]) expect(env(c, 'TRITONISH_ENGINE_ADMIN_KEY').valueFrom.secretKeyRef).toEqual({ name: secret, key: 'engine-admin-key' });
+      for (const c of [eng, gw])
+        expect(env(c, 'TRITONISH_ENGINE_ADMIN_KEY').valueFrom.secretKeyRef).toEqual({ name: secret, key: 'engine-admin-key' });
       // Kubernetes expands $(VAR) from earlier entries of the same env list; the engine parses the result as Triton's flag.
-      const expand = (c: Obj, v: string) => v.replace(/\$\((\w+)\)/g, (_m, n: string) => (c.env.findIndex((e: Obj) => e.name === n) < c.env.findIndex((e: Obj) => e.value === v) ? 'KEY' : '$(unexpanded)'));
+      const expand = (c: Obj, v: string) =>
+        v.replace(/\$\((\w+)\)/g, (_m, n: string) =>
+          c.env.findIndex((e: Obj) => e.name === n) < c.env.findIndex((e: Obj) => e.value === v) ? 'KEY' : '$(unexpanded)',
+        );
       const { restrictedOption } = await import('../../engine/frontends/restricted-api.ts');
       for (const v of ['ENGINE_HTTP_RESTRICTED_API', 'ENGINE_GRPC_RESTRICTED_PROTOCOL']) {
         const value = expand(eng, env(eng, v).value);
         expect(value).toBe('model-repository,trace,logging,shared-memory:triton-grpc-protocol-admin-key=KEY');
-        expect(() => restrictedOption([], { [v]: value }, v === 'ENGINE_HTTP_RESTRICTED_API' ? 'http-restricted-api' : 'grpc-restricted-protocol')).not.toThrow();
+        expect(() =>
+          restrictedOption([], { [v]: value }, v === 'ENGINE_HTTP_RESTRICTED_API' ? 'http-restricted-api' : 'grpc-restricted-protocol'),
+        ).not.toThrow();
       }
       expect(expand(gw, env(gw, 'GATEWAY_ENGINE_KEY').value)).toBe('triton-grpc-protocol-admin-key=KEY');
       expect(env(gw, 'GATEWAY_CONSOLE_TOKEN').valueFrom.secretKeyRef).toMatchObject({ name: secret, key: 'console-token', optional: true });
@@ -138,7 +144,8 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
 
     it('every container runs on a read-only root filesystem, with /tmp an emptyDir', () => {
       const spec = find(objs(), 'Deployment', NAME)!.spec.template.spec;
-      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) expect(c.securityContext.readOnlyRootFilesystem, c.name).toBe(true);
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers])
+        expect(c.securityContext.readOnlyRootFilesystem, c.name).toBe(true);
       for (const c of spec.containers) expect(c.volumeMounts.find((m: Obj) => m.mountPath === '/tmp')?.name, c.name).toBe('tmp');
       expect(spec.volumes.find((v: Obj) => v.name === 'tmp').emptyDir).toEqual({});
     });
@@ -161,7 +168,16 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       // The release's Redis keeps its data across restarts (issue 41): append-only file on a claim.
       const redis = find(objs, 'Deployment', `${NAME}-redis`)!;
       expect(redis.spec.strategy).toEqual({ type: 'Recreate' });
-      expect(redis.spec.template.spec.containers[0].args).toEqual(['--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', '/data']);
+      expect(redis.spec.template.spec.containers[0].args).toEqual([
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'everysec',
+        '--dir',
+        '/data',
+      ]);
       expect(redis.spec.template.spec.volumes[0].persistentVolumeClaim).toEqual({ claimName: `${NAME}-redis` });
       const pvc = find(objs, 'PersistentVolumeClaim', `${NAME}-redis`)!;
       expect(pvc.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } });
@@ -198,7 +214,8 @@ describe.each([3, 4] as const)('Helm %i', (major) => {
       expect(m.pods.metric.name).toBe(rule.name.as);
       expect(rule.metricsQuery).toMatch(/rate\(nv_inference_queue_duration_us\{.*\/.*rate\(nv_inference_request_success\{/s);
       // The default image has no CUDA libraries: production asks for no GPU (values-gpu.yaml does, with image.cuda).
-      for (const c of d.spec.template.spec.containers) expect(Object.keys(c.resources.limits ?? {}).filter((k) => k.endsWith('/gpu'))).toEqual([]);
+      for (const c of d.spec.template.spec.containers)
+        expect(Object.keys(c.resources.limits ?? {}).filter((k) => k.endsWith('/gpu'))).toEqual([]);
     });
 
     it('an external Redis URL wins over the dev Redis', () => {

@@ -63,12 +63,19 @@ describe('KServe manifests', () => {
   });
 
   it("the webhook rule's other conditions: disabled, other protocols, multi-model, two priorities for one format", () => {
-    const claim = { name: 'x', protocolVersions: ['v2'], supportedModelFormats: [{ name: 'ONNX', version: '1', autoSelect: true, priority: 1 }] };
+    const claim = {
+      name: 'x',
+      protocolVersions: ['v2'],
+      supportedModelFormats: [{ name: 'ONNX', version: '1', autoSelect: true, priority: 1 }],
+    };
     expect(priorityConflicts(claim, BUILT_IN_RUNTIMES)).toHaveLength(1); // names compare case-insensitively
     expect(priorityConflicts({ ...claim, disabled: true }, BUILT_IN_RUNTIMES)).toEqual([]);
     expect(priorityConflicts({ ...claim, multiModel: true }, BUILT_IN_RUNTIMES)).toEqual([]);
     expect(priorityConflicts({ ...claim, protocolVersions: ['v1'] }, BUILT_IN_RUNTIMES)).toEqual([]);
-    const twice = { ...claim, supportedModelFormats: [...claim.supportedModelFormats, { name: 'ONNX', version: '2', autoSelect: true, priority: 5 }] };
+    const twice = {
+      ...claim,
+      supportedModelFormats: [...claim.supportedModelFormats, { name: 'ONNX', version: '2', autoSelect: true, priority: 5 }],
+    };
     expect(priorityConflicts(twice, [])).toEqual(['x: different priorities assigned for the model format ONNX']);
   });
 

@@ -32,7 +32,10 @@ describe('npm configuration', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
     expect(pkg.allowScripts['onnxruntime-node']).toBe(false);
     // A proxy nobody listens on: had the script run, its download would fail and so would the rebuild.
-    const r = npm(['rebuild', 'onnxruntime-node', '--foreground-scripts'], { GLOBAL_AGENT_HTTPS_PROXY: 'http://127.0.0.1:9', GLOBAL_AGENT_HTTP_PROXY: 'http://127.0.0.1:9' });
+    const r = npm(['rebuild', 'onnxruntime-node', '--foreground-scripts'], {
+      GLOBAL_AGENT_HTTPS_PROXY: 'http://127.0.0.1:9',
+      GLOBAL_AGENT_HTTP_PROXY: 'http://127.0.0.1:9',
+    });
     expect(r.out).not.toMatch(/node \.\/script\/install/);
     expect(r.status, r.out).toBe(0);
   }, 130_000);

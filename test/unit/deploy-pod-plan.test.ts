@@ -53,9 +53,20 @@ describe('command and args against the image (Kubernetes "Define a Command and A
 });
 
 describe('the environment the kubelet gives a container', () => {
-  const secret = { kind: 'Secret', metadata: { name: 's' }, data: { k: Buffer.from('from-data').toString('base64') }, stringData: { t: 'tok' } };
+  const secret = {
+    kind: 'Secret',
+    metadata: { name: 's' },
+    data: { k: Buffer.from('from-data').toString('base64') },
+    stringData: { t: 'tok' },
+  };
   const cm = { kind: 'ConfigMap', metadata: { name: 'c' }, data: { mode: 'fast' } };
-  const sources = { objects: new Map<string, Obj>([['Secret/s', secret], ['ConfigMap/c', cm]]), fields: { 'metadata.name': 'pod-0' } };
+  const sources = {
+    objects: new Map<string, Obj>([
+      ['Secret/s', secret],
+      ['ConfigMap/c', cm],
+    ]),
+    fields: { 'metadata.name': 'pod-0' },
+  };
 
   it('image env first; envFrom with prefix; env in order, $(VAR) seeing earlier entries only, never the image env', () => {
     const c = {
@@ -84,7 +95,10 @@ describe('the environment the kubelet gives a container', () => {
   });
 
   it('a missing Secret or key fails the container unless the reference is optional, which leaves the variable unset', () => {
-    const ref = (name: string, key: string, optional?: boolean) => ({ name: 'x', env: [{ name: 'V', valueFrom: { secretKeyRef: { name, key, optional } } }] });
+    const ref = (name: string, key: string, optional?: boolean) => ({
+      name: 'x',
+      env: [{ name: 'V', valueFrom: { secretKeyRef: { name, key, optional } } }],
+    });
     expect(() => containerEnv(ref('nope', 'k'), [], sources)).toThrow("container x: env V: Secret 'nope' not found");
     expect(() => containerEnv(ref('s', 'nope'), [], sources)).toThrow("container x: env V: Secret 's' has no key 'nope'");
     expect(containerEnv(ref('nope', 'k', true), [], sources).has('V')).toBe(false);
@@ -93,7 +107,7 @@ describe('the environment the kubelet gives a container', () => {
 });
 
 describe('Dockerfile final-stage configuration', () => {
-  it("deploy/Dockerfile: tini as ENTRYPOINT, the supervisor as CMD, uid 10001, /app, production Node", () => {
+  it('deploy/Dockerfile: tini as ENTRYPOINT, the supervisor as CMD, uid 10001, /app, production Node', () => {
     const c = dockerfileImageConfig(DOCKERFILE, DEBIAN_BASE_CONFIG);
     expect(c.entrypoint).toEqual(['/usr/bin/tini', '--']);
     expect(c.cmd).toEqual(['node', 'dist/scripts/start.js']);
@@ -102,11 +116,14 @@ describe('Dockerfile final-stage configuration', () => {
     expect(c.env).toEqual(['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'NODE_ENV=production']);
   });
 
-  it("an ENTRYPOINT clears the CMD inherited from the base, not one set in the same stage; shell forms run under /bin/sh -c", () => {
+  it('an ENTRYPOINT clears the CMD inherited from the base, not one set in the same stage; shell forms run under /bin/sh -c', () => {
     const base = { ...DEBIAN_BASE_CONFIG };
     expect(dockerfileImageConfig('FROM x\nENTRYPOINT ["e"]\n', base).cmd).toEqual([]);
     expect(dockerfileImageConfig('FROM x\nCMD ["c"]\nENTRYPOINT ["e"]\n', base).cmd).toEqual(['c']);
-    const shell = dockerfileImageConfig('FROM a AS b\nUSER 1\nFROM x\nENTRYPOINT run \\\n  --flag\nENV A=1 B="two words"\nENV C 3\nWORKDIR /w\nWORKDIR sub\n', base);
+    const shell = dockerfileImageConfig(
+      'FROM a AS b\nUSER 1\nFROM x\nENTRYPOINT run \\\n  --flag\nENV A=1 B="two words"\nENV C 3\nWORKDIR /w\nWORKDIR sub\n',
+      base,
+    );
     expect(shell).toMatchObject({ entrypoint: ['/bin/sh', '-c', 'run   --flag'], user: '', workingDir: '/w/sub' });
     expect(shell.env.slice(1)).toEqual(['A=1', 'B=two words', 'C=3']);
   });
@@ -130,7 +147,10 @@ describe("the plan of the chart's pod (Helm 3 render, default values)", () => {
     const image = server().spec.template.spec.containers[0].image;
     const plan = podPlan(server(), new Map([[image, app()]]), objects);
     expect(plan.initContainers.map((c) => c.argv)).toEqual([['sh', '-c', 'cp -R /app/model_repository/. /models/']]);
-    expect(plan.containers.map((c) => c.argv.slice(0, 3))).toEqual([['/usr/bin/tini', '--', 'tritonserver'], ['/usr/bin/tini', '--', 'node']]);
+    expect(plan.containers.map((c) => c.argv.slice(0, 3))).toEqual([
+      ['/usr/bin/tini', '--', 'tritonserver'],
+      ['/usr/bin/tini', '--', 'node'],
+    ]);
     for (const c of [...plan.initContainers, ...plan.containers]) {
       expect(c).toMatchObject({ uid: 10001, gid: 10001, groups: [10001], noNewPrivs: true, readOnlyRoot: true, workingDir: '/app' });
     }
@@ -150,9 +170,13 @@ describe("the plan of the chart's pod (Helm 3 render, default values)", () => {
     const image = server().spec.template.spec.containers[0].image;
     const root = structuredClone(server());
     root.spec.template.spec.containers[1].securityContext.runAsUser = 0;
-    expect(() => podPlan(root, new Map([[image, app()]]), objects)).toThrow('Deployment/tritonish: container gateway: container has runAsNonRoot and image will run as root');
+    expect(() => podPlan(root, new Map([[image, app()]]), objects)).toThrow(
+      'Deployment/tritonish: container gateway: container has runAsNonRoot and image will run as root',
+    );
     const noSecret = objects.filter((o) => o.kind !== 'Secret');
-    expect(() => podPlan(server(), new Map([[image, app()]]), noSecret)).toThrow("container engine: env TRITONISH_ENGINE_ADMIN_KEY: Secret 'tritonish-secrets' not found");
+    expect(() => podPlan(server(), new Map([[image, app()]]), noSecret)).toThrow(
+      "container engine: env TRITONISH_ENGINE_ADMIN_KEY: Secret 'tritonish-secrets' not found",
+    );
     expect(() => podPlan(server(), new Map(), objects)).toThrow(`no image '${image}' is known to the simulation`);
   });
 });

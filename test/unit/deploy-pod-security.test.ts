@@ -17,8 +17,18 @@ const CHART = path.join(ROOT, 'deploy/helm/tritonish');
 const good = (): Obj => ({
   securityContext: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } },
   initContainers: [{ name: 'init', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
-  containers: [{ name: 'app', ports: [{ containerPort: 8080 }], securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE'] } } }],
-  volumes: [{ name: 'tmp', emptyDir: {} }, { name: 'cfg', configMap: { name: 'x' } }, { name: 'data', persistentVolumeClaim: { claimName: 'd' } }],
+  containers: [
+    {
+      name: 'app',
+      ports: [{ containerPort: 8080 }],
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE'] } },
+    },
+  ],
+  volumes: [
+    { name: 'tmp', emptyDir: {} },
+    { name: 'cfg', configMap: { name: 'x' } },
+    { name: 'data', persistentVolumeClaim: { claimName: 'd' } },
+  ],
 });
 const app = (p: Obj): Obj => p.containers[0];
 const init = (p: Obj): Obj => p.initContainers[0];
@@ -54,7 +64,10 @@ describe('Pod Security Standards controls', () => {
     const p = good();
     breakIt(p);
     const v = podSecurityViolations(p, 'restricted');
-    expect(v.some((x) => x.startsWith(`${name}: `)), v.join('\n')).toBe(true);
+    expect(
+      v.some((x) => x.startsWith(`${name}: `)),
+      v.join('\n'),
+    ).toBe(true);
     // Restricted tightens some baseline controls (hostPath is also not a restricted volume type, ...),
     // so a baseline breach may fail two controls there; under baseline alone it fails only its own.
     const b = podSecurityViolations(p, 'baseline');
@@ -66,7 +79,8 @@ describe('Pod Security Standards controls', () => {
     const p = good();
     delete p.securityContext.seccompProfile;
     delete p.securityContext.runAsNonRoot;
-    for (const c of [init(p), app(p)]) Object.assign(c.securityContext, { seccompProfile: { type: 'Localhost', localhostProfile: 'x.json' }, runAsNonRoot: true });
+    for (const c of [init(p), app(p)])
+      Object.assign(c.securityContext, { seccompProfile: { type: 'Localhost', localhostProfile: 'x.json' }, runAsNonRoot: true });
     expect(podSecurityViolations(p, 'restricted')).toEqual([]);
     app(p).securityContext.runAsNonRoot = false; // a container may not opt out of the pod's setting
     expect(podSecurityViolations(p, 'restricted')).toEqual(['Running as Non-root: container app: runAsNonRoot is false']);
@@ -78,16 +92,22 @@ describe.each([3, 4] as const)("the chart's pods (Helm %i)", (major) => {
 
   it('meet restricted with the default values and with every optional object on', () => {
     for (const set of [[], EVERY_OPTIONAL_OBJECT]) {
-      const workloads = helmTemplate(major, CHART, { release: 'tn', set }).map((r) => r.object).filter((o) => o.spec?.template?.spec);
+      const workloads = helmTemplate(major, CHART, { release: 'tn', set })
+        .map((r) => r.object)
+        .filter((o) => o.spec?.template?.spec);
       expect(workloads.map((w) => w.metadata.name).sort()).toEqual(['tn-tritonish', 'tn-tritonish-redis']);
       for (const w of workloads) expect(podSecurityViolations(w.spec.template.spec, 'restricted'), w.metadata.name).toEqual([]);
     }
   });
 
-  it("the dev Redis as it was (no seccomp profile) would be refused: the check sees what the fix changed", () => {
-    const redis = helmTemplate(major, CHART, { release: 'tn' }).map((r) => r.object).find((o) => o.metadata.name === 'tn-tritonish-redis' && o.kind === 'Deployment')!;
+  it('the dev Redis as it was (no seccomp profile) would be refused: the check sees what the fix changed', () => {
+    const redis = helmTemplate(major, CHART, { release: 'tn' })
+      .map((r) => r.object)
+      .find((o) => o.metadata.name === 'tn-tritonish-redis' && o.kind === 'Deployment')!;
     const before = structuredClone(redis.spec.template.spec);
     delete before.securityContext.seccompProfile;
-    expect(podSecurityViolations(before, 'restricted')).toEqual(['Seccomp (restricted): container redis: seccompProfile.type is unset (RuntimeDefault or Localhost, on the pod or the container)']);
+    expect(podSecurityViolations(before, 'restricted')).toEqual([
+      'Seccomp (restricted): container redis: seccompProfile.type is unset (RuntimeDefault or Localhost, on the pod or the container)',
+    ]);
   });
 });

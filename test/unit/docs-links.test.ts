@@ -13,7 +13,21 @@ const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 // Ignored folders of fetched or built things (Node 24 for CI, Helm, dist/) hold other projects' pages.
 const SKIP_DIRS = new Set(['node_modules', '.git', 'test-artifacts', 'bench-results', '.cache', '.tools', 'dist']);
 /** Top-level folders whose paths the docs name in code spans. */
-const TREE_ROOTS = ['engine', 'gateway', 'client', 'common', 'protocol', 'native', 'scripts', 'deploy', 'test', 'docs', 'functions', 'model_repository', 'examples'];
+const TREE_ROOTS = [
+  'engine',
+  'gateway',
+  'client',
+  'common',
+  'protocol',
+  'native',
+  'scripts',
+  'deploy',
+  'test',
+  'docs',
+  'functions',
+  'model_repository',
+  'examples',
+];
 
 /** README.md, docs/**, and every other Markdown file of ours (folder READMEs). */
 function markdownFiles(dir = ROOT): string[] {
@@ -54,7 +68,10 @@ function headingAnchors(md: string): Set<string> {
     const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
     if (!m) continue;
     const text = m[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/[`*]/g, '');
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -96,9 +113,11 @@ function treePaths(md: string): string[] {
 
 /** Every test file name under test/, for `unit/x` and `L0_x` mentions (suites may move into subfolders). */
 function testFileNames(dir = path.join(ROOT, 'test')): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? testFileNames(path.join(dir, e.name)) : e.name.endsWith('.test.ts') ? [e.name.slice(0, -'.test.ts'.length)] : [],
-  );
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() ? testFileNames(path.join(dir, e.name)) : e.name.endsWith('.test.ts') ? [e.name.slice(0, -'.test.ts'.length)] : [],
+    );
 }
 
 const pages = markdownFiles();
@@ -149,7 +168,10 @@ describe('docs', () => {
   it('no page points at files outside the repository', () => {
     const outside = /\.\.\/shared\b|\/work\/|\b(?:DEVELOPERS|FACTS|STYLE|ARCHITECTURE)\.md\b/;
     const hits = pages.flatMap((f) =>
-      fs.readFileSync(f, 'utf8').split('\n').flatMap((line, i) => (outside.test(line) ? [`${rel(f)}:${i + 1}: ${line.trim()}`] : [])),
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (outside.test(line) ? [`${rel(f)}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(hits).toEqual([]);
   });
@@ -180,7 +202,9 @@ describe('docs/reference.md', () => {
 
 describe('heading anchors', () => {
   it("follows GitHub's rules", () => {
-    const a = headingAnchors('# Getting started\n## OCR: `POST /fn/ocr`\n## Response cache (Triton\'s)\n## Notes\n## Notes\n```\n# not a heading\n```\n');
+    const a = headingAnchors(
+      "# Getting started\n## OCR: `POST /fn/ocr`\n## Response cache (Triton's)\n## Notes\n## Notes\n```\n# not a heading\n```\n",
+    );
     expect([...a]).toEqual(['getting-started', 'ocr-post-fnocr', 'response-cache-tritons', 'notes', 'notes-1']);
   });
 });

@@ -108,8 +108,14 @@ describe('batchShapeKey', () => {
   });
 
   it('ignores dim 0 and input order when the model batches', () => {
-    const a = req([['X', 'FP32', [1, 4]], ['Y', 'INT32', [1, 2]]]);
-    const b = req([['Y', 'INT32', [3, 2]], ['X', 'FP32', [3, 4]]]);
+    const a = req([
+      ['X', 'FP32', [1, 4]],
+      ['Y', 'INT32', [1, 2]],
+    ]);
+    const b = req([
+      ['Y', 'INT32', [3, 2]],
+      ['X', 'FP32', [3, 4]],
+    ]);
     expect(batchShapeKey(a, 8)).toBe(batchShapeKey(b, 8));
     expect(batchShapeKey(a, 0)).not.toBe(batchShapeKey(b, 0));
   });
@@ -119,7 +125,15 @@ describe('batchShapeKey', () => {
     expect(batchShapeKey(req([['Z', 'FP32', [1, 4]]]), 8)).not.toBe(base);
     expect(batchShapeKey(req([['X', 'INT32', [1, 4]]]), 8)).not.toBe(base);
     expect(batchShapeKey(req([['X', 'FP32', [1, 5]]]), 8)).not.toBe(base);
-    expect(batchShapeKey(req([['X', 'FP32', [1, 4]], ['Y', 'FP32', [1, 4]]]), 8)).not.toBe(base);
+    expect(
+      batchShapeKey(
+        req([
+          ['X', 'FP32', [1, 4]],
+          ['Y', 'FP32', [1, 4]],
+        ]),
+        8,
+      ),
+    ).not.toBe(base);
   });
 
   it('lets allow_ragged_batch inputs differ in shape', () => {

@@ -10,12 +10,25 @@ import type { StatsSink } from '../../engine/api/scheduler.ts';
 import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const stats: StatsSink = { queued() {}, executed() {}, succeeded() {}, failed() {} };
-const req = (id: string): InferRequest => ({ modelName: 'm', id, inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4], data: new Uint8Array() }], outputs: [], parameters: {} });
+const req = (id: string): InferRequest => ({
+  modelName: 'm',
+  id,
+  inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4], data: new Uint8Array() }],
+  outputs: [],
+  parameters: {},
+});
 
 function setup(delayUntilQueued: number | undefined) {
   const instance = new FakeInstance('m_0');
   const config: ModelConfig = { name: 'm', max_batch_size: 8, input: [], output: [], dynamic_batching: {} };
-  const sched = new DynamicBatchScheduler({ modelName: 'm', config, pool: new InstancePool([instance]), stats, clock: new FakeClock(), delayUntilQueued });
+  const sched = new DynamicBatchScheduler({
+    modelName: 'm',
+    config,
+    pool: new InstancePool([instance]),
+    stats,
+    clock: new FakeClock(),
+    delayUntilQueued,
+  });
   return { instance, sched };
 }
 

@@ -28,7 +28,10 @@ class Stats implements StatsSink {
   }
 }
 
-function req(id: string, opts: { shape?: number[]; datatype?: 'FP32' | 'INT32'; priority?: number; timeoutUs?: number; signal?: AbortSignal } = {}): InferRequest {
+function req(
+  id: string,
+  opts: { shape?: number[]; datatype?: 'FP32' | 'INT32'; priority?: number; timeoutUs?: number; signal?: AbortSignal } = {},
+): InferRequest {
   return {
     modelName: 'm',
     id,
@@ -78,7 +81,12 @@ describe('DynamicBatchScheduler batching', () => {
     await t.instances[1]!.complete();
     expect(t.results.size).toBe(16);
     for (const [id, res] of t.results) expect((res as InferResponse).id).toBe(id);
-    expect(t.stats.executions).toEqual([[1, 1], [1, 1], [8, 8], [6, 6]]);
+    expect(t.stats.executions).toEqual([
+      [1, 1],
+      [1, 1],
+      [8, 8],
+      [6, 6],
+    ]);
     expect(t.stats.ok).toBe(16);
     expect(t.stats.queuedNs).toHaveLength(16);
     expect(t.sched.inflightCount()).toBe(0);
@@ -118,7 +126,12 @@ describe('DynamicBatchScheduler batching', () => {
     void t.send(req('a3'));
     for (let i = 0; i < 5; i++) await t.instances[0]!.complete();
     expect(t.instances[0]!.batches).toEqual([['first'], ['a1', 'a2'], ['b1', 'b2'], ['c1'], ['a3']]);
-    expect(t.stats.executions.slice(1)).toEqual([[2, 2], [3, 2], [1, 1], [1, 1]]);
+    expect(t.stats.executions.slice(1)).toEqual([
+      [2, 2],
+      [3, 2],
+      [1, 1],
+      [1, 1],
+    ]);
   });
 
   it('respects max_batch_size in sum of request batch sizes and rejects oversize requests', async () => {
@@ -190,10 +203,7 @@ describe('DynamicBatchScheduler queue policies', () => {
   });
 
   it('DELAY: a timed-out request stays queued behind newer ones and still runs', async () => {
-    const t = setup(
-      { default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 100 } },
-      { maxBatchSize: 1 },
-    );
+    const t = setup({ default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 100 } }, { maxBatchSize: 1 });
     void t.send(req('running'));
     await flush();
     void t.send(req('old'));
@@ -299,7 +309,14 @@ describe('DynamicBatchScheduler delivery and lifecycle', () => {
       },
     };
     const config: ModelConfig = { name: 'd', max_batch_size: 0, input: [], output: [] };
-    const sched = new DynamicBatchScheduler({ modelName: 'd', config, pool: new InstancePool([instance]), stats, clock: new FakeClock(), batching: false });
+    const sched = new DynamicBatchScheduler({
+      modelName: 'd',
+      config,
+      pool: new InstancePool([instance]),
+      stats,
+      clock: new FakeClock(),
+      batching: false,
+    });
     const done: string[] = [];
     const a = sched.enqueue(req('a')).then((r) => done.push(r.id!));
     const b = sched.enqueue(req('b')).then((r) => done.push(r.id!));
@@ -320,7 +337,13 @@ describe('DynamicBatchScheduler on the system clock', () => {
   it('holds a lone request for a 500 us window, not a whole millisecond (Triton waits the window, to the microsecond)', async () => {
     const stats = new Stats();
     const instance = new FakeInstance('m_0');
-    const config: ModelConfig = { name: 'm', max_batch_size: 8, input: [], output: [], dynamic_batching: { max_queue_delay_microseconds: 500 } };
+    const config: ModelConfig = {
+      name: 'm',
+      max_batch_size: 8,
+      input: [],
+      output: [],
+      dynamic_batching: { max_queue_delay_microseconds: 500 },
+    };
     const sched = new DynamicBatchScheduler({ modelName: 'm', config, pool: new InstancePool([instance]), stats });
     // Timing on a shared machine: never early, and the best of ten within the window's millisecond.
     for (let i = 0; i < 10; i++) {

@@ -19,10 +19,12 @@ beforeAll(async () => {
       res.writeHead(403, { 'content-type': 'application/json' }).end('{"error":"This API is restricted, expecting header \'admin-key\'"}');
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([
-      { name: 'm0', version: '1', state: 'UNAVAILABLE', cold_loads: 2, last_cold_load_ms: 41, evicted: 1 },
-      { name: 'plain', version: '1', state: 'READY' },
-    ]));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify([
+        { name: 'm0', version: '1', state: 'UNAVAILABLE', cold_loads: 2, last_cold_load_ms: 41, evicted: 1 },
+        { name: 'plain', version: '1', state: 'READY' },
+      ]),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   address = `127.0.0.1:${(server.address() as AddressInfo).port}`;

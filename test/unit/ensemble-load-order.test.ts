@@ -12,7 +12,12 @@ describe('ensemblesInDependencyOrder', () => {
     expect(ensemblesInDependencyOrder(steps)).toEqual(['z_inner', 'm_middle', 'a_outer', 'b_alone']);
   });
   it('ends on a cycle and keeps every name once (the load reports the cycle)', () => {
-    const order = ensemblesInDependencyOrder(new Map([['a', ['b']], ['b', ['a']]]));
+    const order = ensemblesInDependencyOrder(
+      new Map([
+        ['a', ['b']],
+        ['b', ['a']],
+      ]),
+    );
     expect(order.sort()).toEqual(['a', 'b']);
   });
 });

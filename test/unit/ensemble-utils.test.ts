@@ -38,12 +38,26 @@ ensemble_scheduling {
 `;
 
 const MODELS = new Map<string, ModelConfig>([
-  ['image_preprocess_model', js('image_preprocess_model', 0, `
+  [
+    'image_preprocess_model',
+    js(
+      'image_preprocess_model',
+      0,
+      `
     input { name: "image_bytes" data_type: TYPE_UINT8 dims: [-1] }
-    output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [3, 224, 224] }`)],
-  ['clip_encoder_model', js('clip_encoder_model', 16, `
+    output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [3, 224, 224] }`,
+    ),
+  ],
+  [
+    'clip_encoder_model',
+    js(
+      'clip_encoder_model',
+      16,
+      `
     input { name: "pixel_values" data_type: TYPE_FP32 dims: [3, 224, 224] }
-    output { name: "image_embeds" data_type: TYPE_FP32 dims: [512] }`)],
+    output { name: "image_embeds" data_type: TYPE_FP32 dims: [512] }`,
+    ),
+  ],
 ]);
 const lookupIn = (m: Map<string, ModelConfig>) => (name: string) => m.get(name);
 
@@ -66,7 +80,12 @@ describe('buildEnsemblePlan on the seed ensemble', () => {
   it('maps producers, consumers and order', () => {
     expect(plan.order).toEqual([0, 1]);
     expect(plan.tensors.get('RAW_IMAGE')).toMatchObject({ producer: ENSEMBLE_INPUT, consumers: [0] });
-    expect(plan.tensors.get('PREPROCESSED_DATA')).toMatchObject({ producer: 0, consumers: [1], data_type: 'TYPE_FP32', dims: [3, 224, 224] });
+    expect(plan.tensors.get('PREPROCESSED_DATA')).toMatchObject({
+      producer: 0,
+      consumers: [1],
+      data_type: 'TYPE_FP32',
+      dims: [3, 224, 224],
+    });
     expect(plan.tensors.get('FINAL_VECTOR')).toMatchObject({ producer: 1, consumers: [], isEnsembleOutput: true, dims: [512] });
     expect(plan.steps[1]!.inputs).toEqual([{ modelInput: 'pixel_values', tensor: 'PREPROCESSED_DATA' }]);
   });
@@ -86,9 +105,16 @@ describe('batch handling', () => {
   it('uses the full form when the ensemble tensor already carries the batch dim', () => {
     const text = SEED.replace('dims: [ 512 ]', 'dims: [ -1, 512 ]');
     const models = new Map(MODELS);
-    models.set('image_preprocess_model', js('image_preprocess_model', 0, `
+    models.set(
+      'image_preprocess_model',
+      js(
+        'image_preprocess_model',
+        0,
+        `
       input { name: "image_bytes" data_type: TYPE_UINT8 dims: [-1] }
-      output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [1, 3, 224, 224] }`));
+      output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [1, 3, 224, 224] }`,
+      ),
+    );
     const plan = buildEnsemblePlan(ensemble(text), lookupIn(models), 'f');
     expect(plan.steps[1]!.addBatchDim).toBe(false);
     expect(plan.tensors.get('FINAL_VECTOR')!.dims).toEqual([-1, 512]);
@@ -96,7 +122,9 @@ describe('batch handling', () => {
 
   it('rejects a batching ensemble over a batching model with a smaller max_batch_size', () => {
     const text = SEED.replace('platform: "ensemble"', 'platform: "ensemble" max_batch_size: 32');
-    expect(planError(text)).toMatch(/step\[1\] \(model 'clip_encoder_model'\): the ensemble allows batch size 32 but 'clip_encoder_model' only 16/);
+    expect(planError(text)).toMatch(
+      /step\[1\] \(model 'clip_encoder_model'\): the ensemble allows batch size 32 but 'clip_encoder_model' only 16/,
+    );
   });
 
   // Triton accepts a max_batch_size 0 step in a batching ensemble when its dims hold the batch dim.
@@ -106,10 +134,14 @@ describe('batch handling', () => {
     ensemble_scheduling { step [
       { model_name: "nobatch" input_map { key: "X", value: "IN" } output_map { key: "Y", value: "MID" } },
       { model_name: "batch" input_map { key: "X", value: "MID" } output_map { key: "Y", value: "OUT" } } ] }`;
-  const withNoBatch = (dims: string) => new Map([
-    ['nobatch', js('nobatch', 0, `input { name: "X" data_type: TYPE_FP32 dims: ${dims} } output { name: "Y" data_type: TYPE_FP32 dims: ${dims} }`)],
-    ['batch', js('batch', 8, 'input { name: "X" data_type: TYPE_FP32 dims: [16] } output { name: "Y" data_type: TYPE_FP32 dims: [16] }')],
-  ]);
+  const withNoBatch = (dims: string) =>
+    new Map([
+      [
+        'nobatch',
+        js('nobatch', 0, `input { name: "X" data_type: TYPE_FP32 dims: ${dims} } output { name: "Y" data_type: TYPE_FP32 dims: ${dims} }`),
+      ],
+      ['batch', js('batch', 8, 'input { name: "X" data_type: TYPE_FP32 dims: [16] } output { name: "Y" data_type: TYPE_FP32 dims: [16] }')],
+    ]);
 
   it('accepts a max_batch_size 0 step whose dims cover the full shape, batch dim included', () => {
     const plan = buildEnsemblePlan(ensemble(BATCHING, 'b'), lookupIn(withNoBatch('[-1, 16]')), 'b/config.pbtxt');
@@ -137,7 +169,9 @@ describe('reshape on the ensemble itself', () => {
       input [ { name: "X", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
       output [ { name: "Y", data_type: TYPE_FP32, dims: [ 2, 3 ], reshape: { shape: [ 6 ] } } ]
       ensemble_scheduling { step [ { model_name: "flat" input_map { key: "X", value: "X" } output_map { key: "Y", value: "Y" } } ] }`;
-    const models = new Map([['flat', js('flat', 4, 'input { name: "X" data_type: TYPE_FP32 dims: [6] } output { name: "Y" data_type: TYPE_FP32 dims: [6] }')]]);
+    const models = new Map([
+      ['flat', js('flat', 4, 'input { name: "X" data_type: TYPE_FP32 dims: [6] } output { name: "Y" data_type: TYPE_FP32 dims: [6] }')],
+    ]);
     const plan = buildEnsemblePlan(ensemble(text, 'r'), lookupIn(models), 'r/config.pbtxt');
     expect(plan.tensors.get('X')!.dims).toEqual([6]);
     expect(plan.tensors.get('Y')!.dims).toEqual([6]);
@@ -161,9 +195,12 @@ describe('ensemble checks', () => {
   });
   it('tensor written by two steps', () => {
     const text = SEED.replace('value: "PREPROCESSED_DATA" }\n    },', 'value: "FINAL_VECTOR" }\n    },').replace(
-      'input_map { key: "pixel_values", value: "PREPROCESSED_DATA" }', 'input_map { key: "pixel_values", value: "FINAL_VECTOR" }',
+      'input_map { key: "pixel_values", value: "PREPROCESSED_DATA" }',
+      'input_map { key: "pixel_values", value: "FINAL_VECTOR" }',
     );
-    expect(planError(text)).toMatch(/step\[1\] \(model 'clip_encoder_model'\): tensor 'FINAL_VECTOR' is written twice: step\[0\] \(model 'image_preprocess_model'\) also writes it/);
+    expect(planError(text)).toMatch(
+      /step\[1\] \(model 'clip_encoder_model'\): tensor 'FINAL_VECTOR' is written twice: step\[0\] \(model 'image_preprocess_model'\) also writes it/,
+    );
   });
   it('step writes an ensemble input', () => {
     const text = SEED.replace('value: "PREPROCESSED_DATA" }\n    },', 'value: "RAW_IMAGE" }\n    },');
@@ -184,15 +221,24 @@ describe('ensemble checks', () => {
     );
   });
   it('step input that nobody produces', () => {
-    expect(planError(SEED.replace('input_map { key: "pixel_values", value: "PREPROCESSED_DATA" }', 'input_map { key: "pixel_values", value: "GHOST" }'))).toBe(
-      `${prefix}step[1] (model 'clip_encoder_model'): input tensor 'GHOST' is not produced by any step nor an ensemble input`,
-    );
+    expect(
+      planError(
+        SEED.replace('input_map { key: "pixel_values", value: "PREPROCESSED_DATA" }', 'input_map { key: "pixel_values", value: "GHOST" }'),
+      ),
+    ).toBe(`${prefix}step[1] (model 'clip_encoder_model'): input tensor 'GHOST' is not produced by any step nor an ensemble input`);
   });
   it('datatype mismatch between producer and consumer', () => {
     const m = new Map(MODELS);
-    m.set('clip_encoder_model', js('clip_encoder_model', 16, `
+    m.set(
+      'clip_encoder_model',
+      js(
+        'clip_encoder_model',
+        16,
+        `
       input { name: "pixel_values" data_type: TYPE_FP16 dims: [3, 224, 224] }
-      output { name: "image_embeds" data_type: TYPE_FP32 dims: [512] }`));
+      output { name: "image_embeds" data_type: TYPE_FP32 dims: [512] }`,
+      ),
+    );
     expect(planError(SEED, m)).toBe(
       `${prefix}step[1] (model 'clip_encoder_model'): tensor 'PREPROCESSED_DATA' is TYPE_FP32 but input 'pixel_values' expects TYPE_FP16`,
     );
@@ -206,20 +252,36 @@ describe('ensemble checks', () => {
     expect(planError(SEED.replace('name: "FINAL_VECTOR", data_type: TYPE_FP32', 'name: "FINAL_VECTOR", data_type: TYPE_FP64'))).toMatch(
       /output 'FINAL_VECTOR' \(written by step\[1\], model 'clip_encoder_model'\): the step produces TYPE_FP32, the ensemble declares TYPE_FP64/,
     );
-    expect(planError(SEED.replace('dims: [ 512 ]', 'dims: [ 256 ]'))).toMatch(/output 'FINAL_VECTOR' .*produces shape \[512\], the ensemble declares \[256\]/);
+    expect(planError(SEED.replace('dims: [ 512 ]', 'dims: [ 256 ]'))).toMatch(
+      /output 'FINAL_VECTOR' .*produces shape \[512\], the ensemble declares \[256\]/,
+    );
   });
   it('shape mismatch between producer and consumer', () => {
     const m = new Map(MODELS);
-    m.set('image_preprocess_model', js('image_preprocess_model', 0, `
+    m.set(
+      'image_preprocess_model',
+      js(
+        'image_preprocess_model',
+        0,
+        `
       input { name: "image_bytes" data_type: TYPE_UINT8 dims: [-1] }
-      output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [3, 256, 256] }`));
+      output { name: "preprocessed_tensor" data_type: TYPE_FP32 dims: [3, 256, 256] }`,
+      ),
+    );
     expect(planError(SEED, m)).toBe(
       `${prefix}step[1] (model 'clip_encoder_model'): tensor 'PREPROCESSED_DATA' has shape [3,256,256] but input 'pixel_values' expects [3,224,224]`,
     );
   });
   it('cycle between steps', () => {
     const m = new Map<string, ModelConfig>([
-      ['a', js('a', 0, 'input [{ name: "i" data_type: TYPE_FP32 dims: [1] }, { name: "j" data_type: TYPE_FP32 dims: [1] }] output { name: "o" data_type: TYPE_FP32 dims: [1] }')],
+      [
+        'a',
+        js(
+          'a',
+          0,
+          'input [{ name: "i" data_type: TYPE_FP32 dims: [1] }, { name: "j" data_type: TYPE_FP32 dims: [1] }] output { name: "o" data_type: TYPE_FP32 dims: [1] }',
+        ),
+      ],
       ['b', js('b', 0, 'input { name: "i" data_type: TYPE_FP32 dims: [1] } output { name: "o" data_type: TYPE_FP32 dims: [1] }')],
     ]);
     const text = `platform: "ensemble" input { name: "IN" data_type: TYPE_FP32 dims: [1] } output { name: "OUT" data_type: TYPE_FP32 dims: [1] }
@@ -236,12 +298,27 @@ describe('ensemble checks', () => {
 });
 
 describe('diamond DAG', () => {
-  const unary = (n: string) => js(n, 4, 'input { name: "x" data_type: TYPE_FP32 dims: [2] } output { name: "y" data_type: TYPE_FP32 dims: [2] }');
+  const unary = (n: string) =>
+    js(n, 4, 'input { name: "x" data_type: TYPE_FP32 dims: [2] } output { name: "y" data_type: TYPE_FP32 dims: [2] }');
   const models = new Map<string, ModelConfig>([
-    ['split', js('split', 4, 'input { name: "x" data_type: TYPE_FP32 dims: [2] } output [{ name: "l" data_type: TYPE_FP32 dims: [2] }, { name: "r" data_type: TYPE_FP32 dims: [2] }, { name: "extra" data_type: TYPE_FP32 dims: [2] }]')],
+    [
+      'split',
+      js(
+        'split',
+        4,
+        'input { name: "x" data_type: TYPE_FP32 dims: [2] } output [{ name: "l" data_type: TYPE_FP32 dims: [2] }, { name: "r" data_type: TYPE_FP32 dims: [2] }, { name: "extra" data_type: TYPE_FP32 dims: [2] }]',
+      ),
+    ],
     ['left', unary('left')],
     ['right', unary('right')],
-    ['join', js('join', 4, 'input [{ name: "a" data_type: TYPE_FP32 dims: [2] }, { name: "b" data_type: TYPE_FP32 dims: [2] }] output { name: "y" data_type: TYPE_FP32 dims: [-1] }')],
+    [
+      'join',
+      js(
+        'join',
+        4,
+        'input [{ name: "a" data_type: TYPE_FP32 dims: [2] }, { name: "b" data_type: TYPE_FP32 dims: [2] }] output { name: "y" data_type: TYPE_FP32 dims: [-1] }',
+      ),
+    ],
     ['side', unary('side')],
   ]);
   // Steps listed out of dependency order on purpose.

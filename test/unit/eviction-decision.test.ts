@@ -3,7 +3,12 @@ import { chooseEvictions, parseBudget, type EvictionCandidate } from '../../engi
 import { MemoryBudget } from '../../engine/sharing/model-memory-budget.ts';
 
 const c = (name: string, bytes: number, lastUsedMs: number, extra: Partial<EvictionCandidate> = {}): EvictionCandidate => ({
-  name, bytes, lastUsedMs, busy: false, pinned: false, ...extra,
+  name,
+  bytes,
+  lastUsedMs,
+  busy: false,
+  pinned: false,
+  ...extra,
 });
 
 describe('chooseEvictions', () => {

@@ -5,7 +5,8 @@ import { messageType } from '../../protocol/index.ts';
 
 const T = messageType('inference.ModelInferRequest');
 type Decoded = { parameters: Record<string, { uint64_param?: unknown; int64_param?: unknown; parameter_choice?: string }> };
-const roundTrip = (parameters: Record<string, object>) => (T.decode(T.encode({ model_name: 'm', parameters } as never).finish()) as unknown as Decoded).parameters;
+const roundTrip = (parameters: Record<string, object>) =>
+  (T.decode(T.encode({ model_name: 'm', parameters } as never).finish()) as unknown as Decoded).parameters;
 
 describe('exact int64 parameters', () => {
   it('decodes values past 2^53 as exact bigints, both signs and the uint64 top', () => {

@@ -14,8 +14,23 @@ import { GatewayMetrics } from '../../gateway/core/metrics.ts';
 /** A fake engine serving `double` (ensemble, FP32 [-1] -> FP32 [-1]) and `sum` (INT32 [-1] -> INT32 [1]). */
 function fakeEngine(behaviour: { fail?: () => Error; delayMs?: number } = {}) {
   const md = {
-    double: { name: 'double', versions: ['1'], platform: 'ensemble', inputs: [{ name: 'X', datatype: 'FP32', shape: [-1] }], outputs: [{ name: 'Y', datatype: 'FP32', shape: [-1] }] },
-    sum: { name: 'sum', versions: ['1'], platform: 'onnxruntime_onnx', inputs: [{ name: 'A', datatype: 'INT32', shape: [-1] }], outputs: [{ name: 'S', datatype: 'INT32', shape: [1] }, { name: 'N', datatype: 'INT32', shape: [1] }] },
+    double: {
+      name: 'double',
+      versions: ['1'],
+      platform: 'ensemble',
+      inputs: [{ name: 'X', datatype: 'FP32', shape: [-1] }],
+      outputs: [{ name: 'Y', datatype: 'FP32', shape: [-1] }],
+    },
+    sum: {
+      name: 'sum',
+      versions: ['1'],
+      platform: 'onnxruntime_onnx',
+      inputs: [{ name: 'A', datatype: 'INT32', shape: [-1] }],
+      outputs: [
+        { name: 'S', datatype: 'INT32', shape: [1] },
+        { name: 'N', datatype: 'INT32', shape: [1] },
+      ],
+    },
   } as const;
   const seen: ModelInferRequest[] = [];
   const e = Object.assign(new EventEmitter(), {
@@ -28,13 +43,28 @@ function fakeEngine(behaviour: { fail?: () => Error; delayMs?: number } = {}) {
       const raw = Buffer.from(req.raw_input_contents![0]!);
       if (req.model_name === 'double') {
         const x = new Float32Array(Uint8Array.from(raw).buffer).map((v) => v * 2);
-        return { model_name: 'double', model_version: '1', id: req.id ?? '', outputs: [{ name: 'Y', datatype: 'FP32', shape: [x.length] }], raw_output_contents: [Buffer.from(x.buffer)] };
+        return {
+          model_name: 'double',
+          model_version: '1',
+          id: req.id ?? '',
+          outputs: [{ name: 'Y', datatype: 'FP32', shape: [x.length] }],
+          raw_output_contents: [Buffer.from(x.buffer)],
+        };
       }
       const a = new Int32Array(Uint8Array.from(raw).buffer);
       const wanted = (req.outputs ?? []).map((o) => o.name);
-      const all = { S: Buffer.from(new Int32Array([a.reduce((p, q) => p + q, 0)]).buffer), N: Buffer.from(new Int32Array([a.length]).buffer) };
+      const all = {
+        S: Buffer.from(new Int32Array([a.reduce((p, q) => p + q, 0)]).buffer),
+        N: Buffer.from(new Int32Array([a.length]).buffer),
+      };
       const names = wanted.length ? wanted : ['S', 'N'];
-      return { model_name: 'sum', model_version: '1', id: '', outputs: names.map((n) => ({ name: n, datatype: 'INT32', shape: [1] })), raw_output_contents: names.map((n) => all[n as 'S' | 'N']) };
+      return {
+        model_name: 'sum',
+        model_version: '1',
+        id: '',
+        outputs: names.map((n) => ({ name: n, datatype: 'INT32', shape: [1] })),
+        raw_output_contents: names.map((n) => all[n as 'S' | 'N']),
+      };
     },
     async modelMetadata(name: string) {
       const m = md[name as keyof typeof md];
@@ -59,7 +89,15 @@ function fakeEngine(behaviour: { fail?: () => Error; delayMs?: number } = {}) {
 
 function build(behaviour?: Parameters<typeof fakeEngine>[0]) {
   const { engine, seen } = fakeEngine(behaviour);
-  const defs = [FunctionDefinitionSchema.parse({ name: 'adder', target: { model: 'sum' }, inputs: { values: 'A' }, outputs: { total: 'S', count: 'N' }, limits: { maxBodyBytes: 100 } })];
+  const defs = [
+    FunctionDefinitionSchema.parse({
+      name: 'adder',
+      target: { model: 'sum' },
+      inputs: { values: 'A' },
+      outputs: { total: 'S', count: 'N' },
+      limits: { maxBodyBytes: 100 },
+    }),
+  ];
   const registry = new FunctionRegistry(engine, defs);
   const store = new MemoryLeaseStore();
   const metrics = new GatewayMetrics({ engineUp: () => engine.up, storeUp: () => true });
@@ -67,7 +105,11 @@ function build(behaviour?: Parameters<typeof fakeEngine>[0]) {
   return { ...gw, engine, seen };
 }
 
-const json = (body: unknown, headers: Record<string, string> = {}) => ({ method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json', ...headers } });
+const json = (body: unknown, headers: Record<string, string> = {}) => ({
+  method: 'POST',
+  body: JSON.stringify(body),
+  headers: { 'Content-Type': 'application/json', ...headers },
+});
 
 describe('gateway app', () => {
   it('serves an implicit ensemble and a defined function with renames', async () => {

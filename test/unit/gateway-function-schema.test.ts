@@ -31,7 +31,12 @@ describe('function definitions', () => {
   });
 
   it('refuses a bundle with duplicate names', () => {
-    const r = FunctionBundleSchema.safeParse({ functions: [{ name: 'a', target: { model: 'm' } }, { name: 'a', target: { model: 'n' } }] });
+    const r = FunctionBundleSchema.safeParse({
+      functions: [
+        { name: 'a', target: { model: 'm' } },
+        { name: 'a', target: { model: 'n' } },
+      ],
+    });
     expect(r.success).toBe(false);
     expect(r.error!.issues[0]!.message).toBe("duplicate function 'a'");
   });
@@ -61,12 +66,22 @@ describe('function definitions', () => {
   });
 
   it('checks and resolves a definition against model metadata', () => {
-    const def = FunctionDefinitionSchema.parse({ name: 'img', target: { model: md.name }, inputs: { image: 'RAW_IMAGE' }, outputs: { embedding: 'FINAL_VECTOR' } });
+    const def = FunctionDefinitionSchema.parse({
+      name: 'img',
+      target: { model: md.name },
+      inputs: { image: 'RAW_IMAGE' },
+      outputs: { embedding: 'FINAL_VECTOR' },
+    });
     expect(checkDefinition(def, md)).toEqual([]);
     const fn = resolveFunction(def, md, false);
     expect(fn.inputs).toEqual([{ name: 'image', tensor: 'RAW_IMAGE', datatype: 'UINT8', shape: [-1] }]);
     expect(fn.outputs).toEqual([{ name: 'embedding', tensor: 'FINAL_VECTOR', datatype: 'FP32', shape: [512] }]);
-    const bad = FunctionDefinitionSchema.parse({ name: 'x', target: { model: md.name }, inputs: { image: 'PIXELS' }, outputs: { v: 'NOPE' } });
+    const bad = FunctionDefinitionSchema.parse({
+      name: 'x',
+      target: { model: md.name },
+      inputs: { image: 'PIXELS' },
+      outputs: { v: 'NOPE' },
+    });
     expect(checkDefinition(bad, md)).toEqual([
       "input 'image' maps to 'PIXELS', which model 'search_pipeline_ensemble' does not have",
       "model input 'RAW_IMAGE' of 'search_pipeline_ensemble' is not mapped",
@@ -76,7 +91,12 @@ describe('function definitions', () => {
 
   it('generates OpenAPI from the zod schemas, per function', () => {
     const fn = resolveFunction(FunctionDefinitionSchema.parse({ name: 'img', target: { model: md.name } }), md, true);
-    const doc = openApiDocument([fn], '1') as { paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: { properties?: Record<string, { required?: string[] }> } }> } } }> };
+    const doc = openApiDocument([fn], '1') as {
+      paths: Record<
+        string,
+        { post?: { requestBody: { content: Record<string, { schema: { properties?: Record<string, { required?: string[] }> } }> } } }
+      >;
+    };
     const post = doc.paths['/fn/img']!.post!;
     expect(Object.keys(post.requestBody.content)).toContain('image/jpeg');
     expect(post.requestBody.content['application/json']!.schema.properties!.inputs!.required).toEqual(['RAW_IMAGE']);

@@ -20,7 +20,13 @@ beforeAll(async () => {
     ServerReady: (_c: unknown, cb: grpc.sendUnaryData<object>) => cb(null, { ready: true }),
     ModelMetadata: (c: grpc.ServerUnaryCall<{ name: string }, object>, cb: grpc.sendUnaryData<object>) =>
       c.request.name === 'm'
-        ? cb(null, { name: 'm', versions: ['1'], platform: 'ensemble', inputs: [{ name: 'X', datatype: 'UINT8', shape: [-1] }], outputs: [] })
+        ? cb(null, {
+            name: 'm',
+            versions: ['1'],
+            platform: 'ensemble',
+            inputs: [{ name: 'X', datatype: 'UINT8', shape: [-1] }],
+            outputs: [],
+          })
         : cb({ code: grpc.status.NOT_FOUND, details: `unknown model '${c.request.name}'` }),
     ModelInfer: (c: grpc.ServerUnaryCall<Record<string, unknown>, object>, cb: grpc.sendUnaryData<object>) => {
       lastInfer = c.request;
@@ -56,7 +62,14 @@ describe('TritonGrpcClient', () => {
     const req: ModelInferRequest = {
       model_name: 'm',
       id: 'req-1',
-      inputs: [{ name: 'X', datatype: 'UINT8', shape: [3], parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_offset: { int64_param: 2 ** 33 } } }],
+      inputs: [
+        {
+          name: 'X',
+          datatype: 'UINT8',
+          shape: [3],
+          parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_offset: { int64_param: 2 ** 33 } },
+        },
+      ],
       outputs: [{ name: 'Y', parameters: { binary_data: { bool_param: true } } }],
       raw_input_contents: [Buffer.from([1, 2, 3])],
     };

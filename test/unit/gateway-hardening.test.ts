@@ -14,8 +14,14 @@ import { checkCallbackUrl, matchesPrefix } from '../../gateway/webhooks/callback
 
 function fn(): ResolvedFunction {
   return {
-    name: 'f', model: 'm', version: '', platform: 'p', implicit: true, definition: implicitDefinition('f'),
-    inputs: [{ name: 'x', tensor: 'X', datatype: 'FP32', shape: [-1] }], outputs: [],
+    name: 'f',
+    model: 'm',
+    version: '',
+    platform: 'p',
+    implicit: true,
+    definition: implicitDefinition('f'),
+    inputs: [{ name: 'x', tensor: 'X', datatype: 'FP32', shape: [-1] }],
+    outputs: [],
   };
 }
 
@@ -49,7 +55,10 @@ describe('deep JSON', () => {
     for (const text of [deep(20_000), `${'{"data":'.repeat(20_000)}1${'}'.repeat(20_000)}`]) {
       const form = new FormData();
       form.set('x', text);
-      const e = await multipartInputs(fn(), form).then(() => undefined, (x: unknown) => x);
+      const e = await multipartInputs(fn(), form).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(GatewayError);
       expect((e as GatewayError).status).toBe(400);
     }
@@ -63,7 +72,8 @@ describe('deep JSON', () => {
 });
 
 describe('callback allowlist', () => {
-  const def = (callbackAllow: string[]) => FunctionDefinitionSchema.safeParse({ name: 'f', target: { model: 'm' }, async: { callbackAllow } });
+  const def = (callbackAllow: string[]) =>
+    FunctionDefinitionSchema.safeParse({ name: 'f', target: { model: 'm' }, async: { callbackAllow } });
 
   it('refuses javascript:, file: and data: entries; takes http and https', () => {
     expect(def(['javascript:alert(1)']).success).toBe(false);
@@ -87,7 +97,8 @@ describe('inline retry of a staged call', () => {
       gatewayError('ENGINE_TIMEOUT', { name: 'f', timeoutMs: 1 }),
       gatewayError('ENGINE_UNAVAILABLE', { address: 'a' }),
       new Error('Unable to find shared memory region'),
-    ]) expect(mayBeRegionLost(e)).toBe(false);
+    ])
+      expect(mayBeRegionLost(e)).toBe(false);
   });
 
   it('retries only when a region this call used was missing on the engine', () => {
@@ -124,9 +135,23 @@ describe('route flags', () => {
 
 describe('orphan sweep at start', () => {
   it('regions of an earlier gateway that had our pid (a container restart) are swept; ours and live ones stay', async () => {
-    const keys = new Set([`/${regionName('tgw', '1xdead0001', 0)}`, `/${regionName('tgw', '1xbeef0002', 0)}`, `/${regionName('tgw', '77x0000aaaa', 0)}`]);
-    const engine = { async unregisterRegion() {}, async regionStatus() { return {}; } };
-    const host = { unlinkIfExists: (k: string) => keys.delete(k), listKeys: (p: string) => [...keys].filter((k) => k.startsWith(p)), isProcessAlive: () => true, ownPid: 1 };
+    const keys = new Set([
+      `/${regionName('tgw', '1xdead0001', 0)}`,
+      `/${regionName('tgw', '1xbeef0002', 0)}`,
+      `/${regionName('tgw', '77x0000aaaa', 0)}`,
+    ]);
+    const engine = {
+      async unregisterRegion() {},
+      async regionStatus() {
+        return {};
+      },
+    };
+    const host = {
+      unlinkIfExists: (k: string) => keys.delete(k),
+      listKeys: (p: string) => [...keys].filter((k) => k.startsWith(p)),
+      isProcessAlive: () => true,
+      ownPid: 1,
+    };
     const reaper = new Reaper(new MemoryLeaseStore(), engine as never, host, { ownerId: '1xbeef0002', prefix: 'tgw', leaseTtlMs: 500 });
     expect(await reaper.sweep()).toEqual([regionName('tgw', '1xdead0001', 0)]);
     expect([...keys].sort()).toEqual([`/${regionName('tgw', '1xbeef0002', 0)}`, `/${regionName('tgw', '77x0000aaaa', 0)}`].sort());

@@ -45,7 +45,20 @@ describe('job lifecycle', () => {
     expect(isFinal('succeeded', false)).toBe(true);
     expect(isFinal('succeeded', true)).toBe(false);
     expect(isFinal('dead', true)).toBe(true);
-    const rec: JobRecord = { id: 'a', fn: 'f', state: 'failed', rev: 3, createdAt: 0, updatedAt: 1, retentionMs: 1000, payload: { secret: 1 }, runs: 1, attempts: 0, status: 400, result: { error: { code: 'X', message: 'm' } } };
+    const rec: JobRecord = {
+      id: 'a',
+      fn: 'f',
+      state: 'failed',
+      rev: 3,
+      createdAt: 0,
+      updatedAt: 1,
+      retentionMs: 1000,
+      payload: { secret: 1 },
+      runs: 1,
+      attempts: 0,
+      status: 400,
+      result: { error: { code: 'X', message: 'm' } },
+    };
     const v = publicView(rec);
     expect(v).toMatchObject({ id: 'a', status: 'failed', outcome: 'failed', error: { code: 'X', message: 'm' } });
     expect(JSON.stringify(v)).not.toContain('secret');
@@ -265,10 +278,14 @@ describe('redis job queue', () => {
     expect(await q.reclaim('live', 300, 10)).toEqual([]); // not idle long enough yet
     const runner = new JobRunner({ queue: q, consumer: 'live', claimIdleMs: 300, pollMs: 100, invoke: async (_f, p) => ({ got: p }) });
     runner.start();
-    const done = await waitFor('reclaimed job finished', async () => {
-      const r = await q.get(rec.id);
-      return r?.state === 'succeeded' ? r : undefined;
-    }, 5000);
+    const done = await waitFor(
+      'reclaimed job finished',
+      async () => {
+        const r = await q.get(rec.id);
+        return r?.state === 'succeeded' ? r : undefined;
+      },
+      5000,
+    );
     await runner.stop();
     expect(done).toMatchObject({ result: { got: { v: 7 } }, runs: 2 });
     expect(await q.pendingCount()).toBe(0);
@@ -278,7 +295,17 @@ describe('redis job queue', () => {
     const q = await make();
     await q.enqueue({ fn: 'slow', payload: {}, retentionMs: 60_000 });
     let calls = 0;
-    const runner = new JobRunner({ queue: q, consumer: 'A', claimIdleMs: 150, pollMs: 50, invoke: async () => { calls++; await sleep(600); return {}; } });
+    const runner = new JobRunner({
+      queue: q,
+      consumer: 'A',
+      claimIdleMs: 150,
+      pollMs: 50,
+      invoke: async () => {
+        calls++;
+        await sleep(600);
+        return {};
+      },
+    });
     runner.start();
     await waitFor('job started', () => calls === 1);
     const q2 = new RedisJobQueue(redis.url, { namespace: `t${n}` }); // same namespace: another replica

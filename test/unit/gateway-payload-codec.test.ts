@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../gateway/core/errors.ts';
 import type { ResolvedFunction } from '../../gateway/calls/function-registry.ts';
 import { implicitDefinition } from '../../gateway/calls/function-registry.ts';
-import { bytesInput, fitShape, jsonInputs, multipartInputs, outputsJson, predictOutputBytes, rawBodySpec } from '../../gateway/calls/payload-codec.ts';
+import {
+  bytesInput,
+  fitShape,
+  jsonInputs,
+  multipartInputs,
+  outputsJson,
+  predictOutputBytes,
+  rawBodySpec,
+} from '../../gateway/calls/payload-codec.ts';
 import { decodeValues, deserializeBytes, encodeValues } from '../../gateway/calls/tensor-data.ts';
 
 function fn(inputs: ResolvedFunction['inputs'], outputs: ResolvedFunction['outputs'] = []): ResolvedFunction {
@@ -32,16 +40,29 @@ describe('payload codec', () => {
 
   it('encodes JSON inputs to little-endian bytes with shapes from nesting', () => {
     const f = fn([spec('x', 'FP32', [-1, 2]), spec('n', 'INT64', [1]), spec('s', 'BYTES', [-1])]);
-    const { inputs } = jsonInputs(f, { inputs: { x: [[1, 2], [3, 4.5]], n: [7], s: ['ab', 'c'] } });
+    const { inputs } = jsonInputs(f, {
+      inputs: {
+        x: [
+          [1, 2],
+          [3, 4.5],
+        ],
+        n: [7],
+        s: ['ab', 'c'],
+      },
+    });
     expect(inputs[0]!.shape).toEqual([2, 2]);
-    expect([...new Float32Array(inputs[0]!.bytes.buffer.slice(inputs[0]!.bytes.byteOffset, inputs[0]!.bytes.byteOffset + 16))]).toEqual([1, 2, 3, 4.5]);
+    expect([...new Float32Array(inputs[0]!.bytes.buffer.slice(inputs[0]!.bytes.byteOffset, inputs[0]!.bytes.byteOffset + 16))]).toEqual([
+      1, 2, 3, 4.5,
+    ]);
     expect(Buffer.from(inputs[1]!.bytes).readBigInt64LE(0)).toBe(7n);
     expect(deserializeBytes(inputs[2]!.bytes).map((b) => Buffer.from(b).toString())).toEqual(['ab', 'c']);
   });
 
   it('takes explicit tensors and base64 bytes', () => {
     const f = fn([spec('img', 'UINT8', [-1]), spec('x', 'INT32', [-1, 2])]);
-    const { inputs } = jsonInputs(f, { inputs: { img: { b64: Buffer.from([1, 2, 3]).toString('base64') }, x: { data: [1, 2, 3, 4], shape: [2, 2], datatype: 'INT32' } } });
+    const { inputs } = jsonInputs(f, {
+      inputs: { img: { b64: Buffer.from([1, 2, 3]).toString('base64') }, x: { data: [1, 2, 3, 4], shape: [2, 2], datatype: 'INT32' } },
+    });
     expect([...inputs[0]!.bytes]).toEqual([1, 2, 3]);
     expect(inputs[0]!.shape).toEqual([3]);
     expect(inputs[1]!.shape).toEqual([2, 2]);
@@ -51,10 +72,14 @@ describe('payload codec', () => {
     const f = fn([spec('x', 'FP32', [-1, 2])]);
     expect(code(() => jsonInputs(f, { inputs: {} }))).toBe("INPUT_MISSING: function 'f' requires input 'x'");
     expect(code(() => jsonInputs(f, { inputs: { x: [1, 2], y: 1 } }))).toBe("INPUT_UNKNOWN: function 'f' has no input 'y'");
-    expect(code(() => jsonInputs(f, { inputs: { x: [1, 2, 3] } }))).toMatch(/^INPUT_INVALID: input 'x' of function 'f' is invalid: shape \[3\]/);
+    expect(code(() => jsonInputs(f, { inputs: { x: [1, 2, 3] } }))).toMatch(
+      /^INPUT_INVALID: input 'x' of function 'f' is invalid: shape \[3\]/,
+    );
     expect(code(() => jsonInputs(f, { inputs: { x: [[1, 2], [3]] } }))).toMatch(/INPUT_INVALID: .*ragged/);
     expect(code(() => jsonInputs(f, { inputs: { x: ['a', 'b'] } }))).toMatch(/INPUT_INVALID: .*element 0 must be a number/);
-    expect(code(() => jsonInputs(f, { inputs: { x: { data: [1, 2], datatype: 'INT8' } } }))).toMatch(/datatype INT8 does not match the expected FP32/);
+    expect(code(() => jsonInputs(f, { inputs: { x: { data: [1, 2], datatype: 'INT8' } } }))).toMatch(
+      /datatype INT8 does not match the expected FP32/,
+    );
     expect(code(() => jsonInputs(f, { nope: 1 }))).toMatch(/^BODY_INVALID/);
     const i = fn([spec('k', 'INT32', [-1])]);
     expect(code(() => jsonInputs(i, { inputs: { k: [1.5] } }))).toMatch(/must be an integer for INT32/);
@@ -96,9 +121,19 @@ describe('payload codec', () => {
 
   it('round-trips every fixed datatype through encode/decode', () => {
     const cases: Array<[string, number[] | boolean[]]> = [
-      ['BOOL', [true, false]], ['UINT8', [0, 255]], ['INT8', [-128, 127]], ['UINT16', [65535]], ['INT16', [-32768]],
-      ['UINT32', [4294967295]], ['INT32', [-5]], ['UINT64', [2 ** 40]], ['INT64', [-(2 ** 40)]], ['FP16', [1.5, -2]],
-      ['BF16', [1, -0.5]], ['FP32', [0.25]], ['FP64', [Math.PI]],
+      ['BOOL', [true, false]],
+      ['UINT8', [0, 255]],
+      ['INT8', [-128, 127]],
+      ['UINT16', [65535]],
+      ['INT16', [-32768]],
+      ['UINT32', [4294967295]],
+      ['INT32', [-5]],
+      ['UINT64', [2 ** 40]],
+      ['INT64', [-(2 ** 40)]],
+      ['FP16', [1.5, -2]],
+      ['BF16', [1, -0.5]],
+      ['FP32', [0.25]],
+      ['FP64', [Math.PI]],
     ];
     for (const [dt, vals] of cases) expect(decodeValues(dt, encodeValues(dt, vals)), dt).toEqual(vals);
     const o = outputsJson([{ spec: spec('v', 'FP32', [2]), shape: [2], datatype: 'FP32', bytes: encodeValues('FP32', [1, 2]) }]);

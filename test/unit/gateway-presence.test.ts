@@ -41,7 +41,10 @@ describe('GatewayPresence', () => {
     const ns = 'p1';
     const leases = new RedisLeaseStore(redis.url, { namespace: 'p1:hostB' });
     const queue = new RedisJobQueue(redis.url, { namespace: ns });
-    closers.push(() => leases.close(), () => queue.close());
+    closers.push(
+      () => leases.close(),
+      () => queue.close(),
+    );
     await leases.ready(3000);
     const live = presence('1xa', 'p1:hostA', ns);
     const dead = presence('2xb', 'p1:hostB', ns);

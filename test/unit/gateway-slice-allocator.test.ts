@@ -46,7 +46,7 @@ describe('SliceAllocator', () => {
   it('random alloc/free keeps accounting exact and blocks disjoint', () => {
     const a = new SliceAllocator(1 << 16, 64);
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const live: Array<{ offset: number; size: number }> = [];
     for (let i = 0; i < 2000; i++) {
       if (live.length && rnd() < 0.45) {

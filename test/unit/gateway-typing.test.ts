@@ -7,12 +7,16 @@ import { asNeverLines, rel, sourceFiles } from '../fixtures/source-scan.ts';
 
 describe('gateway typing', () => {
   it('the scan finds an `as never` cast and ignores one in a comment', () => {
-    const src = ["c.set('fn' as never, name as never);", '// no `as never` here', 'const t = c.get("transfer");', 'x = y as  never;'].join('\n');
+    const src = ["c.set('fn' as never, name as never);", '// no `as never` here', 'const t = c.get("transfer");', 'x = y as  never;'].join(
+      '\n',
+    );
     expect(asNeverLines(src)).toEqual([1, 4]);
   });
 
   it('no `as never` in any source (gateway, engine, client, common, protocol, functions, scripts, deploy/tools)', () => {
-    const found = sourceFiles(['gateway', 'engine', 'client', 'common', 'protocol', 'functions', 'scripts', 'deploy/tools']).flatMap((f) => asNeverLines(fs.readFileSync(f, 'utf8')).map((l) => `${rel(f)}:${l}`));
+    const found = sourceFiles(['gateway', 'engine', 'client', 'common', 'protocol', 'functions', 'scripts', 'deploy/tools']).flatMap((f) =>
+      asNeverLines(fs.readFileSync(f, 'utf8')).map((l) => `${rel(f)}:${l}`),
+    );
     expect(found).toEqual([]);
   });
 });

@@ -8,7 +8,9 @@ import { signBody, signTimestamped, signatureMatches, verifyInbound } from '../.
 
 describe('signatures', () => {
   it('outbound signature is sha256=<hex HMAC-SHA256> (RFC 4231 test case 2)', () => {
-    expect(signBody('Jefe', 'what do ya want for nothing?')).toBe('sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    expect(signBody('Jefe', 'what do ya want for nothing?')).toBe(
+      'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+    );
   });
 
   it('compares only well-formed signatures of the right length, in constant time', () => {
@@ -126,7 +128,10 @@ describe('delivery to a real receiver', () => {
     const attempts: Array<[number, string]> = [];
     const out = await deliverWebhook({ ...base, url: r.url, body, maxAttempts: 5, onAttempt: (n, e) => void attempts.push([n, e]) });
     expect(out).toEqual({ delivered: true, attempts: 3 });
-    expect(attempts).toEqual([[1, 'HTTP 500 Internal Server Error'], [2, 'HTTP 500 Internal Server Error']]);
+    expect(attempts).toEqual([
+      [1, 'HTTP 500 Internal Server Error'],
+      [2, 'HTTP 500 Internal Server Error'],
+    ]);
     expect(r.got).toHaveLength(3);
     for (const g of r.got) {
       expect(g.body).toBe(body);
@@ -150,7 +155,11 @@ describe('delivery to a real receiver', () => {
   it('redirects are failures, not followed; a closed port is a failure', async () => {
     const r = await receiver(() => 'redirect');
     closers.push(r.close);
-    expect(await deliverWebhook({ ...base, url: r.url, body: '{}', maxAttempts: 1 })).toEqual({ delivered: false, attempts: 1, lastError: 'HTTP 302 Found' });
+    expect(await deliverWebhook({ ...base, url: r.url, body: '{}', maxAttempts: 1 })).toEqual({
+      delivered: false,
+      attempts: 1,
+      lastError: 'HTTP 302 Found',
+    });
     const gone = await receiver(() => 'ok');
     await gone.close(); // a port that was just closed
     const dead = await deliverWebhook({ ...base, url: gone.url, body: '{}', maxAttempts: 2 });
@@ -172,7 +181,9 @@ describe('inbound event mapping', () => {
     expect(mapEventToInputs(event, { image: '$.data.image_b64', feats: '$.data.tags.0.v', count: '$.data.n' }, (i) => types[i])).toEqual({
       inputs: { image: { b64: 'aGVsbG8=' }, feats: [1, 2], count: 3 },
     });
-    expect(() => mapEventToInputs(event, { image: '$.data.nope' }, (i) => types[i])).toThrow("event field '$.data.nope' (input 'image') is missing");
+    expect(() => mapEventToInputs(event, { image: '$.data.nope' }, (i) => types[i])).toThrow(
+      "event field '$.data.nope' (input 'image') is missing",
+    );
     expect(() => mapEventToInputs({ d: 'not base64!' }, { image: '$.d' }, (i) => types[i])).toThrow(/not base64/);
     expect(() => mapEventToInputs(event, { other: '$.type' }, (i) => types[i])).toThrow("the function has no input 'other'");
   });

@@ -29,10 +29,21 @@ describe('generateShape', () => {
 });
 
 describe('parseGenerateRequest', () => {
-  const cfg = config(0, [{ name: 'PROMPT', data_type: 'TYPE_STRING', dims: [1, 1] }, { name: 'N', data_type: 'TYPE_INT32', dims: [-1] }]);
+  const cfg = config(0, [
+    { name: 'PROMPT', data_type: 'TYPE_STRING', dims: [1, 1] },
+    { name: 'N', data_type: 'TYPE_INT32', dims: [-1] },
+  ]);
   it('maps input keys to tensors and every other key (and `parameters`) to parameters', () => {
-    const r = parseGenerateRequest(Buffer.from('{"PROMPT": "hi", "N": [1, 2], "temperature": 0.5, "parameters": {"stream": false}}'), cfg, 'm', undefined);
-    expect(r.inputs.map((t) => [t.name, t.datatype, t.shape])).toEqual([['PROMPT', 'BYTES', [1, 1]], ['N', 'INT32', [2]]]);
+    const r = parseGenerateRequest(
+      Buffer.from('{"PROMPT": "hi", "N": [1, 2], "temperature": 0.5, "parameters": {"stream": false}}'),
+      cfg,
+      'm',
+      undefined,
+    );
+    expect(r.inputs.map((t) => [t.name, t.datatype, t.shape])).toEqual([
+      ['PROMPT', 'BYTES', [1, 1]],
+      ['N', 'INT32', [2]],
+    ]);
     expect(Buffer.from(r.inputs[1]!.data)).toEqual(Buffer.from(encodeValues('INT32', [1, 2])));
     expect(r.parameters).toEqual({ temperature: 0.5, stream: false });
   });

@@ -18,20 +18,29 @@ let seenTraceparent: string | undefined;
 function startServer(address: string, options: grpc.ServerOptions = {}): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, ...options });
   const impl: Record<string, unknown> = {};
-  for (const k of Object.keys(inferenceService())) impl[k] = (_c: unknown, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'no' });
+  for (const k of Object.keys(inferenceService()))
+    impl[k] = (_c: unknown, cb: grpc.sendUnaryData<object>) => cb({ code: grpc.status.UNIMPLEMENTED, details: 'no' });
   impl.ModelInfer = (c: grpc.ServerUnaryCall<ModelInferRequest, object>, cb: grpc.sendUnaryData<object>) => {
     seenTraceparent = c.metadata.get('traceparent')[0] as string | undefined;
     const r = c.request;
     if (r.model_name === 'missing') return cb({ code: grpc.status.NOT_FOUND, details: `unknown model 'missing' (100% "gone")` });
     const x = r.raw_input_contents![0]!;
     const reply = () =>
-      cb(null, { model_name: r.model_name, id: r.id, parameters: r.parameters, outputs: [{ name: 'Y', datatype: 'UINT8', shape: [x.length] }], raw_output_contents: [Buffer.from(x).reverse()] });
+      cb(null, {
+        model_name: r.model_name,
+        id: r.id,
+        parameters: r.parameters,
+        outputs: [{ name: 'Y', datatype: 'UINT8', shape: [x.length] }],
+        raw_output_contents: [Buffer.from(x).reverse()],
+      });
     if (r.model_name === 'sink') return cb(null, { model_name: r.model_name, outputs: [], raw_output_contents: [] });
     if (r.model_name === 'slow') setTimeout(reply, 300);
     else reply();
   };
   server.addService(inferenceService(), impl as grpc.UntypedServiceImplementation);
-  return new Promise((res, rej) => server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e, port) => (e ? rej(e) : res({ server, port }))));
+  return new Promise((res, rej) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e, port) => (e ? rej(e) : res({ server, port }))),
+  );
 }
 
 let server: grpc.Server;
@@ -89,7 +98,10 @@ describe('direct ModelInfer client', () => {
     expect(a).toEqual({ code: GrpcStatus.DEADLINE_EXCEEDED, details: 'Deadline exceeded' });
     expect(Date.now() - t0).toBeLessThan(250);
     // grpc-js adds timings to the text ("Deadline exceeded after 0.051s,..."); the code is what callers use.
-    expect(await outcome(viaGrpcJs.modelInfer({ ...REQ, model_name: 'slow' }, { timeoutMs: 50 }))).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, details: expect.stringMatching(/^Deadline exceeded/) });
+    expect(await outcome(viaGrpcJs.modelInfer({ ...REQ, model_name: 'slow' }, { timeoutMs: 50 }))).toMatchObject({
+      code: GrpcStatus.DEADLINE_EXCEEDED,
+      details: expect.stringMatching(/^Deadline exceeded/),
+    });
   });
 
   it('sends metadata as headers', async () => {
@@ -137,14 +149,20 @@ describe('direct ModelInfer client', () => {
     }
   });
 
-  it('keeps to the server\'s concurrent-stream limit: more calls than it allows all succeed', async () => {
+  it("keeps to the server's concurrent-stream limit: more calls than it allows all succeed", async () => {
     const s = await startServer('127.0.0.1:0', { 'grpc.max_concurrent_streams': 10 });
     const c = new TritonGrpcClient(`127.0.0.1:${s.port}`, { directInfer: true });
     try {
-      const all = await Promise.all(Array.from({ length: 60 }, (_, i) => outcome(c.modelInfer({ ...REQ, model_name: i % 2 ? 'slow' : 'm', id: String(i) }, { timeoutMs: 10_000 }))));
+      const all = await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          outcome(c.modelInfer({ ...REQ, model_name: i % 2 ? 'slow' : 'm', id: String(i) }, { timeoutMs: 10_000 })),
+        ),
+      );
       expect(all.filter((o) => 'ok' in (o as object))).toHaveLength(60);
       // A call still waiting for a slot when its deadline passes fails with DEADLINE_EXCEEDED; the slots stay usable.
-      const late = await Promise.all(Array.from({ length: 30 }, () => outcome(c.modelInfer({ ...REQ, model_name: 'slow' }, { timeoutMs: 400 }))));
+      const late = await Promise.all(
+        Array.from({ length: 30 }, () => outcome(c.modelInfer({ ...REQ, model_name: 'slow' }, { timeoutMs: 400 }))),
+      );
       expect(late.filter((o) => 'ok' in (o as object)).length).toBeGreaterThanOrEqual(10);
       expect(late.filter((o) => (o as { code?: number }).code === GrpcStatus.DEADLINE_EXCEEDED).length).toBeGreaterThan(0);
       expect(await outcome(c.modelInfer(REQ))).toHaveProperty('ok');
@@ -155,7 +173,12 @@ describe('direct ModelInfer client', () => {
   });
 
   it('sends a large message behind its prefix as it is, never copied into a framed buffer', async () => {
-    const req: ModelInferRequest = { ...REQ, model_name: 'sink', inputs: [{ name: 'X', datatype: 'UINT8', shape: [1 << 20] }], raw_input_contents: [Buffer.alloc(1 << 20, 7)] };
+    const req: ModelInferRequest = {
+      ...REQ,
+      model_name: 'sink',
+      inputs: [{ name: 'X', datatype: 'UINT8', shape: [1 << 20] }],
+      raw_input_contents: [Buffer.alloc(1 << 20, 7)],
+    };
     const framed = 5 + inferenceService().ModelInfer!.requestSerialize(req).length;
     // A framed copy would be made with Buffer.allocUnsafe/alloc or Buffer.concat: watch all three. The
     // server is in this process too, so only allocations made from the client's file count.
@@ -188,7 +211,7 @@ describe('direct ModelInfer client', () => {
   });
 });
 
-describe('the gateway\'s engine client', () => {
+describe("the gateway's engine client", () => {
   it('calls ModelInfer directly, and through grpc-js with GATEWAY_GRPC_DIRECT_INFER=0', async () => {
     const spy = vi.spyOn(DirectUnaryChannel.prototype, 'call');
     const run = async () => {

@@ -6,7 +6,13 @@ import { PassThrough } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import {
-  endWithMessage, MessageReader, messagePrefix, READ_EXTRA, READ_OK, READ_TOO_LARGE, UnaryMessageReader,
+  endWithMessage,
+  MessageReader,
+  messagePrefix,
+  READ_EXTRA,
+  READ_OK,
+  READ_TOO_LARGE,
+  UnaryMessageReader,
 } from '../../protocol/grpc-framing.ts';
 import { GrpcStatus, grpcStatusName, GrpcText } from '../../protocol/grpc-status.ts';
 import { formatGrpcTimeout, parseGrpcTimeout } from '../../protocol/grpc-timeout.ts';
@@ -91,7 +97,10 @@ describe('MessageReader (many messages)', () => {
       for (const inPlace of [false, true]) {
         const r = new AllMessages(-1, counting, inPlace);
         for (let o = 0; o < all.length; o += size) expect(r.write(all.subarray(o, o + size))).toBe(READ_OK);
-        expect(r.got.map((g) => g.subarray(5).toString('hex')), `chunks of ${size}`).toEqual(msgs.map((m) => m.toString('hex')));
+        expect(
+          r.got.map((g) => g.subarray(5).toString('hex')),
+          `chunks of ${size}`,
+        ).toEqual(msgs.map((m) => m.toString('hex')));
         expect(r.partial).toBe(false);
       }
     }
@@ -136,7 +145,7 @@ describe('grpc-timeout', () => {
 });
 
 describe('gRPC status', () => {
-  it('has grpc-js\'s numbers and names', () => {
+  it("has grpc-js's numbers and names", () => {
     for (const [name, code] of Object.entries(GrpcStatus)) {
       expect(grpc.status[name as keyof typeof grpc.status], name).toBe(code);
       expect(grpcStatusName(code)).toBe(name);

@@ -33,7 +33,10 @@ async function server(serve: (s: H2Stream, c: H2ServerConnection) => void, opts:
 /** Echo: the body back, with the request's x-tag and a trailer counting the bytes. */
 function echo(s: H2Stream): void {
   let n = 0;
-  s.respond([[':status', '200'], ['x-tag', String(s.headers['x-tag'] ?? '')]]);
+  s.respond([
+    [':status', '200'],
+    ['x-tag', String(s.headers['x-tag'] ?? '')],
+  ]);
   s.onData = (c) => {
     n += c.length;
     s.write(Buffer.from(c));
@@ -81,7 +84,11 @@ describe('H2ServerConnection against node:http2 client', () => {
   it('decodes header blocks split into CONTINUATION frames and sends large ones split the same way', async () => {
     const big = 'v'.repeat(40_000);
     const { port } = await server((s) => {
-      s.respond([[':status', '200'], ['x-back', String(s.headers['x-big']).length + ''], ['x-large', big]]);
+      s.respond([
+        [':status', '200'],
+        ['x-back', String(s.headers['x-big']).length + ''],
+        ['x-large', big],
+      ]);
       s.onEnd = () => s.end();
     });
     const r = await call(connect(port, { maxHeaderListSize: 1 << 20 }), Buffer.alloc(0), { 'x-big': 'h'.repeat(50_000) });
@@ -200,7 +207,11 @@ async function exchange(port: number, bytes: Buffer): Promise<{ goaway?: number;
 }
 
 const hello = Buffer.concat([PREFACE, settingsFrame([])]);
-const post = encodeHeaderBlock([[':method', 'POST'], [':path', '/x'], [':scheme', 'http']]);
+const post = encodeHeaderBlock([
+  [':method', 'POST'],
+  [':path', '/x'],
+  [':scheme', 'http'],
+]);
 
 describe('H2ServerConnection against protocol violations', () => {
   it('answers each violation with a GOAWAY carrying its error code, and keeps serving other connections', async () => {
@@ -210,7 +221,11 @@ describe('H2ServerConnection against protocol violations', () => {
       ['DATA on stream 0', frame(FrameType.DATA, 0, 0, Buffer.alloc(3)), H2Error.PROTOCOL_ERROR],
       ['frame over max size', Buffer.from([0x00, 0x40, 0x01, 0, 0, 0, 0, 0, 1]), H2Error.FRAME_SIZE_ERROR],
       ['even stream id', frame(FrameType.HEADERS, Flag.END_HEADERS, 2, post), H2Error.PROTOCOL_ERROR],
-      ['undecodable header block', frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])), H2Error.COMPRESSION_ERROR],
+      [
+        'undecodable header block',
+        frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])),
+        H2Error.COMPRESSION_ERROR,
+      ],
       ['PING of 3 bytes', frame(FrameType.PING, 0, 0, Buffer.alloc(3)), H2Error.FRAME_SIZE_ERROR],
       ['WINDOW_UPDATE of 0', frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.alloc(4)), H2Error.PROTOCOL_ERROR],
       ['CONTINUATION without HEADERS', frame(FrameType.CONTINUATION, Flag.END_HEADERS, 1, post), H2Error.PROTOCOL_ERROR],
@@ -231,13 +246,20 @@ describe('H2ServerConnection against protocol violations', () => {
     };
     const data = (n: number) => Array.from({ length: n }, () => frame(FrameType.DATA, 0, 1, Buffer.alloc(16_000)));
     const overConnection = await server(stall, { maxFrameSize: 16_384, streamWindow: 1 << 20, connectionWindow: 65_535 });
-    expect(await raw(overConnection.port, Buffer.concat([hello, frame(FrameType.HEADERS, Flag.END_HEADERS, 1, post), ...data(5)]))).toBe(H2Error.FLOW_CONTROL_ERROR);
+    expect(await raw(overConnection.port, Buffer.concat([hello, frame(FrameType.HEADERS, Flag.END_HEADERS, 1, post), ...data(5)]))).toBe(
+      H2Error.FLOW_CONTROL_ERROR,
+    );
     const closes: boolean[] = [];
-    const overStream = await server((s) => {
-      stall(s);
-      s.onClose = (aborted) => closes.push(aborted);
-    }, { maxFrameSize: 16_384, streamWindow: 65_535, connectionWindow: 1 << 20 });
-    expect(await raw(overStream.port, Buffer.concat([hello, frame(FrameType.HEADERS, Flag.END_HEADERS, 1, post), ...data(5)]))).toBeUndefined();
+    const overStream = await server(
+      (s) => {
+        stall(s);
+        s.onClose = (aborted) => closes.push(aborted);
+      },
+      { maxFrameSize: 16_384, streamWindow: 65_535, connectionWindow: 1 << 20 },
+    );
+    expect(
+      await raw(overStream.port, Buffer.concat([hello, frame(FrameType.HEADERS, Flag.END_HEADERS, 1, post), ...data(5)])),
+    ).toBeUndefined();
     expect(closes).toEqual([true]);
   });
 

@@ -13,15 +13,36 @@ const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const pairs = (fields: string[]) => Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]);
 
 const C_REQUESTS: Array<Array<[string, string]>> = [
-  [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']],
-  [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com'], ['cache-control', 'no-cache']],
-  [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']],
+  [
+    [':method', 'GET'],
+    [':scheme', 'http'],
+    [':path', '/'],
+    [':authority', 'www.example.com'],
+  ],
+  [
+    [':method', 'GET'],
+    [':scheme', 'http'],
+    [':path', '/'],
+    [':authority', 'www.example.com'],
+    ['cache-control', 'no-cache'],
+  ],
+  [
+    [':method', 'GET'],
+    [':scheme', 'https'],
+    [':path', '/index.html'],
+    [':authority', 'www.example.com'],
+    ['custom-key', 'custom-value'],
+  ],
 ];
 
 describe('HeaderDecoder', () => {
   it('RFC 7541 Appendix C.3: requests without Huffman coding, the dynamic table carried across blocks', () => {
     const d = new HeaderDecoder(64 << 10, 128);
-    const blocks = ['828684410f7777772e6578616d706c652e636f6d', '828684be58086e6f2d6361636865', '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565'];
+    const blocks = [
+      '828684410f7777772e6578616d706c652e636f6d',
+      '828684be58086e6f2d6361636865',
+      '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565',
+    ];
     blocks.forEach((b, i) => expect(pairs(d.decode(hex(b))!.fields)).toEqual(C_REQUESTS[i]));
   });
 

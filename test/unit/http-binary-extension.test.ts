@@ -65,10 +65,19 @@ describe('parseInferRequest', () => {
   });
 
   it('maps shared-memory parameters and leaves data empty', () => {
-    const body = Buffer.from(JSON.stringify({
-      inputs: [{ name: 'A', datatype: 'FP32', shape: [4], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 16, shared_memory_offset: 32 } }],
-      outputs: [{ name: 'O', parameters: { shared_memory_region: 'o', shared_memory_byte_size: 8 } }],
-    }));
+    const body = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          {
+            name: 'A',
+            datatype: 'FP32',
+            shape: [4],
+            parameters: { shared_memory_region: 'r', shared_memory_byte_size: 16, shared_memory_offset: 32 },
+          },
+        ],
+        outputs: [{ name: 'O', parameters: { shared_memory_region: 'o', shared_memory_byte_size: 8 } }],
+      }),
+    );
     const { request } = parseInferRequest(body, undefined, 'm', undefined);
     expect(request.modelVersion).toBeUndefined();
     expect(request.inputs[0]!.shm).toEqual({ region: 'r', offset: 32, byteSize: 16 });
@@ -90,7 +99,9 @@ describe('parseInferRequest', () => {
     expect(() => parseInferRequest(bad({ name: 'X', datatype: 'FLOAT', shape: [1], data: [1] }), undefined, 'm', undefined)).toThrow(
       /input 'X' has unknown datatype 'FLOAT'/,
     );
-    expect(() => parseInferRequest(bad({ name: 'X', datatype: 'FP32', shape: [1] }), undefined, 'm', undefined)).toThrow(/'X' has no 'data'/);
+    expect(() => parseInferRequest(bad({ name: 'X', datatype: 'FP32', shape: [1] }), undefined, 'm', undefined)).toThrow(
+      /'X' has no 'data'/,
+    );
     expect(() => parseInferRequest(bad({ name: 'X', datatype: 'FP32', shape: [-1], data: [] }), undefined, 'm', undefined)).toThrow(
       /'shape' of input 'X'/,
     );

@@ -37,16 +37,22 @@ describe('rapidJsonError', () => {
   });
 
   it('answers undefined for valid JSON (it runs only after JSON.parse failed, and agrees with it)', () => {
-    for (const t of ['{}', '[]', '0', '-0.5e-3', '"\\u00e9\\n"', '{"a":[1,{"b":null}],"c":true}', ' [ false ] ']) expect(err(t)).toBeUndefined();
+    for (const t of ['{}', '[]', '0', '-0.5e-3', '"\\u00e9\\n"', '{"a":[1,{"b":null}],"c":true}', ' [ false ] '])
+      expect(err(t)).toBeUndefined();
   });
 
   it('scans a million chunks of "A" and 100,000 levels of nesting without recursion', () => {
     expect(err('A'.repeat(1_000_000))).toEqual({ message: 'Invalid value.', offset: 0 });
     expect(err('['.repeat(100_000))).toEqual({ message: 'Invalid value.', offset: 100_000 });
-    expect(err(`${'['.repeat(100_000)}1${']'.repeat(99_999)}`)).toEqual({ message: "Missing a comma or ']' after an array element.", offset: 200_000 });
+    expect(err(`${'['.repeat(100_000)}1${']'.repeat(99_999)}`)).toEqual({
+      message: "Missing a comma or ']' after an array element.",
+      offset: 200_000,
+    });
   });
 
-  it('parseJson reports Triton\'s text (qa/L0_http/http_request_many_chunks.py)', () => {
-    expect(() => parseJson(Buffer.from('A'.repeat(1000)), 'load request')).toThrow('failed to parse the request JSON buffer: Invalid value. at 0');
+  it("parseJson reports Triton's text (qa/L0_http/http_request_many_chunks.py)", () => {
+    expect(() => parseJson(Buffer.from('A'.repeat(1000)), 'load request')).toThrow(
+      'failed to parse the request JSON buffer: Invalid value. at 0',
+    );
   });
 });

@@ -15,7 +15,15 @@ const errOf = (f: () => unknown): StatusError => {
 describe('jsonToTensorBytes', () => {
   it('encodes flat and nested INT32 data row-major, little-endian', () => {
     const flat = jsonToTensorBytes('X', 'INT32', [2, 2], [1, -2, 3, 2147483647]);
-    const nested = jsonToTensorBytes('X', 'INT32', [2, 2], [[1, -2], [3, 2147483647]]);
+    const nested = jsonToTensorBytes(
+      'X',
+      'INT32',
+      [2, 2],
+      [
+        [1, -2],
+        [3, 2147483647],
+      ],
+    );
     expect(Buffer.from(nested)).toEqual(Buffer.from(flat));
     const dv = new DataView(flat.buffer, flat.byteOffset);
     expect([dv.getInt32(0, true), dv.getInt32(4, true), dv.getInt32(8, true), dv.getInt32(12, true)]).toEqual([1, -2, 3, 2147483647]);
@@ -57,7 +65,15 @@ describe('jsonToTensorBytes', () => {
   it('flattens deep nesting and leaves flat arrays uncopied', () => {
     const flat = [1, 2, 3];
     expect(flattenData(flat, 'x')).toBe(flat);
-    expect(flattenData([[[1], [2]], [[3], [4]]], 'x')).toEqual([1, 2, 3, 4]);
+    expect(
+      flattenData(
+        [
+          [[1], [2]],
+          [[3], [4]],
+        ],
+        'x',
+      ),
+    ).toEqual([1, 2, 3, 4]);
   });
 });
 

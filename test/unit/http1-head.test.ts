@@ -58,48 +58,63 @@ describe('readHead', () => {
   });
 
   it('fuzz: any bytes get an answer (a head, partial or undefined), never an exception', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, end) => {
-      const buf = end ? Buffer.concat([Buffer.from(bytes), b('\r\n\r\n')]) : Buffer.from(bytes);
-      const h = readHead(buf);
-      expect(h === undefined || h === 'partial' || typeof h === 'object').toBe(true);
-    }), { numRuns: Number(process.env.FUZZ_RUNS ?? 2000) });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, end) => {
+        const buf = end ? Buffer.concat([Buffer.from(bytes), b('\r\n\r\n')]) : Buffer.from(bytes);
+        const h = readHead(buf);
+        expect(h === undefined || h === 'partial' || typeof h === 'object').toBe(true);
+      }),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 2000) },
+    );
   });
 
-  const tchar = fc.constantFrom(...'abcXYZ019-_.!#$%&\'*+^`|~');
+  const tchar = fc.constantFrom(..."abcXYZ019-_.!#$%&'*+^`|~");
   const vchar = fc.constantFrom(...'abc XYZ019-_.,;:/="()<>@[]{}?\t');
   const field = fc.tuple(fc.string({ unit: tchar, minLength: 1, maxLength: 10 }), fc.string({ unit: vchar, maxLength: 20 }));
 
   it('fuzz: a head built in the subset reads back field for field', () => {
-    fc.assert(fc.property(fc.uniqueArray(field, { selector: ([n]) => n.toLowerCase(), maxLength: 10 }), fc.nat({ max: 99999 }), (fields, len) => {
-      const kept = fields.filter(([n]) => !['content-length', 'connection', 'transfer-encoding', 'expect', 'upgrade'].includes(n.toLowerCase()));
-      const text = `PUT /a/b?c=d HTTP/1.1\r\n${kept.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Content-Length: ${len}\r\n\r\n`;
-      const h = readHead(b(text));
-      if (h === undefined || h === 'partial') throw new Error(`refused: ${JSON.stringify(text)}`);
-      expect(h.contentLength).toBe(len);
-      expect(h.target).toBe('/a/b?c=d');
-      for (const [n, v] of kept) expect(h.headers.get(n.toLowerCase())).toBe(v.replace(/^[ \t]+|[ \t]+$/g, ''));
-    }), { numRuns: Number(process.env.FUZZ_RUNS ?? 1000) });
+    fc.assert(
+      fc.property(fc.uniqueArray(field, { selector: ([n]) => n.toLowerCase(), maxLength: 10 }), fc.nat({ max: 99999 }), (fields, len) => {
+        const kept = fields.filter(
+          ([n]) => !['content-length', 'connection', 'transfer-encoding', 'expect', 'upgrade'].includes(n.toLowerCase()),
+        );
+        const text = `PUT /a/b?c=d HTTP/1.1\r\n${kept.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Content-Length: ${len}\r\n\r\n`;
+        const h = readHead(b(text));
+        if (h === undefined || h === 'partial') throw new Error(`refused: ${JSON.stringify(text)}`);
+        expect(h.contentLength).toBe(len);
+        expect(h.target).toBe('/a/b?c=d');
+        for (const [n, v] of kept) expect(h.headers.get(n.toLowerCase())).toBe(v.replace(/^[ \t]+|[ \t]+$/g, ''));
+      }),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 1000) },
+    );
   });
 
   it('fuzz: one byte outside the subset, anywhere in the head, leaves it to node:http', () => {
     const bad = fc.constantFrom(0x00, 0x01, 0x0b, 0x0d, 0x0a, 0x7f, 0x80, 0xff);
-    fc.assert(fc.property(fc.nat({ max: 1000 }), bad, (at, byte) => {
-      const text = 'POST /fn/x HTTP/1.1\r\nHost: a\r\nX-Key: k-one\r\nContent-Length: 2\r\n';
-      const i = at % text.length;
-      const h = readHead(b(`${text.slice(0, i)}${String.fromCharCode(byte)}${text.slice(i)}\r\n`));
-      // 'partial' (the byte broke the final CR LF CR LF) is handed over too: the front never serves a partial head.
-      if (h === 'partial') return;
-      expect(h).toBeUndefined();
-    }), { numRuns: Number(process.env.FUZZ_RUNS ?? 2000) });
+    fc.assert(
+      fc.property(fc.nat({ max: 1000 }), bad, (at, byte) => {
+        const text = 'POST /fn/x HTTP/1.1\r\nHost: a\r\nX-Key: k-one\r\nContent-Length: 2\r\n';
+        const i = at % text.length;
+        const h = readHead(b(`${text.slice(0, i)}${String.fromCharCode(byte)}${text.slice(i)}\r\n`));
+        // 'partial' (the byte broke the final CR LF CR LF) is handed over too: the front never serves a partial head.
+        if (h === 'partial') return;
+        expect(h).toBeUndefined();
+      }),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 2000) },
+    );
   });
 });
 
 describe('replyText', () => {
-  it('writes node:http\'s layout: status line, fields in order, Date, Connection and Keep-Alive, the body', () => {
+  it("writes node:http's layout: status line, fields in order, Date, Connection and Keep-Alive, the body", () => {
     const t = replyText({ status: 404, headers: { 'x-request-id': 'a', 'content-length': '2' }, body: '{}' }, true, 5000);
-    expect(t).toMatch(/^HTTP\/1\.1 404 Not Found\r\nx-request-id: a\r\ncontent-length: 2\r\nDate: [^\r]+ GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{\}$/);
+    expect(t).toMatch(
+      /^HTTP\/1\.1 404 Not Found\r\nx-request-id: a\r\ncontent-length: 2\r\nDate: [^\r]+ GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{\}$/,
+    );
     expect(replyText({ status: 200, headers: {}, body: '' }, false, 5000)).toMatch(/Connection: close\r\n\r\n$/);
-    expect(replyText({ status: 413, headers: { connection: 'close' }, body: '' }, true, 5000)).not.toMatch(/Keep-Alive|Connection: keep-alive/);
+    expect(replyText({ status: 413, headers: { connection: 'close' }, body: '' }, true, 5000)).not.toMatch(
+      /Keep-Alive|Connection: keep-alive/,
+    );
   });
 });
 

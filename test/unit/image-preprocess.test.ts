@@ -2,14 +2,7 @@
 // bytes, per-request errors for bad images.
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  execute,
-  initialize,
-  MEAN,
-  preprocess,
-  STD,
-  type JsRequest,
-} from '../../model_repository/image_preprocess_model/1/model.ts';
+import { execute, initialize, MEAN, preprocess, STD, type JsRequest } from '../../model_repository/image_preprocess_model/1/model.ts';
 import { makeGreyPng, makeJpeg, makeLargeJpeg, makePng, makeSolid } from '../fixtures/images.ts';
 
 const PLANE = 224 * 224;
@@ -92,7 +85,9 @@ describe('image_preprocess_model', () => {
     const w = 672;
     const px = Buffer.alloc(w * 224 * 3);
     for (let y = 0; y < 224; y++) for (let x = 0; x < w; x++) px[(y * w + x) * 3 + Math.floor(x / 224)] = 255;
-    const png = await sharp(px, { raw: { width: w, height: 224, channels: 3 } }).png().toBuffer();
+    const png = await sharp(px, { raw: { width: w, height: 224, channels: 3 } })
+      .png()
+      .toBuffer();
     const t = await preprocess(png);
     const centre = 112 * 224 + 112;
     expect(t[centre]).toBeCloseTo(norm(0, 0), 3);

@@ -1,11 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { decideInstances, DEFAULT_INSTANCE_POLICY, type InstanceWindow, type Streak } from '../../engine/sharing/instance-count-decision.ts';
+import {
+  decideInstances,
+  DEFAULT_INSTANCE_POLICY,
+  type InstanceWindow,
+  type Streak,
+} from '../../engine/sharing/instance-count-decision.ts';
 
 const policy = { ...DEFAULT_INSTANCE_POLICY, cores: 4, freeBytes: Infinity, idleCores: 4 };
 const hot = (name: string, extra: Partial<InstanceWindow> = {}): InstanceWindow => ({
-  name, instances: 1, min: 1, max: 3, requests: 100, meanQueueNs: 10_000_000, busyFraction: 1, instanceBytes: 10, ...extra,
+  name,
+  instances: 1,
+  min: 1,
+  max: 3,
+  requests: 100,
+  meanQueueNs: 10_000_000,
+  busyFraction: 1,
+  instanceBytes: 10,
+  ...extra,
 });
-const idle = (name: string, extra: Partial<InstanceWindow> = {}): InstanceWindow => hot(name, { requests: 0, meanQueueNs: 0, busyFraction: 0, ...extra });
+const idle = (name: string, extra: Partial<InstanceWindow> = {}): InstanceWindow =>
+  hot(name, { requests: 0, meanQueueNs: 0, busyFraction: 0, ...extra });
 
 /** Run windows in a row, carrying streaks; returns each window's changes. */
 function run(windows: InstanceWindow[][], p = policy) {

@@ -20,7 +20,13 @@ function expand(v: unknown, numbers: Float64Array | undefined): unknown {
   if (Array.isArray(v)) return v.map((x) => expand(x, numbers));
   if (v && typeof v === 'object') {
     const o: Record<string, unknown> = {};
-    for (const k of Object.keys(v)) Object.defineProperty(o, k, { value: expand((v as Record<string, unknown>)[k], numbers), enumerable: true, writable: true, configurable: true });
+    for (const k of Object.keys(v))
+      Object.defineProperty(o, k, {
+        value: expand((v as Record<string, unknown>)[k], numbers),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return o;
   }
   return v;
@@ -53,10 +59,13 @@ function scanned(text: string): Outcome {
   }
 }
 
-const longNumbers = fc.array(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.float({ noNaN: true, noDefaultInfinity: true })), {
-  minLength: MIN_SCANNED,
-  maxLength: 40,
-});
+const longNumbers = fc.array(
+  fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.float({ noNaN: true, noDefaultInfinity: true })),
+  {
+    minLength: MIN_SCANNED,
+    maxLength: 40,
+  },
+);
 const spaced = (s: string, ws: string) => s.replace(/,/g, `,${ws}`).replace(/\[/g, `[${ws}`);
 
 describe('parseScanned', () => {
@@ -80,7 +89,12 @@ describe('parseScanned', () => {
     fc.assert(
       fc.property(longNumbers, fc.constantFrom('', ' ', '\n\t', '  \r\n'), fc.nat(3), (xs, ws, where) => {
         const arr = spaced(JSON.stringify(xs), ws);
-        const text = [arr, `{"inputs":{"x":{"data":${arr},"shape":[1,${xs.length}]}}}`, `[[${arr.slice(1, -1)}],${arr},"s",[1,2]]`, `{"a":[${arr},{"b":${arr}}]}`][where]!;
+        const text = [
+          arr,
+          `{"inputs":{"x":{"data":${arr},"shape":[1,${xs.length}]}}}`,
+          `[[${arr.slice(1, -1)}],${arr},"s",[1,2]]`,
+          `{"a":[${arr},{"b":${arr}}]}`,
+        ][where]!;
         const got = scanned(text);
         const want = outcome(text);
         expect(got.ok && want.ok && got.json === want.json).toBe(true);
@@ -93,13 +107,32 @@ describe('parseScanned', () => {
   });
 
   it('refuses what JSON.parse refuses, and leaves the odd bodies to it', () => {
-    const bad = ['[1,2,]', '{[1,2]:3}', '[01,' + '1,'.repeat(20) + '1]', '[1.,' + '2,'.repeat(20) + '2]', '{"a":1}x', '', '[', '{"a" 1}', 'tru', '"\u0001"', '[-]'];
+    const bad = [
+      '[1,2,]',
+      '{[1,2]:3}',
+      '[01,' + '1,'.repeat(20) + '1]',
+      '[1.,' + '2,'.repeat(20) + '2]',
+      '{"a":1}x',
+      '',
+      '[',
+      '{"a" 1}',
+      'tru',
+      '"\u0001"',
+      '[-]',
+    ];
     for (const t of bad) {
       expect(outcome(t).ok, t).toBe(false);
       expect(scanned(t), t).toEqual(outcome(t));
     }
     // Outside the scanner's subset, JSON.parse reads them: escapes, non-ASCII, a U+0001 that is not a marker, a deep body.
-    const odd = ['{"a":"x\\n","b":[' + '1,'.repeat(20) + '1]}', '{"é":[' + '2,'.repeat(20) + '2]}', '["\\u00010,3"]', '['.repeat(70) + ']'.repeat(70), '[1e-400' + ',1'.repeat(20) + ']', '[1e400' + ',1'.repeat(20) + ']'];
+    const odd = [
+      '{"a":"x\\n","b":[' + '1,'.repeat(20) + '1]}',
+      '{"é":[' + '2,'.repeat(20) + '2]}',
+      '["\\u00010,3"]',
+      '['.repeat(70) + ']'.repeat(70),
+      '[1e-400' + ',1'.repeat(20) + ']',
+      '[1e400' + ',1'.repeat(20) + ']',
+    ];
     for (const t of odd) {
       const got = scanned(t);
       expect(got.ok, t).toBe(true);
@@ -117,7 +150,11 @@ describe('parseScanned', () => {
 
 function fn(inputs: Array<Omit<TensorSpec, 'tensor'>>): ResolvedFunction {
   return {
-    name: 'f', model: 'm', version: '', platform: 'onnxruntime_onnx', implicit: false,
+    name: 'f',
+    model: 'm',
+    version: '',
+    platform: 'onnxruntime_onnx',
+    implicit: false,
     definition: { name: 'f', target: { model: 'm' }, limits: { maxBodyBytes: 1 << 20, timeoutMs: 1000 } } as unknown as FunctionDefinition,
     inputs: inputs.map((i) => ({ ...i, tensor: i.name.toUpperCase() })),
     outputs: [{ name: 'y', tensor: 'Y', datatype: 'FP32', shape: [-1] }],
@@ -127,14 +164,21 @@ function fn(inputs: Array<Omit<TensorSpec, 'tensor'>>): ResolvedFunction {
 const FUNCTIONS = [
   fn([{ name: 'x', datatype: 'FP32', shape: [-1, -1] }]),
   fn([{ name: 'x', datatype: 'FP32', shape: [-1, 20] }]),
-  fn([{ name: 'x', datatype: 'INT32', shape: [-1] }, { name: 'w', datatype: 'FP64', shape: [2, -1] }]),
+  fn([
+    { name: 'x', datatype: 'INT32', shape: [-1] },
+    { name: 'w', datatype: 'FP64', shape: [2, -1] },
+  ]),
   fn([{ name: 'x', datatype: 'UINT8', shape: [-1, -1] }]),
 ];
 
-const element = fc.oneof(fc.integer({ min: -300, max: 300 }), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }), fc.constantFrom(2 ** 31, 0.5, 255, 256, -1));
-const rows = fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: MIN_SCANNED - 2, max: 24 }), fc.boolean()).chain(([r, c, ragged]) =>
-  fc.array(fc.array(element, { minLength: ragged ? c - 1 : c, maxLength: c }), { minLength: r, maxLength: r }),
+const element = fc.oneof(
+  fc.integer({ min: -300, max: 300 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }),
+  fc.constantFrom(2 ** 31, 0.5, 255, 256, -1),
 );
+const rows = fc
+  .tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: MIN_SCANNED - 2, max: 24 }), fc.boolean())
+  .chain(([r, c, ragged]) => fc.array(fc.array(element, { minLength: ragged ? c - 1 : c, maxLength: c }), { minLength: r, maxLength: r }));
 const inputValue = fc.oneof(
   rows,
   rows.map((d) => d.flat()),

@@ -12,7 +12,11 @@ import type { FunctionDefinition } from '../../gateway/calls/function-schema.ts'
 
 function fn(inputs: Array<Omit<TensorSpec, 'tensor'>>): ResolvedFunction {
   return {
-    name: 'f', model: 'm', version: '', platform: 'onnxruntime_onnx', implicit: false,
+    name: 'f',
+    model: 'm',
+    version: '',
+    platform: 'onnxruntime_onnx',
+    implicit: false,
     definition: { name: 'f', target: { model: 'm' }, limits: { maxBodyBytes: 1 << 20, timeoutMs: 1000 } } as unknown as FunctionDefinition,
     inputs: inputs.map((i) => ({ ...i, tensor: i.name.toUpperCase() })),
     outputs: [{ name: 'y', tensor: 'Y', datatype: 'FP32', shape: [-1] }],
@@ -33,7 +37,10 @@ function rng(seed: number): () => number {
 const FUNCTIONS = [
   fn([{ name: 'x', datatype: 'FP32', shape: [-1, 4] }]),
   fn([{ name: 'x', datatype: 'FP32', shape: [2, 3] }]),
-  fn([{ name: 'x', datatype: 'INT32', shape: [-1] }, { name: 'w', datatype: 'FP64', shape: [-1, -1] }]),
+  fn([
+    { name: 'x', datatype: 'INT32', shape: [-1] },
+    { name: 'w', datatype: 'FP64', shape: [-1, -1] },
+  ]),
   fn([{ name: 'x', datatype: 'UINT8', shape: [-1, 2] }]),
   fn([{ name: 'x', datatype: 'INT8', shape: [3] }]),
   fn([{ name: 'x', datatype: 'BOOL', shape: [-1] }]),
@@ -41,7 +48,29 @@ const FUNCTIONS = [
 
 function value(r: () => number): unknown {
   const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)]!;
-  const scalar = () => pick<unknown>([0, 1, -1, 2.5, 127, 128, -129, 255, 256, 2 ** 31, -(2 ** 31) - 1, 1e30, 0.1, r() * 10, Math.floor(r() * 300) - 20, 'a', true, null, [], {}]);
+  const scalar = () =>
+    pick<unknown>([
+      0,
+      1,
+      -1,
+      2.5,
+      127,
+      128,
+      -129,
+      255,
+      256,
+      2 ** 31,
+      -(2 ** 31) - 1,
+      1e30,
+      0.1,
+      r() * 10,
+      Math.floor(r() * 300) - 20,
+      'a',
+      true,
+      null,
+      [],
+      {},
+    ]);
   const dims = Array.from({ length: Math.floor(r() * 3) + 1 }, () => Math.floor(r() * 4) + (r() < 0.1 ? 0 : 1));
   const build = (d: number[]): unknown => {
     if (!d.length) return r() < 0.97 ? Math.floor(r() * 200) - 50 + (r() < 0.3 ? 0.5 : 0) : scalar();
@@ -50,11 +79,16 @@ function value(r: () => number): unknown {
   };
   const data = build(dims);
   switch (pick([0, 0, 1, 2, 3, 4])) {
-    case 0: return data;
-    case 1: return { data };
-    case 2: return { data, shape: r() < 0.5 ? dims : [...dims].reverse() };
-    case 3: return { data, datatype: pick(['FP32', 'INT32', 'UINT8', 'FP64', 'INT8']) };
-    default: return { data, shape: dims, extra: 1 };
+    case 0:
+      return data;
+    case 1:
+      return { data };
+    case 2:
+      return { data, shape: r() < 0.5 ? dims : [...dims].reverse() };
+    case 3:
+      return { data, datatype: pick(['FP32', 'INT32', 'UINT8', 'FP64', 'INT8']) };
+    default:
+      return { data, shape: dims, extra: 1 };
   }
 }
 
@@ -89,7 +123,9 @@ describe('fastJsonInputs', () => {
       const want = general(f, b);
       expect(want, JSON.stringify(b)).toBeDefined();
       expect(got.outputs).toEqual(want!.outputs);
-      expect(got.inputs.map((t) => [t.spec.name, t.shape, [...t.bytes]])).toEqual(want!.inputs.map((t) => [t.spec.name, t.shape, [...t.bytes]]));
+      expect(got.inputs.map((t) => [t.spec.name, t.shape, [...t.bytes]])).toEqual(
+        want!.inputs.map((t) => [t.spec.name, t.shape, [...t.bytes]]),
+      );
     }
     expect(fast).toBeGreaterThan(500); // the generator does reach the fast path (973 of 20,000 with this seed)
   });

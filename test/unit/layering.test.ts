@@ -23,7 +23,10 @@ function cruise(cwd: string, dirs: string[]): { status: number | null; out: stri
 function plant(files: Record<string, string>): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'layering-'));
   temps.push(dir);
-  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', allowImportingTsExtensions: true, noEmit: true } }));
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { module: 'NodeNext', allowImportingTsExtensions: true, noEmit: true } }),
+  );
   for (const [p, src] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, p)), { recursive: true });
     fs.writeFileSync(path.join(dir, p), src);
@@ -45,36 +48,103 @@ describe('layering (dependency-cruiser)', () => {
   });
 
   const cases: Array<{ rule: string; files: Record<string, string>; from: string }> = [
-    { rule: 'gateway-not-engine', from: 'gateway/app.ts', files: { 'gateway/app.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
-    { rule: 'console-not-engine', from: 'gateway/console/page.ts', files: { 'gateway/console/page.ts': "import type { x } from '../../engine/server/server.ts';\nexport type Y = typeof x;\n", 'engine/server/server.ts': leaf } },
+    {
+      rule: 'gateway-not-engine',
+      from: 'gateway/app.ts',
+      files: { 'gateway/app.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf },
+    },
+    {
+      rule: 'console-not-engine',
+      from: 'gateway/console/page.ts',
+      files: {
+        'gateway/console/page.ts': "import type { x } from '../../engine/server/server.ts';\nexport type Y = typeof x;\n",
+        'engine/server/server.ts': leaf,
+      },
+    },
     {
       rule: 'frontends-only-api',
       from: 'engine/frontends/grpc/grpc-server.ts',
-      files: { 'engine/frontends/grpc/grpc-server.ts': "import { x } from '../../scheduling/instance-pool.ts';\nexport const y = x;\n", 'engine/scheduling/instance-pool.ts': leaf },
+      files: {
+        'engine/frontends/grpc/grpc-server.ts': "import { x } from '../../scheduling/instance-pool.ts';\nexport const y = x;\n",
+        'engine/scheduling/instance-pool.ts': leaf,
+      },
     },
     {
       rule: 'api-is-the-contract',
       from: 'engine/api/sharing-status.ts',
-      files: { 'engine/api/sharing-status.ts': "import type { x } from '../sharing/response-cache.ts';\nexport type Y = typeof x;\n", 'engine/sharing/response-cache.ts': leaf },
+      files: {
+        'engine/api/sharing-status.ts': "import type { x } from '../sharing/response-cache.ts';\nexport type Y = typeof x;\n",
+        'engine/sharing/response-cache.ts': leaf,
+      },
     },
     {
       rule: 'backends-not-frontends',
       from: 'engine/backends/js/js-backend.ts',
-      files: { 'engine/backends/js/js-backend.ts': "import { x } from '../../frontends/http/http-util.ts';\nexport const y = x;\n", 'engine/frontends/http/http-util.ts': leaf },
+      files: {
+        'engine/backends/js/js-backend.ts': "import { x } from '../../frontends/http/http-util.ts';\nexport const y = x;\n",
+        'engine/frontends/http/http-util.ts': leaf,
+      },
     },
-    { rule: 'client-protocol-not-processes', from: 'client/grpc-client.ts', files: { 'client/grpc-client.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
-    { rule: 'client-protocol-not-processes', from: 'protocol/index.ts', files: { 'protocol/index.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
-    { rule: 'common-not-processes', from: 'common/logger.ts', files: { 'common/logger.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf } },
-    { rule: 'engine-not-gateway', from: 'engine/main.ts', files: { 'engine/main.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf } },
+    {
+      rule: 'client-protocol-not-processes',
+      from: 'client/grpc-client.ts',
+      files: {
+        'client/grpc-client.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n",
+        'gateway/core/errors.ts': leaf,
+      },
+    },
+    {
+      rule: 'client-protocol-not-processes',
+      from: 'protocol/index.ts',
+      files: { 'protocol/index.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf },
+    },
+    {
+      rule: 'common-not-processes',
+      from: 'common/logger.ts',
+      files: { 'common/logger.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf },
+    },
+    {
+      rule: 'engine-not-gateway',
+      from: 'engine/main.ts',
+      files: { 'engine/main.ts': "import { x } from '../gateway/core/errors.ts';\nexport const y = x;\n", 'gateway/core/errors.ts': leaf },
+    },
     // The gateway's wings: each imports only the wings after it (core/ last), never an earlier one or the root.
-    { rule: 'gateway-wing-order', from: 'gateway/core/errors.ts', files: { 'gateway/core/errors.ts': "import { x } from '../calls/invoke.ts';\nexport const y = x;\n", 'gateway/calls/invoke.ts': leaf } },
-    { rule: 'gateway-wing-order', from: 'gateway/calls/invoke.ts', files: { 'gateway/calls/invoke.ts': "import type { x } from '../http/direct-call.ts';\nexport type Y = typeof x;\n", 'gateway/http/direct-call.ts': leaf } },
-    { rule: 'gateway-wing-order', from: 'gateway/webhooks/delivery.ts', files: { 'gateway/webhooks/delivery.ts': "import { x } from '../jobs/job-runner.ts';\nexport const y = x;\n", 'gateway/jobs/job-runner.ts': leaf } },
-    { rule: 'gateway-wing-order', from: 'gateway/console/console-api.ts', files: { 'gateway/console/console-api.ts': "import { x } from '../app.ts';\nexport const y = x;\n", 'gateway/app.ts': leaf } },
+    {
+      rule: 'gateway-wing-order',
+      from: 'gateway/core/errors.ts',
+      files: {
+        'gateway/core/errors.ts': "import { x } from '../calls/invoke.ts';\nexport const y = x;\n",
+        'gateway/calls/invoke.ts': leaf,
+      },
+    },
+    {
+      rule: 'gateway-wing-order',
+      from: 'gateway/calls/invoke.ts',
+      files: {
+        'gateway/calls/invoke.ts': "import type { x } from '../http/direct-call.ts';\nexport type Y = typeof x;\n",
+        'gateway/http/direct-call.ts': leaf,
+      },
+    },
+    {
+      rule: 'gateway-wing-order',
+      from: 'gateway/webhooks/delivery.ts',
+      files: {
+        'gateway/webhooks/delivery.ts': "import { x } from '../jobs/job-runner.ts';\nexport const y = x;\n",
+        'gateway/jobs/job-runner.ts': leaf,
+      },
+    },
+    {
+      rule: 'gateway-wing-order',
+      from: 'gateway/console/console-api.ts',
+      files: { 'gateway/console/console-api.ts': "import { x } from '../app.ts';\nexport const y = x;\n", 'gateway/app.ts': leaf },
+    },
     {
       rule: 'no-circular',
       from: 'engine/config/a.ts',
-      files: { 'engine/config/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n", 'engine/config/b.ts': "import type { a } from './a.ts';\nexport const b = 1 as unknown as typeof a;\n" },
+      files: {
+        'engine/config/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
+        'engine/config/b.ts': "import type { a } from './a.ts';\nexport const b = 1 as unknown as typeof a;\n",
+      },
     },
   ];
 
@@ -90,15 +160,18 @@ describe('layering (dependency-cruiser)', () => {
 
   it('the allowed imports pass: frontends → api/protocol/common, backends → api, gateway → client/protocol/common, gateway wings → later wings', () => {
     const dir = plant({
-      'engine/frontends/http/routes.ts': "import { a } from '../../api/status.ts';\nimport { p } from '../../../protocol/index.ts';\nimport { c } from '../../../common/logger.ts';\nexport const r = [a, p, c];\n",
+      'engine/frontends/http/routes.ts':
+        "import { a } from '../../api/status.ts';\nimport { p } from '../../../protocol/index.ts';\nimport { c } from '../../../common/logger.ts';\nexport const r = [a, p, c];\n",
       'engine/backends/js/js-backend.ts': "import { a } from '../../api/status.ts';\nexport const r = a;\n",
       'engine/api/status.ts': 'export const a = 1;\n',
       'protocol/index.ts': 'export const p = 1;\n',
       'common/logger.ts': 'export const c = 1;\n',
       'client/grpc-client.ts': "import { p } from '../protocol/index.ts';\nexport const g = p;\n",
-      'gateway/app.ts': "import { g } from '../client/grpc-client.ts';\nimport { c } from '../common/logger.ts';\nimport { h } from './http/direct-call.ts';\nexport const r = [g, c, h];\n",
+      'gateway/app.ts':
+        "import { g } from '../client/grpc-client.ts';\nimport { c } from '../common/logger.ts';\nimport { h } from './http/direct-call.ts';\nexport const r = [g, c, h];\n",
       'gateway/http/direct-call.ts': "import { i } from '../calls/invoke.ts';\nexport const h = i;\n",
-      'gateway/calls/invoke.ts': "import { e } from '../core/errors.ts';\nimport { u } from '../upstream/engine-client.ts';\nexport const i = [e, u];\n",
+      'gateway/calls/invoke.ts':
+        "import { e } from '../core/errors.ts';\nimport { u } from '../upstream/engine-client.ts';\nexport const i = [e, u];\n",
       'gateway/upstream/engine-client.ts': "import { e } from '../core/errors.ts';\nexport const u = e;\n",
       'gateway/core/errors.ts': 'export const e = 1;\n',
     });

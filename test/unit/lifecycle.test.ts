@@ -63,9 +63,21 @@ describe('Lifecycle', () => {
 });
 
 describe('python execution instance lifecycle', () => {
-  const ctx = { modelName: 'pm', version: 1, modelDir: '/nowhere/pm', versionDir: '/nowhere/pm/1', config: { name: 'pm', max_batch_size: 0, input: [], output: [] } } as unknown as BackendContext;
+  const ctx = {
+    modelName: 'pm',
+    version: 1,
+    modelDir: '/nowhere/pm',
+    versionDir: '/nowhere/pm/1',
+    config: { name: 'pm', max_batch_size: 0, input: [], output: [] },
+  } as unknown as BackendContext;
   const instance = (interpreter: string) =>
-    new PythonInstance('pm_0', ctx, { interpreter, modelFile: '/nowhere/pm/1/model.py', prefix: `/tpy.lifecycle.${process.pid}`, kind: 'KIND_CPU', deviceId: 0 });
+    new PythonInstance('pm_0', ctx, {
+      interpreter,
+      modelFile: '/nowhere/pm/1/model.py',
+      prefix: `/tpy.lifecycle.${process.pid}`,
+      kind: 'KIND_CPU',
+      deviceId: 0,
+    });
 
   it('moves along its table; an illegal move is INTERNAL naming it', () => {
     const l = new Lifecycle(INSTANCE_TRANSITIONS, 'STOPPED', "python instance pm_0 of model 'pm'");
@@ -86,7 +98,10 @@ describe('python execution instance lifecycle', () => {
   it('a stub that never spawns is told by its exit kind, not its text: the reason is the spawn error itself', async () => {
     const pi = instance('/nonexistent/python3-for-lifecycle-test');
     expect(pi.state).toBe('STOPPED');
-    await expect(pi.start()).rejects.toMatchObject({ code: 'UNAVAILABLE', message: "python interpreter '/nonexistent/python3-for-lifecycle-test' not found" });
+    await expect(pi.start()).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: "python interpreter '/nonexistent/python3-for-lifecycle-test' not found",
+    });
     expect(pi.state).toBe('STOPPED');
     await pi.close();
     expect(pi.state).toBe('CLOSED');
@@ -96,7 +111,7 @@ describe('python execution instance lifecycle', () => {
   });
 });
 
-describe('a model entry\'s own state', () => {
+describe("a model entry's own state", () => {
   it('moves through ready() and unavailable() only, keeping the reason with it', () => {
     const st = new ModelEntryStatus('m');
     expect([st.state, st.reason]).toEqual(['UNKNOWN', '']);
@@ -108,6 +123,8 @@ describe('a model entry\'s own state', () => {
       (st as unknown as { state: string }).state = 'UNKNOWN';
     }).toThrow(TypeError);
     expect(ENTRY_TRANSITIONS.READY).not.toContain('UNKNOWN');
-    expect(() => checkTransition(ENTRY_TRANSITIONS, "model 'm'", 'READY', 'UNKNOWN')).toThrow("model 'm': illegal transition from READY to UNKNOWN");
+    expect(() => checkTransition(ENTRY_TRANSITIONS, "model 'm'", 'READY', 'UNKNOWN')).toThrow(
+      "model 'm': illegal transition from READY to UNKNOWN",
+    );
   });
 });

@@ -5,8 +5,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  decodeError, decodeHello, decodeRequest, decodeWelcome, encodeError, encodeFrame, encodeHello, encodeWelcome, FrameType,
-  LocalFrameReader, LOCAL_VERSION, requestHead,
+  decodeError,
+  decodeHello,
+  decodeRequest,
+  decodeWelcome,
+  encodeError,
+  encodeFrame,
+  encodeHello,
+  encodeWelcome,
+  FrameType,
+  LocalFrameReader,
+  LOCAL_VERSION,
+  requestHead,
 } from '../../protocol/local-channel.ts';
 
 interface Got {
@@ -25,7 +35,9 @@ function readAll(wire: Buffer, cuts: number[], max = 1 << 20): { frames: Got[]; 
   for (const to of [...at, wire.length]) {
     if (to < from) continue;
     // Copies: a frame's payload may be a view of the chunk it came in.
-    error ??= r.write(Buffer.from(wire.subarray(from, to)), (type, id, payload) => frames.push({ type, id, payload: Buffer.from(payload) }));
+    error ??= r.write(Buffer.from(wire.subarray(from, to)), (type, id, payload) =>
+      frames.push({ type, id, payload: Buffer.from(payload) }),
+    );
     from = to;
   }
   return { frames, error, pending: r.pending };

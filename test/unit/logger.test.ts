@@ -18,7 +18,7 @@ describe('logger', () => {
     fs.rmSync(file, { force: true });
   });
 
-  it('engine and gateway lines go to the same sink, Triton-style, the gateway\'s marked', () => {
+  it("engine and gateway lines go to the same sink, Triton-style, the gateway's marked", () => {
     setLogFile(file);
     setQuiet(false);
     log.info('engine says hi');
@@ -34,11 +34,16 @@ describe('logger', () => {
     expect(fs.readFileSync(file, 'utf8')).not.toContain('not written');
   });
 
-  it('tracers turn on by name from either process\'s variable', () => {
+  it("tracers turn on by name from either process's variable", () => {
     const out = execFileSync(
       process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e',
-        "import { tracer } from './common/logger.ts'; console.log(['batcher', 'leases', 'shm'].map((n) => tracer(n).enabled).join(','));"],
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        "import { tracer } from './common/logger.ts'; console.log(['batcher', 'leases', 'shm'].map((n) => tracer(n).enabled).join(','));",
+      ],
       { cwd: ROOT, env: { ...process.env, ENGINE_TRACE: 'batcher', GATEWAY_TRACE: 'leases' }, encoding: 'utf8' },
     );
     expect(out.trim()).toBe('true,true,false');

@@ -24,12 +24,17 @@ function setup(budgetBytes: number) {
   const execs: Record<string, { n: number }> = { a: { n: 0 }, b: { n: 0 } };
   const evicted: string[] = [];
   let stubBytes = 0;
-  const versions: Record<string, ModelVersion> = { a: fakeVersion(execs.a), b: fakeVersion(execs.b), py: fakeVersion({ n: 0 }, () => stubBytes) };
+  const versions: Record<string, ModelVersion> = {
+    a: fakeVersion(execs.a),
+    b: fakeVersion(execs.b),
+    py: fakeVersion({ n: 0 }, () => stubBytes),
+  };
   const monitor = new MemoryMonitor({
     budget,
     rss: () => rss,
     versionsOf: (n) => (budget.costOf(n) ? [versions[n]!] : []),
-    candidates: () => budget.loadedNames().map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: false })),
+    candidates: () =>
+      budget.loadedNames().map((name) => ({ name, bytes: budget.bytesOf(name), lastUsedMs: 0, busy: name === 'a', pinned: false })),
     evict: async (n) => {
       evicted.push(n);
       budget.unloaded(n, true);

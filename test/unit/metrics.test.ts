@@ -58,7 +58,7 @@ describe('metrics registry', () => {
     expect(value(text, 'nv_inference_count', 'other', '2')).toBeUndefined();
   });
 
-  it('nv_inference_request_failure: every reason of every version, 0 until it happens (Triton\'s four reasons)', async () => {
+  it("nv_inference_request_failure: every reason of every version, 0 until it happens (Triton's four reasons)", async () => {
     const api = {
       modelStatistics: () => [stats('m', '1', 1)],
       failureReasons: () => [{ name: 'm', version: '1', reasons: { REJECTED: 2, CANCELED: 0, BACKEND: 5, OTHER: 1 } }],
@@ -77,7 +77,13 @@ describe('metrics registry', () => {
     const reg = createMetricsRegistry(fakeApi(() => []));
     await reg.metrics();
     const text = await reg.metrics();
-    const g = (n: string) => Number(text.split('\n').find((l) => l.startsWith(`${n} `))!.split(' ')[1]);
+    const g = (n: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${n} `))!
+          .split(' ')[1],
+      );
     expect(g('nv_cpu_utilization')).toBeGreaterThanOrEqual(0);
     expect(g('nv_cpu_utilization')).toBeLessThanOrEqual(1);
     expect(g('nv_cpu_memory_total_bytes')).toBeGreaterThan(g('nv_cpu_memory_used_bytes'));
@@ -90,7 +96,10 @@ describe('startMetricsServer', () => {
   afterEach(async () => close?.());
 
   it('serves GET /metrics on an ephemeral port and 404s elsewhere', async () => {
-    const srv = await startMetricsServer(fakeApi(() => [stats('simple', '1', 2)]), { port: 0, host: '127.0.0.1' });
+    const srv = await startMetricsServer(
+      fakeApi(() => [stats('simple', '1', 2)]),
+      { port: 0, host: '127.0.0.1' },
+    );
     close = srv.close;
     expect(srv.port).toBeGreaterThan(0);
     const res = await fetch(`http://127.0.0.1:${srv.port}/metrics`);

@@ -34,9 +34,15 @@ describe('inferBackendFromFiles', () => {
     expect(effectiveBackendName({} as ModelConfig, dir)).toBe('onnxruntime');
   });
 
-  it("completes a `config` override like {\"max_batch_size\": 16} from model.onnx", () => {
+  it('completes a `config` override like {"max_batch_size": 16} from model.onnx', () => {
     const dir = versionDir('simple', { 'model.onnx': buildSimpleFp32Batch() });
-    const src = { modelName: 'simple', modelDir: path.dirname(dir), repository: root, strict: false, overrideJson: '{"max_batch_size": 16}' };
+    const src = {
+      modelName: 'simple',
+      modelDir: path.dirname(dir),
+      repository: root,
+      strict: false,
+      overrideJson: '{"max_batch_size": 16}',
+    };
     const c = loadModelConfig(src, readRawConfig(src), dir);
     expect([c.backend, c.platform, c.max_batch_size, c.input.length]).toEqual(['onnxruntime', 'onnxruntime_onnx', 16, 1]);
   });

@@ -104,7 +104,8 @@ describe('parseModelConfigText', () => {
   it('reads numbers: negative, hex, octal, floats, inf and nan', () => {
     const seq = parsePbtxt(
       `control_input { control { int32_false_true: [ -5, 0x10, 010 ] fp32_false_true: [ 1e-5, -2.5f, inf, -inf, nan, .5 ] bool_false_true: [true, False, t, 0, 1] } }`,
-      'x', 'inference.ModelSequenceBatching',
+      'x',
+      'inference.ModelSequenceBatching',
     ) as { control_input: { control: { int32_false_true: number[]; fp32_false_true: number[]; bool_false_true: boolean[] }[] }[] };
     const ctl = seq.control_input[0]!.control[0]!;
     expect(ctl.int32_false_true).toEqual([-5, 16, 8]);
@@ -160,9 +161,13 @@ describe('parseModelConfigText', () => {
 
   it('lists allowed values for a bad enum', () => {
     const m = errorOf('input { data_type: TYPE_FLOAT }').message;
-    expect(m).toMatch(/^m\/config\.pbtxt:1:20: input\[0\]\.data_type: unknown DataType value 'TYPE_FLOAT'; expected one of TYPE_INVALID, TYPE_BOOL,/);
+    expect(m).toMatch(
+      /^m\/config\.pbtxt:1:20: input\[0\]\.data_type: unknown DataType value 'TYPE_FLOAT'; expected one of TYPE_INVALID, TYPE_BOOL,/,
+    );
     expect(m).toContain('TYPE_BF16');
-    expect(errorOf('instance_group { kind: 9 }').message).toMatch(/1:24: instance_group\[0\]\.kind: 9 is not a Kind value; expected one of KIND_AUTO/);
+    expect(errorOf('instance_group { kind: 9 }').message).toMatch(
+      /1:24: instance_group\[0\]\.kind: 9 is not a Kind value; expected one of KIND_AUTO/,
+    );
   });
 
   it('rejects bad escapes and unterminated strings, lists and braces, naming where they started', () => {

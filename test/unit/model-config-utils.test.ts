@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseModelConfigText } from '../../engine/config/model-config-parser.ts';
-import {
-  normalizeModelConfig, modelTensorShape, type IOInfo, type NormalizeOptions,
-} from '../../engine/config/model-config-utils.ts';
+import { normalizeModelConfig, modelTensorShape, type IOInfo, type NormalizeOptions } from '../../engine/config/model-config-utils.ts';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const FILE = 'simple/config.pbtxt';
@@ -104,13 +102,19 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
     expect(fixed.max_batch_size).toBe(0);
     expect(fixed.input[0]!.dims).toEqual([3, 224, 224]);
     expect(fixed.dynamic_batching).toBeUndefined();
-    const explicit = load('backend: "onnxruntime" max_batch_size: 0', { strict: false, onnxIO: { inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }], outputs: [] } });
+    const explicit = load('backend: "onnxruntime" max_batch_size: 0', {
+      strict: false,
+      onnxIO: { inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }], outputs: [] },
+    });
     expect(explicit.max_batch_size).toBe(0);
     expect(explicit.input[0]!.dims).toEqual([-1, 3]);
   });
 
   it('completes a partly declared input and adds the missing one', () => {
-    const c = load('backend: "onnxruntime" max_batch_size: 2 input { name: "x" data_type: TYPE_FP32 }', { strict: false, onnxIO: io(true) });
+    const c = load('backend: "onnxruntime" max_batch_size: 2 input { name: "x" data_type: TYPE_FP32 }', {
+      strict: false,
+      onnxIO: io(true),
+    });
     expect(c.input).toEqual([{ name: 'x', data_type: 'TYPE_FP32', dims: [3, 224, 224] }]);
     expect(c.output.map((o) => o.name)).toEqual(['y']);
   });
@@ -119,7 +123,8 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
     expect(errorOf('backend: "onnxruntime"', { onnxIO: io(true) })).toBe(
       "simple/config.pbtxt: input: the model file's input 'x' is missing from the config",
     );
-    const good = 'backend: "onnxruntime" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [3,224,224] } output { name: "y" data_type: TYPE_INT64 dims: [10] }';
+    const good =
+      'backend: "onnxruntime" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [3,224,224] } output { name: "y" data_type: TYPE_INT64 dims: [10] }';
     expect(load(good, { onnxIO: io(true) }).max_batch_size).toBe(4);
     expect(errorOf(good.replace('name: "x"', 'name: "image"'), { onnxIO: io(true) })).toBe(
       "simple/config.pbtxt: input[0].name: 'image' is not an input of the model file (it has: x)",
@@ -127,8 +132,12 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
     expect(errorOf(good.replace('TYPE_INT64', 'TYPE_INT32'), { onnxIO: io(true) })).toBe(
       "simple/config.pbtxt: output[0].data_type: 'y' is TYPE_INT64 in the model file, config says TYPE_INT32",
     );
-    expect(errorOf(good.replace('[3,224,224]', '[3,224,225]'), { onnxIO: io(true) })).toMatch(/input\[0\]\.dims: \[3,224,225\] does not match \[3,224,224\]/);
-    expect(errorOf(good, { onnxIO: io(false) })).toMatch(/^simple\/config\.pbtxt: max_batch_size: 4 but input 'x' has no dynamic batch dim/);
+    expect(errorOf(good.replace('[3,224,224]', '[3,224,225]'), { onnxIO: io(true) })).toMatch(
+      /input\[0\]\.dims: \[3,224,225\] does not match \[3,224,224\]/,
+    );
+    expect(errorOf(good, { onnxIO: io(false) })).toMatch(
+      /^simple\/config\.pbtxt: max_batch_size: 4 but input 'x' has no dynamic batch dim/,
+    );
   });
 });
 
@@ -138,30 +147,90 @@ describe('validation', () => {
     ['no backend', 'max_batch_size: 1', /backend: unable to determine the backend/],
     ['platform/backend conflict', 'platform: "onnxruntime_onnx" backend: "js"', /backend: 'js' does not match platform 'onnxruntime_onnx'/],
     ['negative max_batch_size', SIMPLE.replace('max_batch_size: 8', 'max_batch_size: -1'), /max_batch_size: must be 0 or more, got -1/],
-    ['missing data_type', 'backend: "js" input { name: "a" dims: [1] }', /^simple\/config\.pbtxt: input\[0\]\.data_type: 'a' needs a data_type/],
+    [
+      'missing data_type',
+      'backend: "js" input { name: "a" dims: [1] }',
+      /^simple\/config\.pbtxt: input\[0\]\.data_type: 'a' needs a data_type/,
+    ],
     ['missing name', 'backend: "js" output { data_type: TYPE_FP32 dims: [1] }', /output\[0\]\.name: every output needs a name/],
     ['empty dims', 'backend: "js" input { name: "a" data_type: TYPE_FP32 }', /input\[0\]\.dims: 'a' needs dims/],
-    ['zero dim', 'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [2, 0] }', /input\[0\]\.dims\[1\]: must be -1 or at least 1, got 0/],
-    ['dim below -1', 'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [-2] }', /input\[0\]\.dims\[0\]: must be -1 or at least 1, got -2/],
-    ['duplicate names', 'backend: "js" input [{ name: "a" data_type: TYPE_FP32 dims: [1] }, { name: "a" data_type: TYPE_FP32 dims: [1] }]', /input\[1\]\.name: duplicate input name 'a'/],
-    ['reshape size', 'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [4] reshape { shape: [3] } }', /input\[0\]\.reshape: \[3\] has 3 elements but dims \[4\] has 4/],
-    ['format dims', 'backend: "js" input { name: "a" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [3, 4] }', /input\[0\]\.format: FORMAT_NCHW needs 3 dims/],
-    ['preferred > max', `${SIMPLE} dynamic_batching { preferred_batch_size: [4, 16] }`, /dynamic_batching\.preferred_batch_size\[1\]: 16 is not within 1\.\.max_batch_size \(8\)/],
+    [
+      'zero dim',
+      'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [2, 0] }',
+      /input\[0\]\.dims\[1\]: must be -1 or at least 1, got 0/,
+    ],
+    [
+      'dim below -1',
+      'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [-2] }',
+      /input\[0\]\.dims\[0\]: must be -1 or at least 1, got -2/,
+    ],
+    [
+      'duplicate names',
+      'backend: "js" input [{ name: "a" data_type: TYPE_FP32 dims: [1] }, { name: "a" data_type: TYPE_FP32 dims: [1] }]',
+      /input\[1\]\.name: duplicate input name 'a'/,
+    ],
+    [
+      'reshape size',
+      'backend: "js" input { name: "a" data_type: TYPE_FP32 dims: [4] reshape { shape: [3] } }',
+      /input\[0\]\.reshape: \[3\] has 3 elements but dims \[4\] has 4/,
+    ],
+    [
+      'format dims',
+      'backend: "js" input { name: "a" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [3, 4] }',
+      /input\[0\]\.format: FORMAT_NCHW needs 3 dims/,
+    ],
+    [
+      'preferred > max',
+      `${SIMPLE} dynamic_batching { preferred_batch_size: [4, 16] }`,
+      /dynamic_batching\.preferred_batch_size\[1\]: 16 is not within 1\.\.max_batch_size \(8\)/,
+    ],
     ['batching without batch dim', 'backend: "js" dynamic_batching {}', /dynamic_batching: requires max_batch_size > 0/],
-    ['default priority out of range', `${SIMPLE} dynamic_batching { priority_levels: 2 default_priority_level: 3 }`, /dynamic_batching\.default_priority_level: 3 is not within 1\.\.priority_levels \(2\)/],
+    [
+      'default priority out of range',
+      `${SIMPLE} dynamic_batching { priority_levels: 2 default_priority_level: 3 }`,
+      /dynamic_batching\.default_priority_level: 3 is not within 1\.\.priority_levels \(2\)/,
+    ],
     ['default priority unset', `${SIMPLE} dynamic_batching { priority_levels: 2 }`, /default_priority_level: 0 is not within/],
-    ['priority policy key', `${SIMPLE} dynamic_batching { priority_levels: 1 default_priority_level: 1 priority_queue_policy { key: 2 value {} } }`, /priority_queue_policy\[2\]: priority level 2/],
+    [
+      'priority policy key',
+      `${SIMPLE} dynamic_batching { priority_levels: 1 default_priority_level: 1 priority_queue_policy { key: 2 value {} } }`,
+      /priority_queue_policy\[2\]: priority level 2/,
+    ],
     ['negative count', `${SIMPLE} instance_group { count: -1 }`, /instance_group\[0\]\.count: must be at least 1, got -1/],
     ['GPU without GPUs', `${SIMPLE} instance_group { kind: KIND_GPU }`, /instance_group\[0\]\.kind: KIND_GPU but no GPUs are available/],
-    ['gpus on CPU group', `${SIMPLE} instance_group { kind: KIND_CPU gpus: [0] }`, /instance_group\[0\]\.gpus: must not be set for KIND_CPU/],
-    ['empty specific versions', `${SIMPLE} version_policy { specific {} }`, /version_policy\.specific\.versions: must list at least one version/],
+    [
+      'gpus on CPU group',
+      `${SIMPLE} instance_group { kind: KIND_CPU gpus: [0] }`,
+      /instance_group\[0\]\.gpus: must not be set for KIND_CPU/,
+    ],
+    [
+      'empty specific versions',
+      `${SIMPLE} version_policy { specific {} }`,
+      /version_policy\.specific\.versions: must list at least one version/,
+    ],
     ['latest 0', `${SIMPLE} version_policy { latest { num_versions: 0 } }`, /version_policy\.latest\.num_versions: must be at least 1/],
-    ['ensemble without steps', 'platform: "ensemble"', /ensemble_scheduling: an ensemble needs 'ensemble_scheduling' with at least one step/],
-    ['ensemble with instances', 'platform: "ensemble" ensemble_scheduling { step { model_name: "a" } } instance_group {}', /instance_group: must not be set for an ensemble/],
+    [
+      'ensemble without steps',
+      'platform: "ensemble"',
+      /ensemble_scheduling: an ensemble needs 'ensemble_scheduling' with at least one step/,
+    ],
+    [
+      'ensemble with instances',
+      'platform: "ensemble" ensemble_scheduling { step { model_name: "a" } } instance_group {}',
+      /instance_group: must not be set for an ensemble/,
+    ],
     ['ensemble with backend', 'platform: "ensemble" backend: "js"', /backend: an ensemble has no backend/],
-    ['steps outside ensemble', `${SIMPLE} ensemble_scheduling { step { model_name: "a" } }`, /ensemble_scheduling: only valid with platform 'ensemble'/],
+    [
+      'steps outside ensemble',
+      `${SIMPLE} ensemble_scheduling { step { model_name: "a" } }`,
+      /ensemble_scheduling: only valid with platform 'ensemble'/,
+    ],
     ['warmup batch', `${SIMPLE} model_warmup { name: "w" batch_size: 9 }`, /model_warmup\[0\]\.batch_size: 9 is not within 1\.\.8/],
-    ['warmup input', `${SIMPLE} model_warmup { name: "w" batch_size: 1 inputs { key: "nope" value { data_type: TYPE_FP32 dims: [16] zero_data: true } } }`, /model_warmup\[0\]\.inputs\[nope\]: 'nope' is not an input/],
+    [
+      'warmup input',
+      `${SIMPLE} model_warmup { name: "w" batch_size: 1 inputs { key: "nope" value { data_type: TYPE_FP32 dims: [16] zero_data: true } } }`,
+      /model_warmup\[0\]\.inputs\[nope\]: 'nope' is not an input/,
+    ],
   ];
   for (const [title, text, re] of cases) {
     it(`rejects: ${title}`, () => expect(errorOf(text)).toMatch(re));

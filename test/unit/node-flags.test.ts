@@ -16,7 +16,7 @@ describe('engine Node flags', () => {
     expect(engine[ENGINE_NODE_FLAGS.length]).toBe('engine/main.ts');
   });
 
-  it('npm run engine, engine:prod and the image\'s tritonserver command carry the same flags', () => {
+  it("npm run engine, engine:prod and the image's tritonserver command carry the same flags", () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     const tritonserver = read('deploy/docker/tritonserver');
     for (const f of ENGINE_NODE_FLAGS) {

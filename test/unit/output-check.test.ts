@@ -7,33 +7,54 @@ import { serializeBytes } from '../../engine/api/datatypes.ts';
 
 const cfg = (over: Partial<ModelConfig> = {}) =>
   ({
-    name: 'm', max_batch_size: 0, input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }],
-    output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [2, -1] }, { name: 's', data_type: 'TYPE_STRING', dims: [-1] }],
+    name: 'm',
+    max_batch_size: 0,
+    input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [
+      { name: 'y', data_type: 'TYPE_FP32', dims: [2, -1] },
+      { name: 's', data_type: 'TYPE_STRING', dims: [-1] },
+    ],
     ...over,
   }) as unknown as ModelConfig;
-const f32 = (shape: number[], n = shape.reduce((a, d) => a * d, 1)) => ({ name: 'y', datatype: 'FP32' as const, shape, data: new Uint8Array(n * 4) });
+const f32 = (shape: number[], n = shape.reduce((a, d) => a * d, 1)) => ({
+  name: 'y',
+  datatype: 'FP32' as const,
+  shape,
+  data: new Uint8Array(n * 4),
+});
 const msg = (r: ReturnType<typeof checkOutputs>) => r?.message;
 
 describe('checkOutputs', () => {
   it('accepts outputs that fit, in any order, with -1 dims of any size', () => {
-    const s = { name: 's', datatype: 'BYTES' as const, shape: [2], data: new Uint8Array(serializeBytes([Buffer.from('a'), Buffer.from('bc')])) };
+    const s = {
+      name: 's',
+      datatype: 'BYTES' as const,
+      shape: [2],
+      data: new Uint8Array(serializeBytes([Buffer.from('a'), Buffer.from('bc')])),
+    };
     expect(checkOutputs(cfg(), [s, f32([2, 3])], ['y', 's'], undefined)).toBeUndefined();
   });
 
   it('names the output and the model for each misfit', () => {
     expect(msg(checkOutputs(cfg(), [{ ...f32([2, 1]), name: 'q' }], [], undefined))).toBe("unexpected inference output 'q' for model 'm'");
-    expect(msg(checkOutputs(cfg(), [f32([2, 1]), f32([2, 1])], [], undefined))).toBe("output 'y' appears twice in the response of model 'm'");
+    expect(msg(checkOutputs(cfg(), [f32([2, 1]), f32([2, 1])], [], undefined))).toBe(
+      "output 'y' appears twice in the response of model 'm'",
+    );
     expect(msg(checkOutputs(cfg(), [{ ...f32([2, 1]), datatype: 'INT32' }], [], undefined))).toBe(
       "unexpected datatype TYPE_INT32 for inference output 'y', expecting TYPE_FP32 for model 'm'",
     );
     expect(msg(checkOutputs(cfg(), [f32([3, 1])], [], undefined))).toBe(
       "unexpected shape for output 'y', model configuration shape is [2,-1], inference shape is [3,1] for model 'm'",
     );
-    expect(msg(checkOutputs(cfg(), [f32([2, 2], 3)], [], undefined))).toBe("output byte size mismatch for output 'y' for model 'm'. Expected 16, got 12");
+    expect(msg(checkOutputs(cfg(), [f32([2, 2], 3)], [], undefined))).toBe(
+      "output byte size mismatch for output 'y' for model 'm'. Expected 16, got 12",
+    );
     expect(msg(checkOutputs(cfg(), [{ name: 's', datatype: 'BYTES', shape: [2], data: new Uint8Array([1, 0, 0]) }], [], undefined))).toBe(
       "expected 2 string elements for inference output 's' for model 'm', got a malformed buffer",
     );
-    expect(msg(checkOutputs(cfg(), [f32([2, 1])], ['y', 's'], undefined))).toBe("output 's' of model 'm' is missing from the response (it was requested)");
+    expect(msg(checkOutputs(cfg(), [f32([2, 1])], ['y', 's'], undefined))).toBe(
+      "output 's' of model 'm' is missing from the response (it was requested)",
+    );
   });
 
   it("checks the batch dimension against the request's batch size when the model batches", () => {
@@ -89,7 +110,9 @@ describe('outputRules: per backend, as strict as Triton and no stricter', () => 
     expect(msg(checkOutputs(c, [{ ...f32([2, 2], 3), datatype: 'INT32' }], [], undefined))).toBe(
       "output byte size mismatch for output 'y' for model 'm'. Expected 16, got 12",
     );
-    expect(msg(checkOutputs(c, [{ ...f32([1]), datatype: 'FP8' as never }], [], undefined))).toBe("output 'y' of model 'm' has an unknown datatype 'FP8'");
+    expect(msg(checkOutputs(c, [{ ...f32([1]), datatype: 'FP8' as never }], [], undefined))).toBe(
+      "output 'y' of model 'm' has an unknown datatype 'FP8'",
+    );
   });
 
   it('a backend of no known kind gets every check', () => {

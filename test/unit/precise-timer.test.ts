@@ -12,7 +12,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TIMER_URL = new URL('../../native/precise-timer.ts', import.meta.url).href;
 
 function runChild(code: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -7,7 +7,13 @@ import { parseBackendConfig } from '../../engine/server/cli-options.ts';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const cfg = (envPath?: string): ModelConfig =>
-  ({ name: 'm', max_batch_size: 0, input: [], output: [], parameters: envPath ? { EXECUTION_ENV_PATH: { string_value: envPath } } : {} }) as ModelConfig;
+  ({
+    name: 'm',
+    max_batch_size: 0,
+    input: [],
+    output: [],
+    parameters: envPath ? { EXECUTION_ENV_PATH: { string_value: envPath } } : {},
+  }) as ModelConfig;
 
 describe('python interpreter choice', () => {
   it('python3 from PATH by default; the engine flag, then the model parameter, override it', () => {
@@ -22,7 +28,9 @@ describe('python interpreter choice', () => {
       expect(resolveInterpreter(cfg('$$TRITON_MODEL_DIRECTORY/env'), dir, { 'python-executable': path.join(dir, 'py') })).toBe(
         path.join(dir, 'env', 'bin', 'python3'),
       );
-      expect(() => resolveInterpreter(cfg(path.join(dir, 'nope')), dir)).toThrow(/python interpreter '.*nope' not found \(model 'm' parameter EXECUTION_ENV_PATH\)/);
+      expect(() => resolveInterpreter(cfg(path.join(dir, 'nope')), dir)).toThrow(
+        /python interpreter '.*nope' not found \(model 'm' parameter EXECUTION_ENV_PATH\)/,
+      );
       expect(() => resolveInterpreter(cfg(path.join(dir, 'env.tar.gz')), dir)).toThrow(/packed environment/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -28,7 +28,9 @@ describe('python stub frame kinds', () => {
 
   it('stub.py and stub_channel.py name every kind through stub_frames, never as a bare string', () => {
     const src = readFileSync(STUB_PATH, 'utf8') + readFileSync(path.join(path.dirname(STUB_PATH), 'stub_channel.py'), 'utf8');
-    const bare = [...src.matchAll(/"t":\s*"([a-z_]+)"|\[\s*"t"\s*\]\s*==\s*"([a-z_]+)"|\bt\s*==\s*"([a-z_]+)"/g)].map((m) => m[1] ?? m[2] ?? m[3]);
+    const bare = [...src.matchAll(/"t":\s*"([a-z_]+)"|\[\s*"t"\s*\]\s*==\s*"([a-z_]+)"|\bt\s*==\s*"([a-z_]+)"/g)].map(
+      (m) => m[1] ?? m[2] ?? m[3],
+    );
     expect(bare).toEqual([]);
     for (const kind of [...ENGINE_FRAME_KINDS, ...STUB_FRAME_KINDS]) {
       const constant = kind.toUpperCase();

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { parseModelConfigText } from '../../engine/config/model-config-parser.ts';
 import { normalizeModelConfig } from '../../engine/config/model-config-utils.ts';
-import { batchDims, batchInputTensors, batchOutputSources, raggedInputs, scatterBatchOutput } from '../../engine/backends/onnxruntime/ragged-batch.ts';
+import {
+  batchDims,
+  batchInputTensors,
+  batchOutputSources,
+  raggedInputs,
+  scatterBatchOutput,
+} from '../../engine/backends/onnxruntime/ragged-batch.ts';
 import type { InferRequest } from '../../engine/api/infer-request.ts';
 import { deserializeBytes, serializeBytes } from '../../engine/api/datatypes.ts';
 
@@ -18,7 +24,9 @@ const config = (batchInputs: string, mbs = 8) =>
     { modelName: 'r', file: FILE, strict: true },
   );
 const req = (n: number, rows = 1): InferRequest => ({
-  modelName: 'r', parameters: {}, outputs: [],
+  modelName: 'r',
+  parameters: {},
+  outputs: [],
   inputs: [
     { name: 'IN', datatype: 'FP32', shape: [rows, n], data: new Uint8Array(rows * n * 4) },
     { name: 'B', datatype: 'FP32', shape: [rows, 2], data: new Uint8Array(rows * 8) },
@@ -29,7 +37,11 @@ const bi = (kind: string, type = 'TYPE_INT32') =>
 const values = (kind: string, reqs: InferRequest[], type = 'TYPE_INT32') => {
   const [t] = batchInputTensors(config(bi(kind, type)), reqs);
   const copy = Uint8Array.from(t!.data).buffer;
-  return { shape: t!.shape, datatype: t!.datatype, values: Array.from(t!.datatype === 'FP32' ? new Float32Array(copy) : new Int32Array(copy)) };
+  return {
+    shape: t!.shape,
+    datatype: t!.datatype,
+    values: Array.from(t!.datatype === 'FP32' ? new Float32Array(copy) : new Int32Array(copy)),
+  };
 };
 
 describe('batch inputs (Triton ragged batching)', () => {
@@ -65,7 +77,9 @@ describe('batch inputs (Triton ragged batching)', () => {
       }
       return 'no error';
     };
-    expect(err(bi('BATCH_ELEMENT_COUNT', 'TYPE_INT64'))).toBe(`${FILE}: batch_input[0].data_type: batch input 'X' must be TYPE_FP32 or TYPE_INT32, got TYPE_INT64`);
+    expect(err(bi('BATCH_ELEMENT_COUNT', 'TYPE_INT64'))).toBe(
+      `${FILE}: batch_input[0].data_type: batch input 'X' must be TYPE_FP32 or TYPE_INT32, got TYPE_INT64`,
+    );
     expect(err('batch_input [ { kind: BATCH_ELEMENT_COUNT, target_name: "X", data_type: TYPE_FP32, source_input: "NOPE" } ]')).toBe(
       `${FILE}: batch_input[0].source_input: 'NOPE' is not an input of the model`,
     );
@@ -88,29 +102,57 @@ describe('batch outputs (BATCH_SCATTER_WITH_INPUT_SHAPE)', () => {
       { modelName: 'r', file: FILE, strict: true },
     );
   const ins = (...shapes: number[][]): InferRequest[] =>
-    shapes.map((shape) => ({ modelName: 'r', parameters: {}, outputs: [], inputs: [{ name: 'IN', datatype: 'FP32', shape, data: new Uint8Array(0) }] }));
+    shapes.map((shape) => ({
+      modelName: 'r',
+      parameters: {},
+      outputs: [],
+      inputs: [{ name: 'IN', datatype: 'FP32', shape, data: new Uint8Array(0) }],
+    }));
   const f32 = (u: Uint8Array) => Array.from(new Float32Array(Uint8Array.from(u).buffer));
 
-  it('gives each request its source input\'s shape and that many elements, in order', () => {
+  it("gives each request its source input's shape and that many elements, in order", () => {
     const cfg = bo();
     expect(batchOutputSources(cfg)).toEqual(new Map([['OUT', 'IN']]));
     const t = { name: 'OUT', datatype: 'FP32' as const, shape: [6], data: new Uint8Array(Float32Array.of(1, 2, 3, 4, 5, 6).buffer) };
     const parts = scatterBatchOutput(cfg, t, 'IN', ins([1, 1], [1, 3], [2, 1]));
-    expect(parts.map((p) => p.shape)).toEqual([[1, 1], [1, 3], [2, 1]]);
+    expect(parts.map((p) => p.shape)).toEqual([
+      [1, 1],
+      [1, 3],
+      [2, 1],
+    ]);
     expect(parts.map((p) => f32(p.data))).toEqual([[1], [2, 3, 4], [5, 6]]);
   });
 
   it('keeps fixed dims of the output and scatters BYTES items', () => {
-    const fixed = scatterBatchOutput(bo('[ -1, 2 ]'), { name: 'OUT', datatype: 'FP32', shape: [8], data: new Uint8Array(Float32Array.of(1, 2, 3, 4, 5, 6, 7, 8).buffer) }, 'IN', ins([1, 1], [1, 3]));
-    expect(fixed.map((p) => [p.shape, f32(p.data)])).toEqual([[[1, 1, 2], [1, 2]], [[1, 3, 2], [3, 4, 5, 6, 7, 8]]]);
-    const bytes = scatterBatchOutput(bo('[ -1 ]', 'TYPE_STRING'), { name: 'OUT', datatype: 'BYTES', shape: [3], data: serializeBytes([Buffer.from('a'), Buffer.from('bb'), Buffer.from('c')]) }, 'IN', ins([1, 2], [1, 1]));
+    const fixed = scatterBatchOutput(
+      bo('[ -1, 2 ]'),
+      { name: 'OUT', datatype: 'FP32', shape: [8], data: new Uint8Array(Float32Array.of(1, 2, 3, 4, 5, 6, 7, 8).buffer) },
+      'IN',
+      ins([1, 1], [1, 3]),
+    );
+    expect(fixed.map((p) => [p.shape, f32(p.data)])).toEqual([
+      [
+        [1, 1, 2],
+        [1, 2],
+      ],
+      [
+        [1, 3, 2],
+        [3, 4, 5, 6, 7, 8],
+      ],
+    ]);
+    const bytes = scatterBatchOutput(
+      bo('[ -1 ]', 'TYPE_STRING'),
+      { name: 'OUT', datatype: 'BYTES', shape: [3], data: serializeBytes([Buffer.from('a'), Buffer.from('bb'), Buffer.from('c')]) },
+      'IN',
+      ins([1, 2], [1, 1]),
+    );
     expect(bytes.map((p) => deserializeBytes(p.data, 'OUT').map((b) => Buffer.from(b).toString()))).toEqual([['a', 'bb'], ['c']]);
   });
 
   it('refuses an output too short for the shapes, and bad configs by name', () => {
-    expect(() => scatterBatchOutput(bo(), { name: 'OUT', datatype: 'FP32', shape: [2], data: new Uint8Array(8) }, 'IN', ins([1, 1], [1, 3]))).toThrow(
-      "batch output 'OUT' of model 'r' has 2 elements, too few to scatter by the shapes of input 'IN'",
-    );
+    expect(() =>
+      scatterBatchOutput(bo(), { name: 'OUT', datatype: 'FP32', shape: [2], data: new Uint8Array(8) }, 'IN', ins([1, 1], [1, 3])),
+    ).toThrow("batch output 'OUT' of model 'r' has 2 elements, too few to scatter by the shapes of input 'IN'");
     const err = (text: string) => {
       try {
         config(text);
@@ -119,7 +161,11 @@ describe('batch outputs (BATCH_SCATTER_WITH_INPUT_SHAPE)', () => {
       }
       return 'no error';
     };
-    expect(err('batch_output [ { target_name: "NOPE", source_input: "IN" } ]')).toBe(`${FILE}: batch_output[0].target_name: 'NOPE' is not an output of the model`);
-    expect(err('batch_output [ { target_name: "OUT", source_input: "NOPE" } ]')).toBe(`${FILE}: batch_output[0].source_input: 'NOPE' is not an input of the model`);
+    expect(err('batch_output [ { target_name: "NOPE", source_input: "IN" } ]')).toBe(
+      `${FILE}: batch_output[0].target_name: 'NOPE' is not an output of the model`,
+    );
+    expect(err('batch_output [ { target_name: "OUT", source_input: "NOPE" } ]')).toBe(
+      `${FILE}: batch_output[0].source_input: 'NOPE' is not an input of the model`,
+    );
   });
 });

@@ -22,16 +22,25 @@ const config = (extra: string, mbs = 8) =>
   );
 const SCATTER = 'batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE, target_name: "OUT", source_input: "IN" } ]';
 const req = (n: number, outputs: string[] = []): InferRequest => ({
-  modelName: 'r', parameters: {}, outputs: outputs.map((name) => ({ name })),
+  modelName: 'r',
+  parameters: {},
+  outputs: outputs.map((name) => ({ name })),
   inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, n], data: new Uint8Array(n * 4) }],
 });
-const f32 = (name: string, shape: number[], v: number[]): Tensor => ({ name, datatype: 'FP32', shape, data: new Uint8Array(Float32Array.from(v).buffer) });
+const f32 = (name: string, shape: number[], v: number[]): Tensor => ({
+  name,
+  datatype: 'FP32',
+  shape,
+  data: new Uint8Array(Float32Array.from(v).buffer),
+});
 const res = (...outputs: Tensor[]): InferResponse => ({ modelName: 'r', modelVersion: '1', outputs });
 const values = (t: Tensor | undefined) => (t ? Array.from(new Float32Array(Uint8Array.from(t.data).buffer)) : undefined);
 
 describe('ragged-requests', () => {
   it('every request gets the same batch inputs, built over the whole batch', () => {
-    const c = config('batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT, target_name: "END", data_type: TYPE_INT32, source_input: "IN" } ]');
+    const c = config(
+      'batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT, target_name: "END", data_type: TYPE_INT32, source_input: "IN" } ]',
+    );
     const [t] = requestBatchInputs(c, [req(2), req(3)]);
     expect(t!.shape).toEqual([2]);
     expect(Array.from(new Int32Array(Uint8Array.from(t!.data).buffer))).toEqual([2, 5]);
@@ -43,14 +52,18 @@ describe('ragged-requests', () => {
     expect(batchOutputTargets(config(SCATTER))).toEqual(new Set(['OUT']));
   });
 
-  it('the first response carrying the target is the batch\'s; each request gets its share, others\' copies replaced', () => {
+  it("the first response carrying the target is the batch's; each request gets its share, others' copies replaced", () => {
     const c = config(SCATTER);
-    const out = scatterRequestOutputs(c, [req(2), req(1), req(3)], [
-      res(f32('OUT', [6], [1, 2, 3, 4, 5, 6]), f32('SIDE', [1, 1], [9])),
-      res(f32('SIDE', [1, 1], [8])),
-      res(f32('OUT', [1], [99])),
-    ]) as InferResponse[];
-    expect(out.map((r) => r.outputs.find((t) => t.name === 'OUT')?.shape)).toEqual([[1, 2], [1, 1], [1, 3]]);
+    const out = scatterRequestOutputs(
+      c,
+      [req(2), req(1), req(3)],
+      [res(f32('OUT', [6], [1, 2, 3, 4, 5, 6]), f32('SIDE', [1, 1], [9])), res(f32('SIDE', [1, 1], [8])), res(f32('OUT', [1], [99]))],
+    ) as InferResponse[];
+    expect(out.map((r) => r.outputs.find((t) => t.name === 'OUT')?.shape)).toEqual([
+      [1, 2],
+      [1, 1],
+      [1, 3],
+    ]);
     expect(out.map((r) => values(r.outputs.find((t) => t.name === 'OUT')))).toEqual([[1, 2], [3], [4, 5, 6]]);
     expect(values(out[1]!.outputs.find((t) => t.name === 'SIDE'))).toEqual([8]);
   });

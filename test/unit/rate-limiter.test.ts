@@ -52,12 +52,21 @@ describe('RateLimiter', () => {
     const running: Array<() => void> = [];
     const inst: ExecutionInstance = {
       name,
-      execute: () => new Promise<ExecuteResult>((resolve) => running.push(() => resolve({ responses: [], timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } }))),
+      execute: () =>
+        new Promise<ExecuteResult>((resolve) =>
+          running.push(() => resolve({ responses: [], timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } })),
+        ),
     };
     return { inst, running };
   }
   const config = (name: string, priority: number, resources = [{ name: 'R', count: 1 }]): ModelConfig =>
-    ({ name, max_batch_size: 0, input: [], output: [], instance_group: [{ name, kind: 'KIND_CPU', count: 1, rate_limiter: { resources, priority } }] }) as ModelConfig;
+    ({
+      name,
+      max_batch_size: 0,
+      input: [],
+      output: [],
+      instance_group: [{ name, kind: 'KIND_CPU', count: 1, rate_limiter: { resources, priority } }],
+    }) as ModelConfig;
   // Two turns: the release's deferred grant, then the granted execution starting.
   const tick = async () => {
     for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));

@@ -17,7 +17,9 @@ const { StreamDecoder } = require(path.join(path.dirname(require.resolve('@grpc/
 /** Install the pooled decoder the way the engine does: on a bound grpc-js server, after its shape check. */
 async function installPooledDecoder(): Promise<boolean> {
   const server = new grpc.Server();
-  await new Promise<void>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+  await new Promise<void>((res, rej) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
   try {
     return reachIntoGrpcJs(server, { widenHttp2: false, pooledDecoder: true });
   } finally {
@@ -123,7 +125,7 @@ describe('pooled gRPC message decoder', () => {
     expect(n!.subarray(5).equals(bytes(250_000, 10))).toBe(true);
   });
 
-  it('still enforces the receive limit, with grpc-js\'s text', async () => {
+  it("still enforces the receive limit, with grpc-js's text", async () => {
     await installPooledDecoder();
     const d = new StreamDecoder(100);
     expect(() => d.write(frame(bytes(101, 1)))).toThrow('Received message larger than max (101 vs 100)');

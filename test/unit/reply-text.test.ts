@@ -21,8 +21,34 @@ const asJson = (v: Float32Array | Float64Array) => JSON.stringify(Array.from(v))
 describe('numbersJson (native)', () => {
   it('writes the layout rules of Number::toString as JSON.stringify does', () => {
     const named = [
-      0, -0, 1, -1, 0.5, 100, 123456789, 1e20, 1e21, 1.5e21, 123456789012345680000, 1e-6, 0.000001, 1.5e-6, 1e-7, 1.5e-7, 1.2e-18,
-      5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -1.5e300, 0.1, 0.2 + 0.1, 1 / 3, NaN, Infinity, -Infinity, 9007199254740993,
+      0,
+      -0,
+      1,
+      -1,
+      0.5,
+      100,
+      123456789,
+      1e20,
+      1e21,
+      1.5e21,
+      123456789012345680000,
+      1e-6,
+      0.000001,
+      1.5e-6,
+      1e-7,
+      1.5e-7,
+      1.2e-18,
+      5e-324,
+      2.2250738585072014e-308,
+      1.7976931348623157e308,
+      -1.5e300,
+      0.1,
+      0.2 + 0.1,
+      1 / 3,
+      NaN,
+      Infinity,
+      -Infinity,
+      9007199254740993,
     ];
     for (const x of named) expect(numbersJson(new Float64Array([x])), String(x)).toBe(asJson(new Float64Array([x])));
     expect(numbersJson(new Float64Array(0))).toBe('[]');
@@ -87,9 +113,14 @@ function outputOf(o: { name: string; datatype: string; n: number; seed: number[]
   // Floats as the engine sends them, NaN and the infinities included (encodeValues refuses those from JSON).
   const vs = values(o.datatype, o.n, o.seed);
   const bytes =
-    o.datatype === 'FP32' ? new Uint8Array(Float32Array.from(vs as number[]).buffer)
-    : o.datatype === 'FP64' ? new Uint8Array(Float64Array.from(vs as number[]).buffer)
-    : encodeValues(o.datatype, vs.map((v) => (typeof v === 'number' && !Number.isFinite(v) ? 0 : v)));
+    o.datatype === 'FP32'
+      ? new Uint8Array(Float32Array.from(vs as number[]).buffer)
+      : o.datatype === 'FP64'
+        ? new Uint8Array(Float64Array.from(vs as number[]).buffer)
+        : encodeValues(
+            o.datatype,
+            vs.map((v) => (typeof v === 'number' && !Number.isFinite(v) ? 0 : v)),
+          );
   // A tensor can sit at any byte offset of a received message: the formatter must read it the same.
   const placed = o.unaligned ? new Uint8Array(bytes.byteLength + 1).fill(7) : bytes;
   if (o.unaligned) placed.set(bytes, 1);
@@ -106,7 +137,10 @@ describe('replyJsonText', () => {
     fc.assert(
       fc.property(fc.array(outputArb, { maxLength: 4 }), fc.boolean(), (os, rows) => {
         const outputs = os.map(outputOf);
-        const fn = fnWith(outputs.length ? outputs.map((t) => t.spec) : [{ name: 'scores', tensor: 'S', datatype: 'FP32', shape: [-1] }], rows);
+        const fn = fnWith(
+          outputs.length ? outputs.map((t) => t.spec) : [{ name: 'scores', tensor: 'S', datatype: 'FP32', shape: [-1] }],
+          rows,
+        );
         let want: string;
         try {
           want = JSON.stringify(replyJson(fn, outputs));

@@ -7,21 +7,36 @@ import type { ModelConfig } from '../../engine/api/model-config.ts';
 import { RequestCancel } from '../../engine/api/cancel-signal.ts';
 import { StatusError } from '../../engine/api/status.ts';
 
-const config = (dynamic_batching?: ModelConfig['dynamic_batching'], max_batch_size = 8) => ({ name: 'm', max_batch_size, input: [], output: [], dynamic_batching }) as unknown as ModelConfig;
-const req = (timeoutUs?: number): InferRequest => ({ modelName: 'm', inputs: [], outputs: [], parameters: {}, timeoutUs, arrivalNs: process.hrtime.bigint() });
+const config = (dynamic_batching?: ModelConfig['dynamic_batching'], max_batch_size = 8) =>
+  ({ name: 'm', max_batch_size, input: [], output: [], dynamic_batching }) as unknown as ModelConfig;
+const req = (timeoutUs?: number): InferRequest => ({
+  modelName: 'm',
+  inputs: [],
+  outputs: [],
+  parameters: {},
+  timeoutUs,
+  arrivalNs: process.hrtime.bigint(),
+});
 const response: InferResponse = { modelName: 'm', modelVersion: '1', outputs: [] };
 
 describe('timeoutBoundsRequest', () => {
   it('bounds the request unless its queue level DELAYs timed-out requests and allows the override', () => {
     expect(timeoutBoundsRequest(undefined, undefined)).toBe(true);
     expect(timeoutBoundsRequest(config(), undefined)).toBe(true);
-    expect(timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'REJECT', allow_timeout_override: true } }), undefined)).toBe(true);
-    expect(timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'DELAY', allow_timeout_override: true } }), undefined)).toBe(false);
+    expect(
+      timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'REJECT', allow_timeout_override: true } }), undefined),
+    ).toBe(true);
+    expect(
+      timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'DELAY', allow_timeout_override: true } }), undefined),
+    ).toBe(false);
     expect(timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'DELAY' } }), undefined)).toBe(true);
     // Without batching the queue policy does not apply.
-    expect(timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'DELAY', allow_timeout_override: true } }, 0), undefined)).toBe(true);
+    expect(
+      timeoutBoundsRequest(config({ default_queue_policy: { timeout_action: 'DELAY', allow_timeout_override: true } }, 0), undefined),
+    ).toBe(true);
     const levels = config({
-      priority_levels: 2, default_priority_level: 2,
+      priority_levels: 2,
+      default_priority_level: 2,
       priority_queue_policy: { '1': { timeout_action: 'DELAY', allow_timeout_override: true } },
     });
     expect(timeoutBoundsRequest(levels, 1)).toBe(false);
@@ -33,7 +48,13 @@ describe('timeoutBoundsRequest', () => {
 describe('answerByDeadline', () => {
   it('without a timeout it is the run itself', async () => {
     const r = req();
-    await expect(answerByDeadline(r, async () => response, () => undefined)).resolves.toBe(response);
+    await expect(
+      answerByDeadline(
+        r,
+        async () => response,
+        () => undefined,
+      ),
+    ).resolves.toBe(response);
     expect(r.signal).toBeUndefined();
   });
 
@@ -44,7 +65,11 @@ describe('answerByDeadline', () => {
     let finish!: (v: InferResponse) => void;
     const run = new Promise<InferResponse>((resolve) => (finish = resolve));
     const t0 = performance.now();
-    const err = await answerByDeadline(r, () => run, () => undefined).catch((e: unknown) => e);
+    const err = await answerByDeadline(
+      r,
+      () => run,
+      () => undefined,
+    ).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
     expect(err).toBeInstanceOf(StatusError);
     expect((err as StatusError).code).toBe('UNAVAILABLE');
@@ -58,7 +83,11 @@ describe('answerByDeadline', () => {
     const r = req(60_000_000);
     const client = new RequestCancel();
     r.signal = client;
-    const p = answerByDeadline(r, () => new Promise<InferResponse>((_, reject) => r.signal!.addEventListener('abort', () => reject(new Error('gone')))), () => undefined);
+    const p = answerByDeadline(
+      r,
+      () => new Promise<InferResponse>((_, reject) => r.signal!.addEventListener('abort', () => reject(new Error('gone')))),
+      () => undefined,
+    );
     client.abort();
     await expect(p).rejects.toThrow('gone');
   });

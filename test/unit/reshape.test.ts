@@ -4,7 +4,12 @@ import type { ModelConfig } from '../../engine/api/model-config.ts';
 import type { Tensor } from '../../engine/api/infer-request.ts';
 
 const cfg = (mbs: number, dims: number[], shape: number[]): ModelConfig =>
-  ({ name: 'm', max_batch_size: mbs, input: [{ name: 'I', data_type: 'TYPE_FP32', dims, reshape: { shape } }], output: [{ name: 'O', data_type: 'TYPE_FP32', dims, reshape: { shape } }] }) as ModelConfig;
+  ({
+    name: 'm',
+    max_batch_size: mbs,
+    input: [{ name: 'I', data_type: 'TYPE_FP32', dims, reshape: { shape } }],
+    output: [{ name: 'O', data_type: 'TYPE_FP32', dims, reshape: { shape } }],
+  }) as ModelConfig;
 const t = (name: string, shape: number[]): Tensor => ({ name, datatype: 'FP32', shape, data: new Uint8Array(0) });
 
 describe('reshape', () => {

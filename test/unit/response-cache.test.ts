@@ -52,7 +52,12 @@ describe('parseCacheConfig', () => {
   it("reads Triton's local and redis forms, merging repeated values", () => {
     expect(parseCacheConfig([])).toBeUndefined();
     expect(parseCacheConfig(['local,size=1048576'])).toEqual({ kind: 'local', size: 1048576 });
-    expect(parseCacheConfig(['redis,host=10.0.0.1', 'redis,port=6380'])).toMatchObject({ kind: 'redis', host: '10.0.0.1', port: 6380, ttlMs: DEFAULT_REDIS_TTL_MS });
+    expect(parseCacheConfig(['redis,host=10.0.0.1', 'redis,port=6380'])).toMatchObject({
+      kind: 'redis',
+      host: '10.0.0.1',
+      port: 6380,
+      ttlMs: DEFAULT_REDIS_TTL_MS,
+    });
     expect(parseCacheConfig(['redis,ttl_ms=5000'])).toMatchObject({ ttlMs: 5000 });
     expect(parseCacheConfig(['redis,ttl_ms=0'])).toMatchObject({ ttlMs: 0 });
     expect(() => parseCacheConfig(['redis,ttl_ms=-1'])).toThrow(/ttl_ms must be a non-negative integer/);
@@ -82,10 +87,24 @@ describe('cache key and codec', () => {
   });
 
   it("an ensemble's identity changes with the version each step runs on", () => {
-    const step = (identity: string): IdentifiedVersion => ({ name: 's', version: 1, identity, config: { name: 's', max_batch_size: 0, input: [], output: [] } });
+    const step = (identity: string): IdentifiedVersion => ({
+      name: 's',
+      version: 1,
+      identity,
+      config: { name: 's', max_batch_size: 0, input: [], output: [] },
+    });
     const ens: IdentifiedVersion = {
-      name: 'e', version: 1, identity: 'e1',
-      config: { name: 'e', platform: 'ensemble', max_batch_size: 0, input: [], output: [], ensemble_scheduling: { step: [{ model_name: 's', model_version: -1, input_map: {}, output_map: {} }] } },
+      name: 'e',
+      version: 1,
+      identity: 'e1',
+      config: {
+        name: 'e',
+        platform: 'ensemble',
+        max_batch_size: 0,
+        input: [],
+        output: [],
+        ensemble_scheduling: { step: [{ model_name: 's', model_version: -1, input_map: {}, output_map: {} }] },
+      },
     };
     const a = cacheIdentity(ens, () => step('s1'));
     expect(cacheIdentity(ens, () => step('s1'))).toBe(a);

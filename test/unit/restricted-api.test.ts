@@ -3,7 +3,12 @@
 // environment variable that keeps a key off the command line.
 import { describe, expect, it } from 'vitest';
 import {
-  failedRestriction, GRPC_RPC_GROUPS, httpApiGroup, parseRestrictedFeatures, restrictedOption, RESTRICTED_GROUPS,
+  failedRestriction,
+  GRPC_RPC_GROUPS,
+  httpApiGroup,
+  parseRestrictedFeatures,
+  restrictedOption,
+  RESTRICTED_GROUPS,
 } from '../../engine/frontends/restricted-api.ts';
 import { healthService, inferenceService } from '../../protocol/index.ts';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
@@ -12,14 +17,18 @@ describe('parseRestrictedFeatures', () => {
   it('reads groups, key and value; a value may hold ":" and "="', () => {
     const m = parseRestrictedFeatures(['model-repository,trace:admin-key=a:b=c', 'health:k=v'], 'http-restricted-api');
     expect(Object.fromEntries(m)).toEqual({
-      'model-repository': { header: 'admin-key', value: 'a:b=c' }, trace: { header: 'admin-key', value: 'a:b=c' }, health: { header: 'k', value: 'v' },
+      'model-repository': { header: 'admin-key', value: 'a:b=c' },
+      trace: { header: 'admin-key', value: 'a:b=c' },
+      health: { header: 'k', value: 'v' },
     });
     const g = parseRestrictedFeatures(['inference:infer-key=x'], 'grpc-restricted-protocol');
     expect(g.get('inference')).toEqual({ header: 'triton-grpc-protocol-infer-key', value: 'x' });
   });
 
   it("refuses as Triton's parser does: format, unknown group, a group in two values", () => {
-    expect(() => parseRestrictedFeatures(['health'], 'http-restricted-api')).toThrow("--http-restricted-api option format is '<config name>:<setting>=<value>'. Got health");
+    expect(() => parseRestrictedFeatures(['health'], 'http-restricted-api')).toThrow(
+      "--http-restricted-api option format is '<config name>:<setting>=<value>'. Got health",
+    );
     expect(() => parseRestrictedFeatures(['health:k='], 'http-restricted-api')).toThrow('option format');
     expect(() => parseRestrictedFeatures([':k=v'], 'grpc-restricted-protocol')).toThrow('--grpc-restricted-protocol option format');
     expect(() => parseRestrictedFeatures(['healthz:k=v'], 'http-restricted-api')).toThrow("unknown restricted api 'healthz'");
@@ -43,9 +52,12 @@ describe('parseRestrictedFeatures', () => {
     }
     expect(msg).toMatch(/^ENGINE_GRPC_RESTRICTED_PROTOCOL: expected/);
     expect(msg).not.toContain('s3cret');
-    const o = parseEngineArgs(['--model-repository=/m', '--grpc-restricted-protocol=shared-memory:k=v'], { ENGINE_GRPC_RESTRICTED_PROTOCOL: 'trace:k=w' });
+    const o = parseEngineArgs(['--model-repository=/m', '--grpc-restricted-protocol=shared-memory:k=v'], {
+      ENGINE_GRPC_RESTRICTED_PROTOCOL: 'trace:k=w',
+    });
     expect(Object.fromEntries(o.grpcRestricted!)).toEqual({
-      'shared-memory': { header: 'triton-grpc-protocol-k', value: 'v' }, trace: { header: 'triton-grpc-protocol-k', value: 'w' },
+      'shared-memory': { header: 'triton-grpc-protocol-k', value: 'v' },
+      trace: { header: 'triton-grpc-protocol-k', value: 'w' },
     });
   });
 });
@@ -53,16 +65,35 @@ describe('parseRestrictedFeatures', () => {
 describe('groups', () => {
   it("every HTTP endpoint in its Triton group (after http_server.cc's Handle)", () => {
     const table: Array<[string, string | undefined]> = [
-      ['/v2', 'metadata'], ['/v2/', 'metadata'], ['/v2/health/live', 'health'], ['/v2/health/ready', 'health'],
-      ['/v2/models/m', 'metadata'], ['/v2/models/m/versions/2', 'metadata'], ['/v2/models/m/ready', 'health'],
-      ['/v2/models/m/versions/1/ready', 'health'], ['/v2/models/m/infer', 'inference'], ['/v2/models/m/versions/1/infer', 'inference'],
-      ['/v2/models/m/generate', 'inference'], ['/v2/models/m/generate_stream', 'inference'], ['/v2/models/m/config', 'model-config'],
-      ['/v2/models/stats', 'statistics'], ['/v2/models/m/stats', 'statistics'], ['/v2/models/m/versions/3/stats', 'statistics'],
-      ['/v2/models/m/trace/setting', 'trace'], ['/v2/trace/setting', 'trace'], ['/v2/logging', 'logging'],
-      ['/v2/repository/index', 'model-repository'], ['/v2/repository/models/m/load', 'model-repository'],
-      ['/v2/systemsharedmemory/status', 'shared-memory'], ['/v2/systemsharedmemory/region/r/register', 'shared-memory'],
-      ['/v2/cudasharedmemory/region/r/unregister', 'shared-memory'], ['//v2//logging/', 'logging'],
-      ['/metrics', undefined], ['/v3/logging', undefined], ['/v2/unknown', undefined], ['/v2/models/m/nonsense', undefined],
+      ['/v2', 'metadata'],
+      ['/v2/', 'metadata'],
+      ['/v2/health/live', 'health'],
+      ['/v2/health/ready', 'health'],
+      ['/v2/models/m', 'metadata'],
+      ['/v2/models/m/versions/2', 'metadata'],
+      ['/v2/models/m/ready', 'health'],
+      ['/v2/models/m/versions/1/ready', 'health'],
+      ['/v2/models/m/infer', 'inference'],
+      ['/v2/models/m/versions/1/infer', 'inference'],
+      ['/v2/models/m/generate', 'inference'],
+      ['/v2/models/m/generate_stream', 'inference'],
+      ['/v2/models/m/config', 'model-config'],
+      ['/v2/models/stats', 'statistics'],
+      ['/v2/models/m/stats', 'statistics'],
+      ['/v2/models/m/versions/3/stats', 'statistics'],
+      ['/v2/models/m/trace/setting', 'trace'],
+      ['/v2/trace/setting', 'trace'],
+      ['/v2/logging', 'logging'],
+      ['/v2/repository/index', 'model-repository'],
+      ['/v2/repository/models/m/load', 'model-repository'],
+      ['/v2/systemsharedmemory/status', 'shared-memory'],
+      ['/v2/systemsharedmemory/region/r/register', 'shared-memory'],
+      ['/v2/cudasharedmemory/region/r/unregister', 'shared-memory'],
+      ['//v2//logging/', 'logging'],
+      ['/metrics', undefined],
+      ['/v3/logging', undefined],
+      ['/v2/unknown', undefined],
+      ['/v2/models/m/nonsense', undefined],
     ];
     for (const [p, g] of table) expect(httpApiGroup(p), p).toBe(g);
   });

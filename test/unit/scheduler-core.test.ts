@@ -9,7 +9,16 @@ import { FakeClock, flush } from '../fixtures/fake-scheduling.ts';
 
 function setup() {
   const clock = new FakeClock();
-  const stats = { ok: [] as number[], bad: [] as number[], succeeded(ns: number) { this.ok.push(ns); }, failed(ns: number) { this.bad.push(ns); } };
+  const stats = {
+    ok: [] as number[],
+    bad: [] as number[],
+    succeeded(ns: number) {
+      this.ok.push(ns);
+    },
+    failed(ns: number) {
+      this.bad.push(ns);
+    },
+  };
   const core = new SchedulerCore({ refusal: "model 'm' is not accepting requests", stats, clock });
   return { clock, stats, core };
 }
@@ -24,9 +33,19 @@ describe('SchedulerCore', () => {
     expect(t.core.inflight).toBe(2);
     t.clock.now += 250n;
     const answers: unknown[] = [];
-    t.core.settle(arrival, response, (r) => answers.push(r), (e) => answers.push(e));
+    t.core.settle(
+      arrival,
+      response,
+      (r) => answers.push(r),
+      (e) => answers.push(e),
+    );
     t.clock.now += 50n;
-    t.core.settle(arrival, invalidArg('bad'), (r) => answers.push(r), (e) => answers.push(e));
+    t.core.settle(
+      arrival,
+      invalidArg('bad'),
+      (r) => answers.push(r),
+      (e) => answers.push(e),
+    );
     expect(t.core.inflight).toBe(0);
     expect(t.stats.ok).toEqual([250]);
     expect(t.stats.bad).toEqual([300]);

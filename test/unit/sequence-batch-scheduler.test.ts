@@ -11,9 +11,18 @@ import { FakeClock, FakeInstance, flush } from '../fixtures/fake-scheduling.ts';
 
 const stats: StatsSink = { queued() {}, executed() {}, succeeded() {}, failed() {} };
 const config = (sb: Record<string, unknown>): ModelConfig =>
-  ({ name: 'm', max_batch_size: 2, input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [], sequence_batching: sb }) as ModelConfig;
+  ({
+    name: 'm',
+    max_batch_size: 2,
+    input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }],
+    output: [],
+    sequence_batching: sb,
+  }) as ModelConfig;
 const req = (id: string, seq: number | string, start = false, end = false): InferRequest => ({
-  modelName: 'm', id, inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1], data: new Uint8Array(4) }], outputs: [],
+  modelName: 'm',
+  id,
+  inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1], data: new Uint8Array(4) }],
+  outputs: [],
   parameters: { sequence_id: seq, sequence_start: start, sequence_end: end },
 });
 
@@ -21,9 +30,20 @@ describe('SequenceBatchScheduler', () => {
   it('direct: pins sequences to instances and runs each sequence in order', async () => {
     const clock = new FakeClock();
     const [i0, i1] = [new FakeInstance('i0'), new FakeInstance('i1')];
-    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {} }), pool: new InstancePool([i0, i1]), stats, clock });
+    const s = new SequenceBatchScheduler({
+      modelName: 'm',
+      config: config({ direct: {} }),
+      pool: new InstancePool([i0, i1]),
+      stats,
+      clock,
+    });
     // Two slots per instance: sequences 1, 2 on i0; 3 on i1.
-    const done = [s.enqueue(req('a1', 1, true)), s.enqueue(req('b1', 2, true)), s.enqueue(req('c1', 3, true)), s.enqueue(req('a2', 1, false, true))];
+    const done = [
+      s.enqueue(req('a1', 1, true)),
+      s.enqueue(req('b1', 2, true)),
+      s.enqueue(req('c1', 3, true)),
+      s.enqueue(req('a2', 1, false, true)),
+    ];
     await flush();
     // No queue delay: a1 left at once; c1 went to its own instance, not to i0's queue.
     expect(i0.batches).toEqual([['a1']]);
@@ -41,7 +61,11 @@ describe('SequenceBatchScheduler', () => {
     const clock = new FakeClock();
     const i0 = new FakeInstance('i0');
     const s = new SequenceBatchScheduler({
-      modelName: 'm', config: config({ oldest: { max_candidate_sequences: 4, max_queue_delay_microseconds: 100 } }), pool: new InstancePool([i0]), stats, clock,
+      modelName: 'm',
+      config: config({ oldest: { max_candidate_sequences: 4, max_queue_delay_microseconds: 100 } }),
+      pool: new InstancePool([i0]),
+      stats,
+      clock,
     });
     const a = s.enqueue(req('x', 'x', true, true));
     await flush();
@@ -64,7 +88,13 @@ describe('SequenceBatchScheduler', () => {
   it('releases an idle sequence when the clock passes max_sequence_idle_microseconds', async () => {
     const clock = new FakeClock();
     const i0 = new FakeInstance('i0');
-    const s = new SequenceBatchScheduler({ modelName: 'm', config: config({ direct: {}, max_sequence_idle_microseconds: 1000 }), pool: new InstancePool([i0]), stats, clock });
+    const s = new SequenceBatchScheduler({
+      modelName: 'm',
+      config: config({ direct: {}, max_sequence_idle_microseconds: 1000 }),
+      pool: new InstancePool([i0]),
+      stats,
+      clock,
+    });
     const first = s.enqueue(req('a1', 7, true));
     await flush();
     await i0.complete();
@@ -76,7 +106,9 @@ describe('SequenceBatchScheduler', () => {
     await second; // still live: 999 us after its last request
     await clock.advance(1_001_000n);
     await expect(s.enqueue(req('a3', 7))).rejects.toThrow(/released after max_sequence_idle_microseconds/);
-    await expect(s.enqueue(req('n', 0, true))).rejects.toThrow("inference request to model 'm' must specify a non-zero or non-empty correlation ID");
+    await expect(s.enqueue(req('n', 0, true))).rejects.toThrow(
+      "inference request to model 'm' must specify a non-zero or non-empty correlation ID",
+    );
     await s.stop();
   });
 });

@@ -5,7 +5,13 @@ import { controlTensors, sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSeque
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const config = (sb: Record<string, unknown>, maxBatch = 4): ModelConfig =>
-  ({ name: 'm', max_batch_size: maxBatch, input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }], sequence_batching: sb }) as ModelConfig;
+  ({
+    name: 'm',
+    max_batch_size: maxBatch,
+    input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }],
+    output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }],
+    sequence_batching: sb,
+  }) as ModelConfig;
 
 const CONTROLS = [
   { name: 'S', control: [{ kind: 'CONTROL_SEQUENCE_START', fp32_false_true: [0, 1] }] },
@@ -16,8 +22,16 @@ const CONTROLS = [
 
 describe('sequenceSpecOf', () => {
   it('reads the oldest strategy and defaults the idle time to 1 s', () => {
-    const s = sequenceSpecOf(config({ oldest: { max_candidate_sequences: 3, preferred_batch_size: [2], max_queue_delay_microseconds: 100 } }));
-    expect([s.strategy, s.maxCandidates, s.preferredSizes, s.maxQueueDelayNs, s.maxIdleNs]).toEqual(['oldest', 3, [2], 100_000n, 1_000_000_000n]);
+    const s = sequenceSpecOf(
+      config({ oldest: { max_candidate_sequences: 3, preferred_batch_size: [2], max_queue_delay_microseconds: 100 } }),
+    );
+    expect([s.strategy, s.maxCandidates, s.preferredSizes, s.maxQueueDelayNs, s.maxIdleNs]).toEqual([
+      'oldest',
+      3,
+      [2],
+      100_000n,
+      1_000_000_000n,
+    ]);
     expect(sequenceSpecOf(config({ direct: {}, max_sequence_idle_microseconds: 5 })).strategy).toBe('direct');
   });
 
@@ -25,7 +39,9 @@ describe('sequenceSpecOf', () => {
     expect(() => sequenceSpecOf(config({ control_input: [{ name: 'S', control: [{ kind: 'CONTROL_SEQUENCE_START' }] }] }))).toThrow(
       /m\/config.pbtxt: sequence_batching.control_input\[0\].control\[0\]: 'S' needs exactly one of/,
     );
-    expect(() => sequenceSpecOf(config({ control_input: [{ name: 'C', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', data_type: 'TYPE_FP32' }] }] }))).toThrow(/expected TYPE_UINT64/);
+    expect(() =>
+      sequenceSpecOf(config({ control_input: [{ name: 'C', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', data_type: 'TYPE_FP32' }] }] })),
+    ).toThrow(/expected TYPE_UINT64/);
   });
 });
 
@@ -52,7 +68,12 @@ describe('controlTensors', () => {
   it('gives each control its configured false/true value, shape [1, 1] when batching', () => {
     const spec = sequenceSpecOf(config({ control_input: CONTROLS }));
     const t = controlTensors(spec, { id: 12n, start: true, end: false }, true);
-    expect(t.map((x) => [x.name, x.datatype, x.shape])).toEqual([['S', 'FP32', [1, 1]], ['E', 'INT32', [1, 1]], ['R', 'BOOL', [1, 1]], ['C', 'UINT64', [1, 1]]]);
+    expect(t.map((x) => [x.name, x.datatype, x.shape])).toEqual([
+      ['S', 'FP32', [1, 1]],
+      ['E', 'INT32', [1, 1]],
+      ['R', 'BOOL', [1, 1]],
+      ['C', 'UINT64', [1, 1]],
+    ]);
     expect(new Float32Array(t[0]!.data.buffer)[0]).toBe(1);
     expect(new Int32Array(t[1]!.data.buffer)[0]).toBe(5);
     expect(t[2]!.data[0]).toBe(1);
@@ -62,7 +83,12 @@ describe('controlTensors', () => {
 
   it('passes the exact correlation ID to a CORRID control of each type', () => {
     const id = 2n ** 63n + 2n ** 40n + 3n; // past 2^53 and 2^63
-    const corr = (dt: string) => controlTensors(sequenceSpecOf(config({ control_input: [{ name: 'C', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', data_type: dt }] }] })), { id, start: true, end: false }, false)[0]!;
+    const corr = (dt: string) =>
+      controlTensors(
+        sequenceSpecOf(config({ control_input: [{ name: 'C', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', data_type: dt }] }] })),
+        { id, start: true, end: false },
+        false,
+      )[0]!;
     const bytes = (t: { data: Uint8Array }) => Uint8Array.from(t.data).buffer;
     expect(new BigUint64Array(bytes(corr('TYPE_UINT64')))[0]).toBe(id);
     expect(new BigInt64Array(bytes(corr('TYPE_INT64')))[0]).toBe(BigInt.asIntN(64, id));
@@ -77,9 +103,13 @@ describe('withSequenceInputs', () => {
   it('adds zero state at START, the carried state after, and asks for the state output', () => {
     const spec = sequenceSpecOf(config({ state: [{ input_name: 'SI', output_name: 'SO', data_type: 'TYPE_FP32', dims: [1] }] }));
     const req = { modelName: 'm', inputs: [], outputs: [], parameters: {} };
-    const carried = new Map([['SO', { name: 'SO', datatype: 'FP32' as const, shape: [1, 1], data: new Uint8Array(new Float32Array([7]).buffer) }]]);
+    const carried = new Map([
+      ['SO', { name: 'SO', datatype: 'FP32' as const, shape: [1, 1], data: new Uint8Array(new Float32Array([7]).buffer) }],
+    ]);
     const first = withSequenceInputs(req, spec, { id: 1n, start: true, end: false }, carried, true, ['OUT']);
-    expect(first.inputs.map((t) => [t.name, t.shape, [...new Float32Array(Uint8Array.from(t.data).buffer)]])).toEqual([['SI', [1, 1], [0]]]);
+    expect(first.inputs.map((t) => [t.name, t.shape, [...new Float32Array(Uint8Array.from(t.data).buffer)]])).toEqual([
+      ['SI', [1, 1], [0]],
+    ]);
     expect(first.outputs.map((o) => o.name)).toEqual(['OUT', 'SO']);
     const next = withSequenceInputs(req, spec, { id: 1n, start: false, end: false }, carried, true, ['OUT']);
     expect([...new Float32Array(Uint8Array.from(next.inputs[0]!.data).buffer)]).toEqual([7]);

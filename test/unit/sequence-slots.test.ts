@@ -7,7 +7,9 @@ import { StatusError } from '../../engine/api/status.ts';
 
 const mk = (pinned = true, perInstance = [2, 1]) => new SequenceSlots<{ n: number }>(perInstance, pinned);
 const admit = (t: SequenceSlots<{ n: number }>, id: number | string, start: boolean, end = false, now = 0n) =>
-  t.admit(typeof id === 'number' ? BigInt(id) : id, sequenceKey(typeof id === 'number' ? BigInt(id) : id), start, end, now, 'm', () => ({ n: 0 }));
+  t.admit(typeof id === 'number' ? BigInt(id) : id, sequenceKey(typeof id === 'number' ? BigInt(id) : id), start, end, now, 'm', () => ({
+    n: 0,
+  }));
 
 describe('SequenceSlots', () => {
   it('pins each sequence to a slot of one instance and backlogs the rest (direct)', () => {
@@ -30,7 +32,9 @@ describe('SequenceSlots', () => {
   it("refuses a non-START request of an unknown sequence with Triton's message", () => {
     const t = mk();
     expect(() => admit(t, 9, false)).toThrow(StatusError);
-    expect(() => admit(t, 9, false)).toThrow("inference request for sequence 9 to model 'm' must specify the START flag on the first request of the sequence");
+    expect(() => admit(t, 9, false)).toThrow(
+      "inference request for sequence 9 to model 'm' must specify the START flag on the first request of the sequence",
+    );
   });
 
   it('a START on a live sequence continues it as a restart; END frees the ID at once', () => {

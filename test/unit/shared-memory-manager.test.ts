@@ -4,7 +4,16 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { liveMappings, shmClose, shmMap, shmOpen, shmTruncate, shmUnlinkIfExists, type ShmFd, type ShmMapping } from '../../native/index.ts';
+import {
+  liveMappings,
+  shmClose,
+  shmMap,
+  shmOpen,
+  shmTruncate,
+  shmUnlinkIfExists,
+  type ShmFd,
+  type ShmMapping,
+} from '../../native/index.ts';
 import { SharedMemoryManager } from '../../engine/shm/shared-memory-manager.ts';
 import { StatusError } from '../../engine/api/status.ts';
 import { log } from '../../common/logger.ts';
@@ -145,7 +154,9 @@ describe('acquire', () => {
     const past = statusOf(() => mgr.acquire({ region: 'r', offset: 1024, byteSize: 0 }, { tensor: 'OUT', kind: 'output' }));
     expect(past.message).toBe("Invalid offset for shared memory region: 'r' (output 'OUT')");
     const wide = { offset: 8n, byteSize: 2n ** 64n - 1n };
-    const over = statusOf(() => mgr.acquire({ region: 'r', offset: 8, byteSize: Number(wide.byteSize), wide }, { tensor: 'OUT', kind: 'output' }));
+    const over = statusOf(() =>
+      mgr.acquire({ region: 'r', offset: 8, byteSize: Number(wide.byteSize), wide }, { tensor: 'OUT', kind: 'output' }),
+    );
     expect(over.message).toBe(
       "Integer overflow detected: byte_size (18446744073709551615) + offset (8) exceeds maximum value (18446744073709551615) for region 'r'",
     );

@@ -85,9 +85,7 @@ describe('client shared memory helper', () => {
   it('opens an existing key without shrinking or clearing it; exclusive refuses it', () => {
     const a = region(8192, { exclusive: true });
     a.bytes[5000] = 77;
-    expect(() => createSharedMemoryRegion('dup', a.key, 8192, { exclusive: true })).toThrow(
-      expect.objectContaining({ errno: 'EEXIST' }),
-    );
+    expect(() => createSharedMemoryRegion('dup', a.key, 8192, { exclusive: true })).toThrow(expect.objectContaining({ errno: 'EEXIST' }));
     const b = createSharedMemoryRegion('b', a.key, 4096, { touch: true });
     expect(b.bytes[0]).toBe(0);
     const c = createSharedMemoryRegion('c', a.key, 8192, { touch: true });

@@ -6,8 +6,14 @@ import { StatusError, failedLoad, httpStatusOf, invalidArg, type StatusCode } fr
 describe('httpStatusOf', () => {
   it("maps every code as Triton's HttpCodeFromError does", () => {
     const want: Record<StatusCode, number> = {
-      INTERNAL: 500, NOT_FOUND: 404, UNAVAILABLE: 503, UNSUPPORTED: 501,
-      UNKNOWN: 400, INVALID_ARG: 400, ALREADY_EXISTS: 400, CANCELLED: 400,
+      INTERNAL: 500,
+      NOT_FOUND: 404,
+      UNAVAILABLE: 503,
+      UNSUPPORTED: 501,
+      UNKNOWN: 400,
+      INVALID_ARG: 400,
+      ALREADY_EXISTS: 400,
+      CANCELLED: 400,
     };
     for (const [code, status] of Object.entries(want)) expect(httpStatusOf(code as StatusCode), code).toBe(status);
   });
@@ -15,7 +21,7 @@ describe('httpStatusOf', () => {
 
 describe('failedLoad', () => {
   it("prefixes failed to load '<model>' and keeps the code and our reason", () => {
-    const e = failedLoad('m', invalidArg("m/config.pbtxt: instance_group[0].count: must be at least 1"));
+    const e = failedLoad('m', invalidArg('m/config.pbtxt: instance_group[0].count: must be at least 1'));
     expect([e.code, e.message]).toEqual(['INVALID_ARG', "failed to load 'm': m/config.pbtxt: instance_group[0].count: must be at least 1"]);
   });
   it('does not prefix twice', () => {

@@ -10,11 +10,25 @@ import { traceToJson } from '../../engine/tracing/trace-file-writer.ts';
 
 describe('traceSettingsFromFlags', () => {
   it("reads Triton's --trace-config forms", () => {
-    expect(traceSettingsFromFlags(['triton,file=/tmp/t.json', 'level=TIMESTAMPS', 'level=TENSORS', 'rate=5', 'count=10', 'triton,log-frequency=50'])).toEqual({
-      trace_file: ['/tmp/t.json'], trace_level: ['TIMESTAMPS', 'TENSORS'], trace_rate: ['5'], trace_count: ['10'], log_frequency: ['50'],
+    expect(
+      traceSettingsFromFlags([
+        'triton,file=/tmp/t.json',
+        'level=TIMESTAMPS',
+        'level=TENSORS',
+        'rate=5',
+        'count=10',
+        'triton,log-frequency=50',
+      ]),
+    ).toEqual({
+      trace_file: ['/tmp/t.json'],
+      trace_level: ['TIMESTAMPS', 'TENSORS'],
+      trace_rate: ['5'],
+      trace_count: ['10'],
+      log_frequency: ['50'],
     });
     expect(traceSettingsFromFlags(['mode=opentelemetry', 'opentelemetry,url=http://h:4318/v1/traces'])).toEqual({
-      trace_mode: ['opentelemetry'], opentelemetry_url: ['http://h:4318/v1/traces'],
+      trace_mode: ['opentelemetry'],
+      opentelemetry_url: ['http://h:4318/v1/traces'],
     });
     expect(() => traceSettingsFromFlags(['rate=0'])).toThrow(/trace_rate' must be an integer >= 1/);
     expect(() => traceSettingsFromFlags(['bogus=1'])).toThrow(/unknown setting 'bogus'/);
@@ -61,13 +75,22 @@ describe('RequestTrace', () => {
     t.mark('QUEUE_START', 1100n);
     t.executed({ computeInputNs: 100, computeInferNs: 500, computeOutputNs: 50 }, 2000n);
     t.mark('REQUEST_END', 1900n); // a clock read earlier than the last mark never goes backwards
-    expect(traceToJson(t)).toEqual([{
-      id: 1, model_name: 'm', model_version: 2, request_id: 'req',
-      timestamps: [
-        { name: 'REQUEST_START', ns: 1000 }, { name: 'QUEUE_START', ns: 1100 }, { name: 'COMPUTE_START', ns: 1350 },
-        { name: 'COMPUTE_INPUT_END', ns: 1450 }, { name: 'COMPUTE_OUTPUT_START', ns: 1950 }, { name: 'COMPUTE_END', ns: 2000 },
-        { name: 'REQUEST_END', ns: 2000 },
-      ],
-    }]);
+    expect(traceToJson(t)).toEqual([
+      {
+        id: 1,
+        model_name: 'm',
+        model_version: 2,
+        request_id: 'req',
+        timestamps: [
+          { name: 'REQUEST_START', ns: 1000 },
+          { name: 'QUEUE_START', ns: 1100 },
+          { name: 'COMPUTE_START', ns: 1350 },
+          { name: 'COMPUTE_INPUT_END', ns: 1450 },
+          { name: 'COMPUTE_OUTPUT_START', ns: 1950 },
+          { name: 'COMPUTE_END', ns: 2000 },
+          { name: 'REQUEST_END', ns: 2000 },
+        ],
+      },
+    ]);
   });
 });

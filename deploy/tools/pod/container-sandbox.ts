@@ -77,7 +77,8 @@ export function setupScript(plan: ContainerPlan, o: SandboxOptions): string {
   }
   // /proc of the new PID namespace, a minimal /dev, /sys read-only: what a runtime gives every container.
   lines.push('mount -t proc proc "$M"/proc', 'mount -t tmpfs -o mode=0755,nosuid tmpfs "$M"/dev');
-  for (const d of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) lines.push(`touch "$M"/dev/${d}`, `mount --bind /dev/${d} "$M"/dev/${d}`);
+  for (const d of ['null', 'zero', 'full', 'random', 'urandom', 'tty'])
+    lines.push(`touch "$M"/dev/${d}`, `mount --bind /dev/${d} "$M"/dev/${d}`);
   lines.push('mkdir "$M"/dev/shm "$M"/dev/pts', 'ln -s /proc/self/fd "$M"/dev/fd');
   lines.push('mount --rbind /sys "$M"/sys', 'mount -o remount,bind,ro "$M"/sys');
   for (const m of plan.mounts) {
@@ -86,8 +87,16 @@ export function setupScript(plan: ContainerPlan, o: SandboxOptions): string {
     lines.push(`mkdir -p "$M"${q(m.path)}`, `mount --bind ${q(host)} "$M"${q(m.path)}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro "$M"${q(m.path)}`);
   }
-  for (const [file, host] of [['hosts', o.etc.hosts], ['hostname', o.etc.hostname], ['resolv.conf', o.etc.resolv]] as const) {
-    lines.push(`[ -e "$M"/etc/${file} ] || touch "$M"/etc/${file}`, `mount --bind ${q(host)} "$M"/etc/${file}`, `mount -o remount,bind,ro "$M"/etc/${file}`);
+  for (const [file, host] of [
+    ['hosts', o.etc.hosts],
+    ['hostname', o.etc.hostname],
+    ['resolv.conf', o.etc.resolv],
+  ] as const) {
+    lines.push(
+      `[ -e "$M"/etc/${file} ] || touch "$M"/etc/${file}`,
+      `mount --bind ${q(host)} "$M"/etc/${file}`,
+      `mount -o remount,bind,ro "$M"/etc/${file}`,
+    );
   }
   if (plan.readOnlyRoot) lines.push(o.root.kind === 'rootfs' ? 'mount -o remount,bind,ro "$M"' : 'mount -o remount,ro "$M"');
   const groups = (plan.groups.length ? plan.groups : [plan.gid]).join(',');
@@ -101,23 +110,51 @@ export function startSandboxed(plan: ContainerPlan, o: SandboxOptions): Sandboxe
   fs.mkdirSync(o.mountDir, { recursive: true });
   if (o.root.kind === 'rootfs') {
     // Mount points the image lacks, made in its (writable, unpacked) root as a runtime makes them.
-    for (const m of ['proc', 'dev', 'sys', 'tmp', 'etc', ...plan.mounts.map((x) => x.path.slice(1))]) fs.mkdirSync(path.join(o.root.path, m), { recursive: true });
+    for (const m of ['proc', 'dev', 'sys', 'tmp', 'etc', ...plan.mounts.map((x) => x.path.slice(1))])
+      fs.mkdirSync(path.join(o.root.path, m), { recursive: true });
   }
   const script = setupScript(plan, o);
   const env = plan.env.map(([k, v]) => `${k}=${v}`);
   const out = fs.openSync(o.logFile, 'w');
-  const proc = spawn('ip', ['netns', 'exec', o.netns, 'unshare', '--mount', '--propagation', 'private', '--pid', '--uts', '--fork', '--kill-child', '--', 'sh', '-c', script, 'sh', ...env, ...plan.argv], {
-    stdio: ['ignore', out, out],
-  });
+  const proc = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      o.netns,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--pid',
+      '--uts',
+      '--fork',
+      '--kill-child',
+      '--',
+      'sh',
+      '-c',
+      script,
+      'sh',
+      ...env,
+      ...plan.argv,
+    ],
+    {
+      stdio: ['ignore', out, out],
+    },
+  );
   fs.closeSync(out);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { plan, proc, exited, logFile: o.logFile, startedAt: Date.now() };
 }
 
 /** Children of `pid` (from /proc). */
 export function childPids(pid: number): number[] {
   try {
-    return fs.readdirSync(`/proc/${pid}/task`).flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+    return fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
   } catch {
     return [];
   }

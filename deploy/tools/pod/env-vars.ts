@@ -57,7 +57,9 @@ export interface EnvSources {
 /** The string values of a Secret (stringData over base64 data, as the API server merges them) or ConfigMap. */
 function objectValues(o: Obj): Record<string, string> {
   if (o.kind === 'Secret') {
-    const data = Object.fromEntries(Object.entries((o.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    const data = Object.fromEntries(
+      Object.entries((o.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
     return { ...data, ...(o.stringData ?? {}) };
   }
   return { ...(o.data ?? {}) };

@@ -17,7 +17,12 @@ export interface ImageConfig {
 }
 
 /** The argv Kubernetes runs for a container with `command` / `args` on an image with `image`'s config. */
-export function containerArgv(image: ImageConfig, command: string[] | undefined, args: string[] | undefined, env: Map<string, string>): string[] {
+export function containerArgv(
+  image: ImageConfig,
+  command: string[] | undefined,
+  args: string[] | undefined,
+  env: Map<string, string>,
+): string[] {
   const lookup = (n: string) => env.get(n);
   const expand = (xs: string[]) => xs.map((x) => expandReferences(x, lookup));
   let argv: string[];
@@ -59,7 +64,8 @@ function envPairs(rest: string): Array<[string, string]> {
     return m ? [[m[1]!, m[2]!]] : [];
   }
   const out: Array<[string, string]> = [];
-  for (const m of rest.matchAll(/([^\s=]+)=("((?:[^"\\]|\\.)*)"|\S*)/g)) out.push([m[1]!, m[3] !== undefined ? m[3].replace(/\\(.)/g, '$1') : m[2]!]);
+  for (const m of rest.matchAll(/([^\s=]+)=("((?:[^"\\]|\\.)*)"|\S*)/g))
+    out.push([m[1]!, m[3] !== undefined ? m[3].replace(/\\(.)/g, '$1') : m[2]!]);
   return out;
 }
 

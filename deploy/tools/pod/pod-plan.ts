@@ -68,7 +68,12 @@ function probe(p: Obj | undefined, ports: Record<string, number>, where: string)
     return n;
   };
   // Kubernetes' defaults: period 10 s, failure threshold 3, timeout 1 s, no initial delay.
-  const common = { initialDelaySeconds: num(p.initialDelaySeconds, 0), periodSeconds: num(p.periodSeconds, 10), failureThreshold: num(p.failureThreshold, 3), timeoutSeconds: num(p.timeoutSeconds, 1) };
+  const common = {
+    initialDelaySeconds: num(p.initialDelaySeconds, 0),
+    periodSeconds: num(p.periodSeconds, 10),
+    failureThreshold: num(p.failureThreshold, 3),
+    timeoutSeconds: num(p.timeoutSeconds, 1),
+  };
   if (p.httpGet) return { kind: 'http', port: port(p.httpGet.port), path: p.httpGet.path ?? '/', ...common };
   if (p.tcpSocket) return { kind: 'tcp', port: port(p.tcpSocket.port), ...common };
   throw new Error(`${where}: only httpGet and tcpSocket probes are simulated`);
@@ -78,14 +83,22 @@ function probe(p: Obj | undefined, ports: Record<string, number>, where: string)
 function identity(c: Obj, pod: Obj, image: ImageConfig, where: string): { uid: number; gid: number } {
   const sc = { ...(pod.securityContext ?? {}), ...(c.securityContext ?? {}) };
   const [u, g] = image.user ? image.user.split(':') : ['0'];
-  if (sc.runAsUser === undefined && !/^\d+$/.test(u ?? '')) throw new Error(`${where}: image user '${image.user}' is a name; only numeric users are simulated`);
+  if (sc.runAsUser === undefined && !/^\d+$/.test(u ?? ''))
+    throw new Error(`${where}: image user '${image.user}' is a name; only numeric users are simulated`);
   const uid = Number(sc.runAsUser ?? u);
   const gid = Number(sc.runAsGroup ?? (sc.runAsUser === undefined && g !== undefined ? g : 0));
   if (sc.runAsNonRoot && uid === 0) throw new Error(`${where}: container has runAsNonRoot and image will run as root`);
   return { uid, gid };
 }
 
-function container(c: Obj, init: boolean, pod: Obj, images: Map<string, ImageConfig>, sources: EnvSources, workload: string): ContainerPlan {
+function container(
+  c: Obj,
+  init: boolean,
+  pod: Obj,
+  images: Map<string, ImageConfig>,
+  sources: EnvSources,
+  workload: string,
+): ContainerPlan {
   const where = `${workload}: ${init ? 'init container' : 'container'} ${c.name}`;
   const image = images.get(c.image);
   if (!image) throw new Error(`${where}: no image '${c.image}' is known to the simulation`);
@@ -93,8 +106,15 @@ function container(c: Obj, init: boolean, pod: Obj, images: Map<string, ImageCon
   const env = containerEnv(c, image.env, sources);
   const { uid, gid } = identity(c, pod, image, where);
   const sc = { ...(pod.securityContext ?? {}), ...(c.securityContext ?? {}) };
-  const groups = [...new Set([...(pod.securityContext?.fsGroup !== undefined ? [Number(pod.securityContext.fsGroup)] : []), ...((pod.securityContext?.supplementalGroups ?? []) as number[])])];
-  const ports = Object.fromEntries(((c.ports ?? []) as Obj[]).filter((p) => p.name).map((p) => [p.name as string, Number(p.containerPort)]));
+  const groups = [
+    ...new Set([
+      ...(pod.securityContext?.fsGroup !== undefined ? [Number(pod.securityContext.fsGroup)] : []),
+      ...((pod.securityContext?.supplementalGroups ?? []) as number[]),
+    ]),
+  ];
+  const ports = Object.fromEntries(
+    ((c.ports ?? []) as Obj[]).filter((p) => p.name).map((p) => [p.name as string, Number(p.containerPort)]),
+  );
   const volumes = new Set(((pod.volumes ?? []) as Obj[]).map((v) => v.name as string));
   const mounts = ((c.volumeMounts ?? []) as Obj[]).map((m) => {
     if (!volumes.has(m.name)) throw new Error(`${where}: volumeMount '${m.name}' names no volume of the pod`);
@@ -121,17 +141,25 @@ function container(c: Obj, init: boolean, pod: Obj, images: Map<string, ImageCon
 }
 
 function volume(v: Obj, sources: EnvSources, workload: string): VolumePlan {
-  if (v.emptyDir) return { name: v.name, kind: 'emptyDir', medium: v.emptyDir.medium === 'Memory' ? 'Memory' : '', sizeLimit: v.emptyDir.sizeLimit };
+  if (v.emptyDir)
+    return { name: v.name, kind: 'emptyDir', medium: v.emptyDir.medium === 'Memory' ? 'Memory' : '', sizeLimit: v.emptyDir.sizeLimit };
   for (const kind of ['configMap', 'secret'] as const) {
     if (!v[kind]) continue;
     const name = kind === 'configMap' ? v.configMap.name : v.secret.secretName;
     const o = sources.objects.get(`${kind === 'configMap' ? 'ConfigMap' : 'Secret'}/${name}`);
     if (!o) throw new Error(`${workload}: volume ${v.name}: ${kind} '${name}' not found`);
-    const data = kind === 'configMap' ? { ...(o.data ?? {}) } : Object.fromEntries(Object.entries({ ...(o.data ?? {}) }).map(([k, x]) => [k, Buffer.from(String(x), 'base64').toString()]));
+    const data =
+      kind === 'configMap'
+        ? { ...(o.data ?? {}) }
+        : Object.fromEntries(Object.entries({ ...(o.data ?? {}) }).map(([k, x]) => [k, Buffer.from(String(x), 'base64').toString()]));
     if (kind === 'secret') Object.assign(data, o.stringData ?? {});
     return { name: v.name, kind, files: data as Record<string, string> };
   }
-  throw new Error(`${workload}: volume ${v.name}: only emptyDir, configMap and secret volumes are simulated (${Object.keys(v).filter((k) => k !== 'name').join(', ')})`);
+  throw new Error(
+    `${workload}: volume ${v.name}: only emptyDir, configMap and secret volumes are simulated (${Object.keys(v)
+      .filter((k) => k !== 'name')
+      .join(', ')})`,
+  );
 }
 
 /** Secrets and ConfigMaps of `objects` by Kind/name. */
@@ -145,7 +173,14 @@ export function podPlan(workload: Obj, images: Map<string, ImageConfig>, objects
   const pod = workload.spec.template.spec as Obj;
   const sources: EnvSources = {
     objects: sourceObjects(objects),
-    fields: { 'metadata.name': `${workload.metadata.name}-0`, 'metadata.namespace': 'default', 'status.podIP': '127.0.0.1', 'spec.nodeName': 'node-0', 'spec.serviceAccountName': pod.serviceAccountName ?? 'default', ...fields },
+    fields: {
+      'metadata.name': `${workload.metadata.name}-0`,
+      'metadata.namespace': 'default',
+      'status.podIP': '127.0.0.1',
+      'spec.nodeName': 'node-0',
+      'spec.serviceAccountName': pod.serviceAccountName ?? 'default',
+      ...fields,
+    },
   };
   return {
     name,

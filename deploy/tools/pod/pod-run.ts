@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // Runs the pods of a rendered manifest on this machine as the kubelet would
 // (needs root): each pod's volumes made as the kubelet makes them, its init
 // containers one after another (each must exit 0), then its containers
@@ -107,23 +108,33 @@ export class PodSimulation {
       this.log(`${pod}: init container ${c.name}: ${c.argv.join(' ')} (uid ${c.uid})`);
       const s = start(c);
       const { code, signal } = await this.within(`${pod}: init container ${c.name} to exit`, 600, () => s.exited, s);
-      if (code !== 0) throw new Error(`${pod}: init container ${c.name} exited ${code ?? signal}, so the pod would stay in Init:CrashLoopBackOff; its output:\n${logTail(s)}`);
+      if (code !== 0)
+        throw new Error(
+          `${pod}: init container ${c.name} exited ${code ?? signal}, so the pod would stay in Init:CrashLoopBackOff; its output:\n${logTail(s)}`,
+        );
       this.log(`${pod}: init container ${c.name} exited 0 in ${((Date.now() - s.startedAt) / 1000).toFixed(1)} s`);
     }
     const running = plan.containers.map((c) => {
       this.log(`${pod}: container ${c.name}: ${c.argv.join(' ')} (uid ${c.uid})`);
       const s = start(c);
-      this.started.push({ pod, container: (spec.containers as Obj[]).find((x) => x.name === c.name)!, s, graceS: plan.terminationGracePeriodSeconds });
+      this.started.push({
+        pod,
+        container: (spec.containers as Obj[]).find((x) => x.name === c.name)!,
+        s,
+        graceS: plan.terminationGracePeriodSeconds,
+      });
       return s;
     });
     const ready: Record<string, number> = {};
-    await Promise.all(running.map(async (s) => {
-      const c = s.plan;
-      if (c.startupProbe) await this.probeUntil(pod, c.name, 'startup', c.startupProbe, s);
-      if (c.readinessProbe) await this.probeUntil(pod, c.name, 'readiness', c.readinessProbe, s, c.startupProbe);
-      ready[c.name] = (Date.now() - s.startedAt) / 1000;
-      this.log(`${pod}: container ${c.name} ready in ${ready[c.name]!.toFixed(1)} s`);
-    }));
+    await Promise.all(
+      running.map(async (s) => {
+        const c = s.plan;
+        if (c.startupProbe) await this.probeUntil(pod, c.name, 'startup', c.startupProbe, s);
+        if (c.readinessProbe) await this.probeUntil(pod, c.name, 'readiness', c.readinessProbe, s, c.startupProbe);
+        ready[c.name] = (Date.now() - s.startedAt) / 1000;
+        this.log(`${pod}: container ${c.name} ready in ${ready[c.name]!.toFixed(1)} s`);
+      }),
+    );
     return ready;
   }
 
@@ -136,7 +147,9 @@ export class PodSimulation {
   async stopAll(): Promise<StopResult[]> {
     const out: StopResult[] = [];
     const pods = [...new Set(this.started.map((x) => x.pod))].reverse();
-    const order = pods.flatMap((p) => this.started.filter((x) => x.pod === p).sort((a, b) => preStopSeconds(a.container) - preStopSeconds(b.container)));
+    const order = pods.flatMap((p) =>
+      this.started.filter((x) => x.pod === p).sort((a, b) => preStopSeconds(a.container) - preStopSeconds(b.container)),
+    );
     for (const { pod, s, graceS } of order) {
       const pid = initPid(s);
       const t = Date.now();
@@ -145,7 +158,9 @@ export class PodSimulation {
       if (!r) s.proc.kill('SIGKILL');
       const { code, signal } = r ?? (await s.exited);
       out.push({ pod, container: s.plan.name, code: r ? code : null, signal, seconds: (Date.now() - t) / 1000 });
-      this.log(`${pod}: container ${s.plan.name} ${r ? `exited ${code ?? signal}` : 'killed after the grace period'} ${((Date.now() - t) / 1000).toFixed(1)} s after SIGTERM`);
+      this.log(
+        `${pod}: container ${s.plan.name} ${r ? `exited ${code ?? signal}` : 'killed after the grace period'} ${((Date.now() - t) / 1000).toFixed(1)} s after SIGTERM`,
+      );
     }
     return out;
   }
@@ -164,7 +179,8 @@ export class PodSimulation {
     await Promise.all([...this.containers.values()].map((s) => s.exited));
     for (const m of this.tmpfsMounts) spawnSync('umount', ['-l', m]);
     spawnSync('ip', ['netns', 'del', this.netns]);
-    for (const d of ['volumes', 'mnt', 'etc', ...(o.keepLogs ? [] : ['logs'])]) fs.rmSync(path.join(this.o.workDir, d), { recursive: true, force: true });
+    for (const d of ['volumes', 'mnt', 'etc', ...(o.keepLogs ? [] : ['logs'])])
+      fs.rmSync(path.join(this.o.workDir, d), { recursive: true, force: true });
   }
 
   /** Resolves `what` or throws when the container exits first or the load-scaled deadline passes. */
@@ -174,7 +190,8 @@ export class PodSimulation {
     for (;;) {
       const r = await Promise.race([done.then((v) => ({ v })), sleep(500).then(() => undefined)]);
       if (r) return r.v;
-      if (Date.now() - t0 > budgetS * 1000 * loadFactor()) throw new Error(`${what}: not within ${budgetS} s x load factor ${loadFactor().toFixed(1)}; output:\n${logTail(s)}`);
+      if (Date.now() - t0 > budgetS * 1000 * loadFactor())
+        throw new Error(`${what}: not within ${budgetS} s x load factor ${loadFactor().toFixed(1)}; output:\n${logTail(s)}`);
     }
   }
 
@@ -188,7 +205,8 @@ export class PodSimulation {
     let exited: string | undefined;
     void s.exited.then(({ code, signal }) => (exited = `${code ?? signal}`));
     for (;;) {
-      if (exited !== undefined) throw new Error(`${pod}: container ${name} exited ${exited} before its ${kind} probe answered; its output:\n${logTail(s)}`);
+      if (exited !== undefined)
+        throw new Error(`${pod}: container ${name} exited ${exited} before its ${kind} probe answered; its output:\n${logTail(s)}`);
       if (p.kind === 'tcp') {
         if (await this.prober.tcp(p.port, p.timeoutSeconds * 1000)) return;
         last = `TCP ${p.port} refused`;
@@ -198,7 +216,9 @@ export class PodSimulation {
         last = a.error ?? `HTTP ${a.status} ${a.body?.slice(0, 200)}`;
       }
       if (Date.now() - t0 > budgetS * 1000 * loadFactor()) {
-        throw new Error(`${pod}: container ${name}: ${kind} probe ${p.kind === 'http' ? `GET :${p.port}${p.path}` : `TCP :${p.port}`} still failing after ${budgetS} s x load factor ${loadFactor().toFixed(1)} (${last}); output:\n${logTail(s)}`);
+        throw new Error(
+          `${pod}: container ${name}: ${kind} probe ${p.kind === 'http' ? `GET :${p.port}${p.path}` : `TCP :${p.port}`} still failing after ${budgetS} s x load factor ${loadFactor().toFixed(1)} (${last}); output:\n${logTail(s)}`,
+        );
       }
       await sleep(Math.min(p.periodSeconds, 1) * 1000);
     }
@@ -260,7 +280,22 @@ function setVolumeOwnership(dir: string, fsGroup: number, readOnly: boolean): vo
 export function quantityBytes(q: string | number): number {
   const m = /^(\d+(?:\.\d+)?)([KMGTPE]i?|k|m)?$/.exec(String(q));
   if (!m) throw new Error(`'${q}' is not a quantity this simulation reads`);
-  const pow: Record<string, number> = { k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60, m: 1e-3 };
+  const pow: Record<string, number> = {
+    k: 1e3,
+    K: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    P: 1e15,
+    E: 1e18,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+    Pi: 2 ** 50,
+    Ei: 2 ** 60,
+    m: 1e-3,
+  };
   return Math.ceil(Number(m[1]) * (m[2] ? pow[m[2]]! : 1));
 }
 

@@ -39,7 +39,11 @@ export class Prober {
   }
 
   /** An HTTP request to 127.0.0.1:`port` inside the namespace. */
-  http(port: number, p: string, o: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+  http(
+    port: number,
+    p: string,
+    o: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+  ): Promise<HttpAnswer> {
     return this.ask({ kind: 'http', url: `http://127.0.0.1:${port}${p}`, ...o }) as Promise<HttpAnswer>;
   }
 

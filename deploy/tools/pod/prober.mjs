@@ -12,7 +12,12 @@ import readline from 'node:readline';
 const reply = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 async function http(r) {
-  const res = await fetch(r.url, { method: r.method ?? 'GET', headers: r.headers, body: r.body, signal: AbortSignal.timeout(r.timeoutMs ?? 1000) });
+  const res = await fetch(r.url, {
+    method: r.method ?? 'GET',
+    headers: r.headers,
+    body: r.body,
+    signal: AbortSignal.timeout(r.timeoutMs ?? 1000),
+  });
   return { status: res.status, body: (await res.text()).slice(0, 65536) };
 }
 

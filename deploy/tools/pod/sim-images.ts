@@ -22,7 +22,13 @@ export function imagesOf(objects: Obj[]): string[] {
   return [...new Set(pods.flatMap((p) => [...(p.initContainers ?? []), ...p.containers].map((c: Obj) => c.image as string)))];
 }
 
-const REDIS_STAND_IN: ImageConfig = { entrypoint: ['redis-server'], cmd: [], user: '999', workingDir: '/data', env: DEBIAN_BASE_CONFIG.env };
+const REDIS_STAND_IN: ImageConfig = {
+  entrypoint: ['redis-server'],
+  cmd: [],
+  user: '999',
+  workingDir: '/data',
+  env: DEBIAN_BASE_CONFIG.env,
+};
 
 /** The app image of the working tree at `root`. */
 export function workingTreeApp(root: string): SimImage {
@@ -50,7 +56,8 @@ export function simImages(objects: Obj[], appImage: string, app: SimImage): Map<
   for (const ref of imagesOf(objects)) {
     if (ref === appImage) out.set(ref, app);
     // /data: the official image's working directory (its VOLUME), there even when the pod mounts nothing on it.
-    else if (/^(docker\.io\/(library\/)?)?redis:/.test(ref)) out.set(ref, { config: REDIS_STAND_IN, root: { kind: 'host', tmpfs: ['/data'], binds: [] } });
+    else if (/^(docker\.io\/(library\/)?)?redis:/.test(ref))
+      out.set(ref, { config: REDIS_STAND_IN, root: { kind: 'host', tmpfs: ['/data'], binds: [] } });
     else throw new Error(`image '${ref}' has no stand-in in the simulation (the app image is '${appImage}')`);
   }
   return out;

@@ -48,7 +48,6 @@ interface JsModule {
   finalize?(): Promise<void> | void;
 }
 
-
 class JsInstance implements ExecutionInstance {
   /** Decoupled requests whose model holds their response sender past execute(): ended with an error at unload. */
   readonly open = new Set<DecoupledSender>();
@@ -63,7 +62,9 @@ class JsInstance implements ExecutionInstance {
     const t0 = process.hrtime.bigint();
     const { config } = this.ctx;
     const decoupled = isDecoupled(config);
-    const streams = decoupled ? requests.map((r) => new DecoupledSender(r, String(this.ctx.version), (res) => this.toResponse(r, res))) : [];
+    const streams = decoupled
+      ? requests.map((r) => new DecoupledSender(r, String(this.ctx.version), (res) => this.toResponse(r, res)))
+      : [];
     // Each request also carries the batch's batch_input tensors (ragged-requests.ts).
     const extra = requestBatchInputs(config, requests);
     const jsReqs: JsRequest[] = requests.map((r, i) => ({
@@ -81,10 +82,17 @@ class JsInstance implements ExecutionInstance {
     } catch (err) {
       const e = internal(`js model '${this.ctx.modelName}' failed: ${(err as Error).message}`, err);
       for (const s of streams) s.fail(e);
-      return { responses: requests.map(() => e), timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 } };
+      return {
+        responses: requests.map(() => e),
+        timing: { computeInputNs: Number(t1 - t0), computeInferNs: Number(process.hrtime.bigint() - t1), computeOutputNs: 0 },
+      };
     }
     const t2 = process.hrtime.bigint();
-    const timing = () => ({ computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(process.hrtime.bigint() - t2) });
+    const timing = () => ({
+      computeInputNs: Number(t1 - t0),
+      computeInferNs: Number(t2 - t1),
+      computeOutputNs: Number(process.hrtime.bigint() - t2),
+    });
     if (!decoupled) {
       const responses = requests.map((r, i) => this.toResponse(r, results?.[i]));
       return { responses: scatterRequestOutputs(config, requests, responses), timing: timing() };
@@ -189,7 +197,14 @@ export const jsBackend: Backend = {
           throw invalidArg(`model '${ctx.modelName}': cannot import ${path.basename(file)}: ${(err as Error).message}`);
         }
         if (typeof mod.execute !== 'function') throw invalidArg(`model '${ctx.modelName}': ${path.basename(file)} exports no execute()`);
-        await mod.initialize?.({ config: ctx.config, modelName: ctx.modelName, version: String(ctx.version), modelDir: ctx.modelDir, instanceName: name, infer });
+        await mod.initialize?.({
+          config: ctx.config,
+          modelName: ctx.modelName,
+          version: String(ctx.version),
+          modelDir: ctx.modelDir,
+          instanceName: name,
+          infer,
+        });
         mods.push(mod);
         instances.push(new JsInstance(name, mod, ctx));
       }

@@ -10,8 +10,20 @@ const require = createRequire(import.meta.url);
 
 // onnx.TensorProto.DataType numbers.
 const ELEM: Record<number, Datatype> = {
-  1: 'FP32', 2: 'UINT8', 3: 'INT8', 4: 'UINT16', 5: 'INT16', 6: 'INT32', 7: 'INT64', 8: 'BYTES',
-  9: 'BOOL', 10: 'FP16', 11: 'FP64', 12: 'UINT32', 13: 'UINT64', 16: 'BF16',
+  1: 'FP32',
+  2: 'UINT8',
+  3: 'INT8',
+  4: 'UINT16',
+  5: 'INT16',
+  6: 'INT32',
+  7: 'INT64',
+  8: 'BYTES',
+  9: 'BOOL',
+  10: 'FP16',
+  11: 'FP64',
+  12: 'UINT32',
+  13: 'UINT64',
+  16: 'BF16',
 };
 
 interface ValueInfo {

@@ -37,7 +37,9 @@ export function sessionOptionsOf(config: ModelConfig, gpu: boolean): Record<stri
   const pattern = flag(config, 'enable_mem_pattern');
   const strategy = p('arena_extend_strategy');
   if (strategy !== undefined && !/^(0|1|kNextPowerOfTwo|kSameAsRequested)$/.test(strategy)) {
-    throw invalidArg(`model '${config.name}': parameter 'arena_extend_strategy' must be 0 (kNextPowerOfTwo) or 1 (kSameAsRequested), got '${strategy}'`);
+    throw invalidArg(
+      `model '${config.name}': parameter 'arena_extend_strategy' must be 0 (kNextPowerOfTwo) or 1 (kSameAsRequested), got '${strategy}'`,
+    );
   }
   const sameAsRequested = strategy === '1' || strategy === 'kSameAsRequested';
   return {
@@ -47,7 +49,9 @@ export function sessionOptionsOf(config: ModelConfig, gpu: boolean): Record<stri
     graphOptimizationLevel: 'all',
     ...(arena === undefined ? {} : { enableCpuMemArena: arena }),
     ...(pattern === undefined ? {} : { enableMemPattern: pattern }),
-    executionProviders: gpu ? [{ name: 'cuda', ...(strategy === undefined ? {} : { arena_extend_strategy: sameAsRequested ? 1 : 0 }) }, 'cpu'] : ['cpu'],
+    executionProviders: gpu
+      ? [{ name: 'cuda', ...(strategy === undefined ? {} : { arena_extend_strategy: sameAsRequested ? 1 : 0 }) }, 'cpu']
+      : ['cpu'],
     // Instances share cores: spinning threads would slow each other 2x (measured here).
     extra: { session: { intra_op: { allow_spinning: spinning }, inter_op: { allow_spinning: spinning } } },
   };
@@ -58,10 +62,14 @@ export function runOptionsOf(config: ModelConfig): Record<string, unknown> | und
   const v = config.parameters?.['memory.enable_memory_arena_shrinkage']?.string_value;
   if (v === undefined || v === '') return undefined;
   if (!/^(cpu|gpu):\d+(;(cpu|gpu):\d+)*$/.test(v)) {
-    throw invalidArg(`model '${config.name}': parameter 'memory.enable_memory_arena_shrinkage' must list devices like "cpu:0" or "cpu:0;gpu:0", got '${v}'`);
+    throw invalidArg(
+      `model '${config.name}': parameter 'memory.enable_memory_arena_shrinkage' must list devices like "cpu:0" or "cpu:0;gpu:0", got '${v}'`,
+    );
   }
   if (v.includes('cpu:') && flag(config, 'enable_mem_arena') === false) {
-    throw invalidArg(`model '${config.name}': 'memory.enable_memory_arena_shrinkage' shrinks the CPU arena, but 'enable_mem_arena' turns it off`);
+    throw invalidArg(
+      `model '${config.name}': 'memory.enable_memory_arena_shrinkage' shrinks the CPU arena, but 'enable_mem_arena' turns it off`,
+    );
   }
   return { extra: { memory: { enable_memory_arena_shrinkage: v } } };
 }
@@ -78,7 +86,8 @@ function ioOf(meta: WireMeta[], batched: boolean): IOInfo[] {
 function modelPath(ctx: BackendContext): string {
   const file = ctx.config.default_model_filename || 'model.onnx';
   const p = path.join(ctx.versionDir, file);
-  if (!fs.existsSync(p)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: missing model file ${path.relative(path.dirname(ctx.modelDir), p)}`);
+  if (!fs.existsSync(p))
+    throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: missing model file ${path.relative(path.dirname(ctx.modelDir), p)}`);
   return p;
 }
 
@@ -113,7 +122,11 @@ export const onnxruntimeBackend: Backend = {
       instances: [...instances],
       addInstance: async () => {
         const name = `${groups[0]?.name ?? ctx.modelName}_${next++}`;
-        const inst = new OnnxInstance(name, () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options, runOptions }), ctx);
+        const inst = new OnnxInstance(
+          name,
+          () => spawnWorker(WORKER_URL, { modelPath: file, instanceName: name, sessionOptions: options, runOptions }),
+          ctx,
+        );
         try {
           await inst.ready();
         } catch (err) {
@@ -139,4 +152,3 @@ export const onnxruntimeBackend: Backend = {
     };
   },
 };
-

@@ -78,7 +78,8 @@ export class OnnxInstance implements ExecutionInstance {
       this.gone = err;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
-      if (this.#life.state !== 'CLOSED') log.error(`instance ${this.name} of '${this.ctx.modelName}' died; it restarts on its next request`, err);
+      if (this.#life.state !== 'CLOSED')
+        log.error(`instance ${this.name} of '${this.ctx.modelName}' died; it restarts on its next request`, err);
     };
     worker.on('error', (e) => die(internal(`instance ${this.name} failed`, e)));
     worker.on('exit', (code) => {
@@ -159,8 +160,17 @@ export class OnnxInstance implements ExecutionInstance {
       if (inPlace.includes(t)) {
         const loc = t.shmLocation!;
         inputs.push({
-          name: t.name, type, dims,
-          shm: { key: loc.key, fd: loc.fd, regionOffset: loc.regionOffset, regionSize: loc.regionSize, offset: loc.offset - loc.regionOffset, byteSize: loc.byteSize },
+          name: t.name,
+          type,
+          dims,
+          shm: {
+            key: loc.key,
+            fd: loc.fd,
+            regionOffset: loc.regionOffset,
+            regionSize: loc.regionSize,
+            offset: loc.offset - loc.regionOffset,
+            byteSize: loc.byteSize,
+          },
         });
         continue;
       }
@@ -175,7 +185,14 @@ export class OnnxInstance implements ExecutionInstance {
     }
     for (const t of extra) {
       out!.set(t.data, off);
-      inputs.push({ name: t.name, type: ortTypeOf(t.datatype)!, dims: t.shape, buffer: buf, byteOffset: off, byteLength: t.data.byteLength });
+      inputs.push({
+        name: t.name,
+        type: ortTypeOf(t.datatype)!,
+        dims: t.shape,
+        buffer: buf,
+        byteOffset: off,
+        byteLength: t.data.byteLength,
+      });
       off = Math.ceil((off + t.data.byteLength) / ALIGN) * ALIGN;
     }
     const wanted = wantedOutputs(requests, config);
@@ -194,7 +211,14 @@ export class OnnxInstance implements ExecutionInstance {
     const responses = split(requests, m.outputs, this.ctx, batched);
     const t3 = process.hrtime.bigint();
     if (trace.enabled) trace(`${this.name} ran ${requests.length} request(s) in ${(m.inferNs / 1e6).toFixed(2)} ms`, first.id);
-    return { responses, timing: { computeInputNs: Number(t1 - t0), computeInferNs: m.inferNs, computeOutputNs: Number(t3 - t2) + Math.max(0, Number(t2 - t1) - m.inferNs) } };
+    return {
+      responses,
+      timing: {
+        computeInputNs: Number(t1 - t0),
+        computeInferNs: m.inferNs,
+        computeOutputNs: Number(t3 - t2) + Math.max(0, Number(t2 - t1) - m.inferNs),
+      },
+    };
   }
 
   async close(): Promise<void> {

@@ -5,15 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { deserializeBytes, serializeBytes, typedView } from '../../../protocol/tensor-codec.ts';
 import { datatypeOfOrt } from './ort-types.ts';
-import type {
-  FromWorker,
-  ToWorker,
-  WireTensorIn,
-  WireTensorOut,
-  WorkerInit,
-  WireMeta,
-  WireShm,
-} from './onnxruntime-messages.ts';
+import type { FromWorker, ToWorker, WireTensorIn, WireTensorOut, WorkerInit, WireMeta, WireShm } from './onnxruntime-messages.ts';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -75,9 +67,7 @@ const decodeStrings = (bytes: Uint8Array) => deserializeBytes(bytes).map((b) => 
 const encodeStrings = (items: readonly string[]) => serializeBytes(items);
 
 async function feedOf(t: WireTensorIn): Promise<ort.Tensor> {
-  const bytes = t.shm
-    ? await mapShm(t.shm)
-    : new Uint8Array(t.buffer!, t.byteOffset ?? 0, t.byteLength ?? t.buffer!.byteLength);
+  const bytes = t.shm ? await mapShm(t.shm) : new Uint8Array(t.buffer!, t.byteOffset ?? 0, t.byteLength ?? t.buffer!.byteLength);
   if (t.type === 'string') return new ort.Tensor('string', decodeStrings(bytes), t.dims);
   return new ort.Tensor(t.type as 'float32', view(t.type, bytes) as Float32Array, t.dims);
 }
@@ -112,7 +102,8 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
       : await session.run(feeds, runOptions);
     const inferNs = Number(process.hrtime.bigint() - t0);
     const faulted = inUse.find((m) => m.mapping.faulted);
-    if (faulted) throw new Error(`shared memory object '${faulted.key}' shrank while the model read it (its pages read as zeros); results discarded`);
+    if (faulted)
+      throw new Error(`shared memory object '${faulted.key}' shrank while the model read it (its pages read as zeros); results discarded`);
     const outputs: WireTensorOut[] = [];
     const transfer: ArrayBuffer[] = [...returned];
     for (const [name, tensor] of Object.entries(res)) {
@@ -129,7 +120,14 @@ async function run(msg: Extract<ToWorker, { kind: 'run' }>): Promise<void> {
         bytes = new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
       }
       if (!transfer.includes(bytes.buffer as ArrayBuffer)) transfer.push(bytes.buffer as ArrayBuffer);
-      outputs.push({ name, type: tensor.type, dims, buffer: bytes.buffer as ArrayBuffer, byteOffset: bytes.byteOffset, byteLength: bytes.byteLength });
+      outputs.push({
+        name,
+        type: tensor.type,
+        dims,
+        buffer: bytes.buffer as ArrayBuffer,
+        byteOffset: bytes.byteOffset,
+        byteLength: bytes.byteLength,
+      });
     }
     post({ kind: 'result', seq: msg.seq, outputs, returned, inferNs }, transfer);
   } catch (err) {

@@ -94,7 +94,9 @@ export function scatterBatchOutput(config: ModelConfig, t: Tensor, source: strin
     const shape = dims.map((d, i) => (d === -1 ? (src[i] ?? 1) : d));
     const n = count(shape);
     if (at + n > total) {
-      throw invalidArg(`batch output '${t.name}' of model '${config.name}' has ${total} elements, too few to scatter by the shapes of input '${source}'`);
+      throw invalidArg(
+        `batch output '${t.name}' of model '${config.name}' has ${total} elements, too few to scatter by the shapes of input '${source}'`,
+      );
     }
     const data = items ? serializeBytes(items.slice(at, at + n)) : t.data.subarray(at * elemBytes, (at + n) * elemBytes);
     at += n;

@@ -28,7 +28,11 @@ export function blsNeedsDecoupled(model: string): string {
  * holds the call's cancellation while it runs (the stub's `bls_cancel`).
  */
 export function serveBls(
-  m: StubFrameOf<'bls'>, ctx: BackendContext, prefix: string, nextKey: () => string, reply: (body: BlsReplyBody) => void,
+  m: StubFrameOf<'bls'>,
+  ctx: BackendContext,
+  prefix: string,
+  nextKey: () => string,
+  reply: (body: BlsReplyBody) => void,
   cancels: Map<number, RequestCancel>,
 ): void {
   const decoupled = m.decoupled === true;
@@ -70,7 +74,13 @@ export function serveBls(
   const settled = () => cancels.delete(m.bid);
   if (!decoupled) {
     req.unaryOnly = blsNeedsDecoupled(req.modelName);
-    ctx.infer(req).then((res) => answer(res), (err: unknown) => fail(err)).finally(settled);
+    ctx
+      .infer(req)
+      .then(
+        (res) => answer(res),
+        (err: unknown) => fail(err),
+      )
+      .finally(settled);
     return;
   }
   // Every response as it comes; the promise settles once the stream ended.
@@ -81,17 +91,20 @@ export function serveBls(
     ended = r.final === true;
     answer(r, ended ? FINAL : 0);
   };
-  ctx.infer(req).then(
-    (res) => {
-      if (ended) return;
-      ended = true;
-      answer(res.streamEnd ? { ...res, outputs: [], parameters: undefined } : res, FINAL);
-    },
-    (err: unknown) => {
-      if (!ended) fail(err, FINAL);
-      ended = true;
-    },
-  ).finally(settled);
+  ctx
+    .infer(req)
+    .then(
+      (res) => {
+        if (ended) return;
+        ended = true;
+        answer(res.streamEnd ? { ...res, outputs: [], parameters: undefined } : res, FINAL);
+      },
+      (err: unknown) => {
+        if (!ended) fail(err, FINAL);
+        ended = true;
+      },
+    )
+    .finally(settled);
 }
 
 function toJsonParams(p: Record<string, ParamValue> | undefined): Record<string, ParamJson> | undefined {

@@ -47,7 +47,13 @@ export class DecoupledStreams {
   add(seq: number, requests: InferRequest[], decoupled = true): Promise<Outcome[]> {
     return new Promise((resolve) => {
       const s: Streams = {
-        requests, decoupled, finals: requests.map(() => false), last: requests.map(() => undefined), failed: requests.map(() => undefined), unlisten: [], resolve,
+        requests,
+        decoupled,
+        finals: requests.map(() => false),
+        last: requests.map(() => undefined),
+        failed: requests.map(() => undefined),
+        unlisten: [],
+        resolve,
       };
       s.unlisten.push(watchCancel(requests, (index) => s.finals[index] || this.sendCancel(seq, index)));
       this.open.set(seq, s);
@@ -110,7 +116,12 @@ export class DecoupledStreams {
     this.open.delete(seq);
     for (const u of s.unlisten) u();
     // A stream its client cancelled ends CANCELLED (counted as a failure), whatever the model sent last.
-    s.resolve(s.requests.map((req, i) => s.failed[i] ?? (req.signal?.aborted ? cancelled(`request for model '${req.modelName}' was cancelled`) : this.ended(s, req, i))));
+    s.resolve(
+      s.requests.map(
+        (req, i) =>
+          s.failed[i] ?? (req.signal?.aborted ? cancelled(`request for model '${req.modelName}' was cancelled`) : this.ended(s, req, i)),
+      ),
+    );
   }
 
   private ended(s: Streams, req: InferRequest, i: number): Outcome {

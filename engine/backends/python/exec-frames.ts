@@ -76,7 +76,8 @@ export function fromJsonParams(p: Record<string, unknown> | undefined): Record<s
   const out: Record<string, ParamValue> = {};
   for (const [k, v] of Object.entries(p)) {
     if (typeof v === 'boolean' || typeof v === 'number' || typeof v === 'string') out[k] = v;
-    else if (v && typeof v === 'object' && typeof (v as { int64?: unknown }).int64 === 'string') out[k] = BigInt((v as { int64: string }).int64);
+    else if (v && typeof v === 'object' && typeof (v as { int64?: unknown }).int64 === 'string')
+      out[k] = BigInt((v as { int64: string }).int64);
   }
   return Object.keys(out).length ? out : undefined;
 }

@@ -17,7 +17,9 @@ export function executeTimeoutMs(config: ModelConfig): number | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const secs = Number(raw);
   if (!Number.isFinite(secs) || secs <= 0 || secs > 86_400) {
-    throw invalidArg(`model '${config.name}': parameter ${EXECUTE_TIMEOUT_PARAM} must be a number of seconds above 0 (at most 86400), got '${raw}'`);
+    throw invalidArg(
+      `model '${config.name}': parameter ${EXECUTE_TIMEOUT_PARAM} must be a number of seconds above 0 (at most 86400), got '${raw}'`,
+    );
   }
   return Math.ceil(secs * 1000);
 }

@@ -11,9 +11,12 @@ import { unavailable } from '../../api/status.ts';
 /** The interpreter to spawn; throws UNAVAILABLE naming the setting when it points nowhere. */
 export function resolveInterpreter(config: ModelConfig, modelDir: string, backendConfig: Record<string, string> = {}): string {
   const fromModel = config.parameters?.EXECUTION_ENV_PATH?.string_value;
-  if (fromModel) return fromEnvPath(fromModel.replaceAll('$$TRITON_MODEL_DIRECTORY', modelDir), `model '${config.name}' parameter EXECUTION_ENV_PATH`);
-  if (backendConfig['python-executable']) return fromEnvPath(backendConfig['python-executable'], '--backend-config=python,python-executable');
-  if (backendConfig['execution-env-path']) return fromEnvPath(backendConfig['execution-env-path'], '--backend-config=python,execution-env-path');
+  if (fromModel)
+    return fromEnvPath(fromModel.replaceAll('$$TRITON_MODEL_DIRECTORY', modelDir), `model '${config.name}' parameter EXECUTION_ENV_PATH`);
+  if (backendConfig['python-executable'])
+    return fromEnvPath(backendConfig['python-executable'], '--backend-config=python,python-executable');
+  if (backendConfig['execution-env-path'])
+    return fromEnvPath(backendConfig['execution-env-path'], '--backend-config=python,execution-env-path');
   return 'python3';
 }
 

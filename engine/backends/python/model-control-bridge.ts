@@ -9,13 +9,19 @@ import { toStatusError, unsupported } from '../../api/status.ts';
 import type { EngineFrame, StubFrameOf } from './stub-frames.ts';
 
 /** Serve `m` and send its reply with `reply`; never throws (a failure is the reply's error text). */
-export function serveModelControl(m: StubFrameOf<'model_control'>, ctx: Pick<BackendContext, 'modelControl' | 'modelName'>, reply: (f: EngineFrame) => void): void {
+export function serveModelControl(
+  m: StubFrameOf<'model_control'>,
+  ctx: Pick<BackendContext, 'modelControl' | 'modelName'>,
+  reply: (f: EngineFrame) => void,
+): void {
   const answer = async (): Promise<{ ready?: boolean }> => {
     const mc = ctx.modelControl;
     if (!mc) throw unsupported(`model control is not available to model '${ctx.modelName}'`);
     switch (m.op) {
       case 'load': {
-        const files = m.files ? Object.fromEntries(Object.entries(m.files).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])) : undefined;
+        const files = m.files
+          ? Object.fromEntries(Object.entries(m.files).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]))
+          : undefined;
         await mc.loadModel(m.model, { ...(m.config ? { config: m.config } : {}), ...(files ? { files } : {}) });
         return {};
       }

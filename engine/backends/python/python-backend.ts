@@ -91,14 +91,17 @@ export function pythonBackendSettings(cfg: Record<string, string> = {}): { stubT
   const t = cfg['stub-timeout-seconds'];
   if (t !== undefined) {
     const n = Number(t);
-    if (!/^\d+$/.test(t) || !(n > 0)) throw invalidArg(`--backend-config=python,stub-timeout-seconds must be a positive number of seconds, got '${t}'`);
+    if (!/^\d+$/.test(t) || !(n > 0))
+      throw invalidArg(`--backend-config=python,stub-timeout-seconds must be a positive number of seconds, got '${t}'`);
     out.stubTimeoutMs = n * 1000;
   }
   const b = cfg['shm-default-byte-size'];
   if (b !== undefined) {
     const n = Number(b);
     if (!/^\d+$/.test(b) || !Number.isSafeInteger(n) || n < 1 << 20) {
-      throw invalidArg(`--backend-config=python,shm-default-byte-size must be a whole number of bytes, at least 1 MiB (1048576), got '${b}'`);
+      throw invalidArg(
+        `--backend-config=python,shm-default-byte-size must be a whole number of bytes, at least 1 MiB (1048576), got '${b}'`,
+      );
     }
     out.arenaBytes = n;
   }

@@ -75,7 +75,8 @@ export class PythonInstance implements ExecutionInstance {
   /** The requests still open (the instance is free while a model answers them through their response senders). */
   private readonly streams = new DecoupledStreams(
     (seq, index) => this.stub?.send({ t: 'cancel', seq, index }),
-    (req, last) => (req.onResponse ? streamEnd(this.ctx, req) : (last ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`))),
+    (req, last) =>
+      req.onResponse ? streamEnd(this.ctx, req) : (last ?? internal(`decoupled model '${this.ctx.modelName}' sent no response`)),
     () => internal(`python model '${this.ctx.modelName}' returned no response for a request`),
   );
 
@@ -121,7 +122,12 @@ export class PythonInstance implements ExecutionInstance {
     if (this.closed) throw unloadedBeforeRun(this.ctx.modelName);
     this.#life.to('STARTING');
     const stub = new StubProcess(
-      { interpreter: this.opts.interpreter, modelFile: this.opts.modelFile, prefix: this.opts.prefix, label: `'${this.ctx.modelName}' ${this.name}` },
+      {
+        interpreter: this.opts.interpreter,
+        modelFile: this.opts.modelFile,
+        prefix: this.opts.prefix,
+        label: `'${this.ctx.modelName}' ${this.name}`,
+      },
       (m) => this.stub === stub && this.onFrame(stub, m),
     );
     this.stub = stub;
@@ -158,7 +164,9 @@ export class PythonInstance implements ExecutionInstance {
     const up = new Promise<void>((resolve, reject) => (this.starting = { resolve, reject }));
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        log.error(`python stub of '${this.ctx.modelName}' ${this.name} (pid ${stub.child.pid}) did not come up within ${ms / 1000} s; killing it`);
+        log.error(
+          `python stub of '${this.ctx.modelName}' ${this.name} (pid ${stub.child.pid}) did not come up within ${ms / 1000} s; killing it`,
+        );
         reject(internal(`Timed out occurred while waiting for the stub process. Failed to initialize model instance ${this.name}`));
       }, ms);
     });
@@ -205,7 +213,10 @@ export class PythonInstance implements ExecutionInstance {
         await this.restart();
       } catch (err) {
         const e = toStatusError(err);
-        return { responses: requests.map(() => e), timing: { computeInputNs: Number(process.hrtime.bigint() - t0), computeInferNs: 0, computeOutputNs: 0 } };
+        return {
+          responses: requests.map(() => e),
+          timing: { computeInputNs: Number(process.hrtime.bigint() - t0), computeInferNs: 0, computeOutputNs: 0 },
+        };
       }
     }
     const stub = this.stub!;
@@ -310,7 +321,14 @@ export class PythonInstance implements ExecutionInstance {
 
   /** A BLS call from inside execute: run it on the engine and answer (the stub's reader thread waits). */
   private onBls(stub: StubProcess, m: StubFrameOf<'bls'>): void {
-    serveBls(m, this.ctx, this.opts.prefix, () => `${this.opts.prefix}.b${++this.blsSeq}`, (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }), this.blsCalls);
+    serveBls(
+      m,
+      this.ctx,
+      this.opts.prefix,
+      () => `${this.opts.prefix}.b${++this.blsSeq}`,
+      (body) => stub.send({ t: 'bls_reply', bid: m.bid, ...body }),
+      this.blsCalls,
+    );
   }
 
   /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
@@ -335,7 +353,9 @@ export class PythonInstance implements ExecutionInstance {
     const killedFor = this.killedFor;
     this.killedFor = undefined;
     if (this.starting) {
-      this.starting.reject(unavailable(exit.kind === 'spawn-failed' ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`));
+      this.starting.reject(
+        unavailable(exit.kind === 'spawn-failed' ? how : `python stub for model '${this.ctx.modelName}' ${how} during initialize`),
+      );
       return;
     }
     const r = this.running;
@@ -346,7 +366,9 @@ export class PythonInstance implements ExecutionInstance {
     this.streams.failAll(err);
     if (this.closed) return;
     if (killedFor) {
-      this.restart().catch((err: unknown) => log.error(`python stub of instance ${this.name} of '${this.ctx.modelName}' did not start again: ${toStatusError(err).message}`));
+      this.restart().catch((err: unknown) =>
+        log.error(`python stub of instance ${this.name} of '${this.ctx.modelName}' did not start again: ${toStatusError(err).message}`),
+      );
       return;
     }
     log.error(`${msg}; it restarts on its next request`);

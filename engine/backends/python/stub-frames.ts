@@ -7,9 +7,30 @@ import type { ParamValue } from '../../api/infer-request.ts';
 import type { WireTensor } from './tensor-transfer.ts';
 
 /** The kinds the engine sends, in stub_frames.py's order. */
-export const ENGINE_FRAME_KINDS = ['autocomplete', 'init', 'exec', 'fini', 'is_ready', 'bls_reply', 'cancel', 'model_control_reply'] as const;
+export const ENGINE_FRAME_KINDS = [
+  'autocomplete',
+  'init',
+  'exec',
+  'fini',
+  'is_ready',
+  'bls_reply',
+  'cancel',
+  'model_control_reply',
+] as const;
 /** The kinds a stub sends, in stub_frames.py's order. */
-export const STUB_FRAME_KINDS = ['init_error', 'config', 'ready', 'exec_done', 'resp', 'bls', 'is_ready_reply', 'fini_done', 'bls_cancel', 'hello', 'model_control'] as const;
+export const STUB_FRAME_KINDS = [
+  'init_error',
+  'config',
+  'ready',
+  'exec_done',
+  'resp',
+  'bls',
+  'is_ready_reply',
+  'fini_done',
+  'bls_cancel',
+  'hello',
+  'model_control',
+] as const;
 
 /** One request of an `exec` frame. */
 export interface ExecRequest {
@@ -71,8 +92,16 @@ export type StubFrame =
   | ({ t: 'resp'; seq: number; index: number; flags: number; has_response: boolean } & ResponseBody)
   /** A BLS call from inside execute() (`decoupled`: exec(decoupled=True), every response wanted). */
   | {
-      t: 'bls'; bid: number; model: string; version: number; id: string; outputs: string[]; parameters: Record<string, ParamValue>; inputs: WireTensor[];
-      decoupled?: boolean; timeout?: number;
+      t: 'bls';
+      bid: number;
+      model: string;
+      version: number;
+      id: string;
+      outputs: string[];
+      parameters: Record<string, ParamValue>;
+      inputs: WireTensor[];
+      decoupled?: boolean;
+      timeout?: number;
     }
   /** The model's is_ready() answer (`error`: why it counts as not ready). */
   | { t: 'is_ready_reply'; rid: number; ready: boolean; error?: string }
@@ -87,8 +116,14 @@ export type StubFrame =
    * contents; `version` for is_ready ("" any).
    */
   | {
-      t: 'model_control'; cid: number; op: 'load' | 'unload' | 'is_ready'; model: string;
-      config?: string; files?: Record<string, string>; unload_dependents?: boolean; version?: string;
+      t: 'model_control';
+      cid: number;
+      op: 'load' | 'unload' | 'is_ready';
+      model: string;
+      config?: string;
+      files?: Record<string, string>;
+      unload_dependents?: boolean;
+      version?: string;
     };
 
 export type EngineFrameKind = (typeof ENGINE_FRAME_KINDS)[number];

@@ -59,7 +59,8 @@ export function pipeBoundedLines(
     for (let nl = s.indexOf('\n'); nl >= 0; from = nl + 1, nl = s.indexOf('\n', from)) {
       const piece = s.slice(from, nl);
       if (cutting) line(rest, cutting + piece.length);
-      else if (rest.length + piece.length > limits.maxLine) line((rest + piece).slice(0, limits.maxLine), rest.length + piece.length - limits.maxLine);
+      else if (rest.length + piece.length > limits.maxLine)
+        line((rest + piece).slice(0, limits.maxLine), rest.length + piece.length - limits.maxLine);
       else line(rest + piece, 0);
       rest = '';
       cutting = 0;

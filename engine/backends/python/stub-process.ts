@@ -37,10 +37,7 @@ export class StubProcess {
   private readonly channel: Duplex;
   private gone = false;
 
-  constructor(
-    opts: StubSpawn,
-    onFrame: (m: StubFrame) => void,
-  ) {
+  constructor(opts: StubSpawn, onFrame: (m: StubFrame) => void) {
     this.child = spawn(opts.interpreter, ['-u', STUB_PATH, opts.modelFile, opts.prefix], {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       detached: true, // its own process group: kill() takes anything the model started with it
@@ -66,7 +63,10 @@ export class StubProcess {
     this.exited = new Promise((resolve) => {
       this.child.once('error', (err: NodeJS.ErrnoException) => {
         this.gone = true;
-        const text = err.code === 'ENOENT' ? `python interpreter '${opts.interpreter}' not found` : `cannot start '${opts.interpreter}': ${err.message}`;
+        const text =
+          err.code === 'ENOENT'
+            ? `python interpreter '${opts.interpreter}' not found`
+            : `cannot start '${opts.interpreter}': ${err.message}`;
         resolve({ kind: 'spawn-failed', text });
       });
       this.child.once('exit', (code, signal) => {
@@ -97,8 +97,14 @@ export class StubProcess {
 }
 
 function pipeLines(stream: Readable, label: string): void {
-  pipeBoundedLines(stream, (line) => emit(line, label), (lines, bytes) =>
-    log.warn(`python ${label}: ${lines} lines (${bytes} characters) of model output dropped from the log (at most ${LINES_PER_SECOND} lines a second)`));
+  pipeBoundedLines(
+    stream,
+    (line) => emit(line, label),
+    (lines, bytes) =>
+      log.warn(
+        `python ${label}: ${lines} lines (${bytes} characters) of model output dropped from the log (at most ${LINES_PER_SECOND} lines a second)`,
+      ),
+  );
 }
 
 function emit(line: string, label: string): void {

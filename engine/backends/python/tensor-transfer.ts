@@ -55,7 +55,8 @@ export class InputArena {
     let need = 0;
     // Every input the loop below copies into the arena counts: inline-sent ones and BYTES from a client's region.
     for (const inputs of requests) {
-      for (const t of inputs) if ((!t.shmLocation || t.datatype === 'BYTES') && t.data.byteLength > INLINE_MAX) need += align(t.data.byteLength);
+      for (const t of inputs)
+        if ((!t.shmLocation || t.datatype === 'BYTES') && t.data.byteLength > INLINE_MAX) need += align(t.data.byteLength);
     }
     if (need > this.size) this.grow(need);
     let off = 0;
@@ -64,7 +65,8 @@ export class InputArena {
         const base = { name: t.name, datatype: t.datatype, shape: t.shape };
         const loc = t.shmLocation;
         if (loc && t.datatype !== 'BYTES') return { ...base, key: loc.key, offset: loc.offset, size: loc.byteSize, cow: true };
-        if (t.data.byteLength <= INLINE_MAX) return { ...base, b64: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') };
+        if (t.data.byteLength <= INLINE_MAX)
+          return { ...base, b64: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') };
         this.map!.bytes.set(t.data, off);
         const w = { ...base, key: this.key, offset: off, size: t.data.byteLength };
         off += align(t.data.byteLength);
@@ -107,7 +109,8 @@ export function encodeOwned(tensors: Tensor[], key: string): WireTensor[] {
   let off = 0;
   const out = tensors.map((t): WireTensor => {
     const base = { name: t.name, datatype: t.datatype, shape: t.shape };
-    if (t.data.byteLength <= INLINE_MAX) return { ...base, b64: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') };
+    if (t.data.byteLength <= INLINE_MAX)
+      return { ...base, b64: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') };
     map!.bytes.set(t.data, off);
     const w = { ...base, key, offset: off, size: t.data.byteLength, own: true };
     off += align(t.data.byteLength);

@@ -24,7 +24,14 @@ import { take } from './receive-pool.ts';
 import { log } from '../../../common/logger.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import type { StreamRoute } from './grpc-js-internals.ts';
-import { endWithMessage, messagePrefix, PREFIX_BYTES, READ_OK, READ_TOO_LARGE, UnaryMessageReader } from '../../../protocol/grpc-framing.ts';
+import {
+  endWithMessage,
+  messagePrefix,
+  PREFIX_BYTES,
+  READ_OK,
+  READ_TOO_LARGE,
+  UnaryMessageReader,
+} from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage, GrpcStatus, GrpcText } from '../../../protocol/grpc-status.ts';
 import { parseGrpcTimeout } from '../../../protocol/grpc-timeout.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
@@ -156,7 +163,8 @@ export class DirectInferCall {
     if (this.answered) return;
     const r = this.reader.write(chunk);
     if (r === READ_OK) return;
-    if (r === READ_TOO_LARGE) this.answer(GrpcStatus.RESOURCE_EXHAUSTED, GrpcText.receivedTooLarge(this.reader.oversize, this.opts.maxReceiveBytes));
+    if (r === READ_TOO_LARGE)
+      this.answer(GrpcStatus.RESOURCE_EXHAUSTED, GrpcText.receivedTooLarge(this.reader.oversize, this.opts.maxReceiveBytes));
     else this.answer(GrpcStatus.UNIMPLEMENTED, GrpcText.secondRequestMessage(MODEL_INFER_PATH));
   }
 

@@ -14,7 +14,15 @@ import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
 import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
-import { DirectInferCall, isDirectInfer, OK_TRAILERS, RESPONSE_HEADERS, TRAILERS_ONLY_HEADERS, type DirectInferOptions, type UnaryAnswer } from './grpc-direct-infer.ts';
+import {
+  DirectInferCall,
+  isDirectInfer,
+  OK_TRAILERS,
+  RESPONSE_HEADERS,
+  TRAILERS_ONLY_HEADERS,
+  type DirectInferOptions,
+  type UnaryAnswer,
+} from './grpc-direct-infer.ts';
 import { GrpcJsRelay } from './grpc-js-relay.ts';
 
 const SETTINGS = { maxFrameSize: MAX_FRAME_SIZE, streamWindow: STREAM_WINDOW, connectionWindow: CONNECTION_WINDOW };

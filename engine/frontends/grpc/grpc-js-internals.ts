@@ -75,7 +75,8 @@ export function shapeProblem(server: grpc.Server): string | undefined {
   if (typeof s.onStreamOpened !== 'function') return 'Server#onStreamOpened is not a method';
   for (const h2 of s.http2Servers.keys()) {
     const h = h2 as Partial<Http2Server>;
-    if (typeof h?.listeners !== 'function' || typeof h.updateSettings !== 'function') return 'an http2Servers key is not a node:http2 server';
+    if (typeof h?.listeners !== 'function' || typeof h.updateSettings !== 'function')
+      return 'an http2Servers key is not a node:http2 server';
     if (h.listeners('stream').length !== 1) return 'an http2 server does not have exactly one stream listener';
   }
   let D: StreamDecoderClass | undefined;

@@ -16,7 +16,10 @@ const metadataReader = (md: grpc.Metadata) => (name: string) => {
 };
 
 /** `impl` with each handler behind its group's check; unchanged when nothing is restricted. */
-export function restricted(impl: grpc.UntypedServiceImplementation, features: RestrictedFeatures | undefined): grpc.UntypedServiceImplementation {
+export function restricted(
+  impl: grpc.UntypedServiceImplementation,
+  features: RestrictedFeatures | undefined,
+): grpc.UntypedServiceImplementation {
   if (!features?.size) return impl;
   const out: grpc.UntypedServiceImplementation = {};
   for (const [name, h] of Object.entries(impl)) {

@@ -7,7 +7,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../../api/server-api.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../../protocol/index.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
-import type { HealthCheckRpc, InferenceRpcs, LogSettingValue, RepositoryParameter, StreamInferRpc, UnaryRpc } from '../../../protocol/kserve-rpcs.ts';
+import type {
+  HealthCheckRpc,
+  InferenceRpcs,
+  LogSettingValue,
+  RepositoryParameter,
+  StreamInferRpc,
+  UnaryRpc,
+} from '../../../protocol/kserve-rpcs.ts';
 import { capMessage, invalidArg, toStatusError } from '../../api/status.ts';
 import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
@@ -36,7 +43,10 @@ function unary<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) =>
   return (call, cb) => {
     Promise.resolve()
       .then(() => fn(call.request, call))
-      .then((res) => cb(null, res), (err) => replyError(cb, err));
+      .then(
+        (res) => cb(null, res),
+        (err) => replyError(cb, err),
+      );
   };
 }
 
@@ -56,7 +66,11 @@ const peer = (call: { getPeer(): string }) => {
   }
 };
 
-function repositoryParams(p: Record<string, RepositoryParameter> | undefined): { config?: string; files: Record<string, Uint8Array>; unloadDependents: boolean } {
+function repositoryParams(p: Record<string, RepositoryParameter> | undefined): {
+  config?: string;
+  files: Record<string, Uint8Array>;
+  unloadDependents: boolean;
+} {
   const files: Record<string, Uint8Array> = {};
   let config: string | undefined;
   let unloadDependents = false;
@@ -87,7 +101,10 @@ function logSettingValue(v: LogSettingValue): boolean | number | string {
 const toLogSettingValue = (v: boolean | number | string): LogSettingValue =>
   typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: String(v) };
 
-function handlers(api: ServerApi, streamMaxQueuedBytes: number): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
+function handlers(
+  api: ServerApi,
+  streamMaxQueuedBytes: number,
+): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
     ServerReady: unary(() => ({ ready: api.isReady() })),
@@ -141,7 +158,10 @@ function handlers(api: ServerApi, streamMaxQueuedBytes: number): UnaryHandlers &
       const s = api.logSettings(Object.keys(update).length ? update : undefined);
       return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, toLogSettingValue(v)])) };
     }),
-    ModelInfer: (call: grpc.ServerUnaryCall<ModelInferRequest, ModelInferResponse<Uint8Array>>, cb: grpc.sendUnaryData<ModelInferResponse<Uint8Array>>) => {
+    ModelInfer: (
+      call: grpc.ServerUnaryCall<ModelInferRequest, ModelInferResponse<Uint8Array>>,
+      cb: grpc.sendUnaryData<ModelInferResponse<Uint8Array>>,
+    ) => {
       // grpc-js serializes synchronously inside cb, as modelInferCall needs.
       const received = (call.request as ReceivedRequest)[RECEIVED];
       let settled = false;
@@ -184,10 +204,20 @@ function withReceivedBuffer(svc: grpc.ServiceDefinition): grpc.ServiceDefinition
  */
 export async function startGrpcServer(
   api: ServerApi,
-  opts: { port: number; host?: string; unixSocket?: string; restricted?: RestrictedFeatures; streamMaxQueuedBytes?: number; h2Limits?: H2Limits },
+  opts: {
+    port: number;
+    host?: string;
+    unixSocket?: string;
+    restricted?: RestrictedFeatures;
+    streamMaxQueuedBytes?: number;
+    h2Limits?: H2Limits;
+  },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
-  server.addService(withReceivedBuffer(inferenceService()), restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted));
+  server.addService(
+    withReceivedBuffer(inferenceService()),
+    restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted),
+  );
   const health: { Check: grpc.handleUnaryCall<HealthCheckRpc['req'], HealthCheckRpc['res']> } = {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
   };
@@ -216,7 +246,13 @@ export async function startGrpcServer(
     // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
     reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder });
-    const f = await startH2Front({ tcp: { host, port: opts.port }, unixSocket: sock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    const f = await startH2Front({
+      tcp: { host, port: opts.port },
+      unixSocket: sock,
+      limits: opts.h2Limits,
+      grpcJs: `http://127.0.0.1:${internal}`,
+      direct: direct ? { api, opts: directOpts } : undefined,
+    });
     port = f.port;
     front = f;
   } else {
@@ -227,7 +263,13 @@ export async function startGrpcServer(
     if (sock && !ownSock) await bind(`unix:${sock}`);
     // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
     reachIntoGrpcJs(server, { widenHttp2: true, route: direct ? directInferRoute(api, directOpts) : undefined, pooledDecoder });
-    if (ownSock) front = await startH2Front({ unixSocket: ownSock, limits: opts.h2Limits, grpcJs: `http://127.0.0.1:${internal}`, direct: direct ? { api, opts: directOpts } : undefined });
+    if (ownSock)
+      front = await startH2Front({
+        unixSocket: ownSock,
+        limits: opts.h2Limits,
+        grpcJs: `http://127.0.0.1:${internal}`,
+        direct: direct ? { api, opts: directOpts } : undefined,
+      });
   }
   return {
     port,

@@ -7,8 +7,15 @@ import { isDatatype, serializeBytes, type Datatype, numberToFp16 } from '../../a
 import { checkReservedParams, parseSchedulingParams, parseShmParams } from '../../api/request-parameters.ts';
 import { invalidArg } from '../../api/status.ts';
 import type {
-  InferInputTensor, InferOutputTensor, InferParameter, InferParameterChoice, InferRequestedOutputTensor, InferTensorContents, ModelInferRequest,
-  ModelInferResponse, Parameters,
+  InferInputTensor,
+  InferOutputTensor,
+  InferParameter,
+  InferParameterChoice,
+  InferRequestedOutputTensor,
+  InferTensorContents,
+  ModelInferRequest,
+  ModelInferResponse,
+  Parameters,
 } from '../../../protocol/kserve-messages.ts';
 
 /** The oneof's fields, in the order a value without parameter_choice is looked for. */
@@ -17,12 +24,17 @@ const PARAM_FIELDS: readonly InferParameterChoice[] = ['string_param', 'int64_pa
 /** InferParameter (oneof) -> JS value. A decoded one names its field; a plain object is read by which field it has. */
 function paramValue(p: InferParameter): ParamValue {
   switch (p.parameter_choice) {
-    case 'bool_param': return p.bool_param!;
+    case 'bool_param':
+      return p.bool_param!;
     // A number, or a bigint when past 2^53 (protocol/exact-int64.ts): uint64 correlation IDs stay exact.
-    case 'int64_param': return p.int64_param!;
-    case 'uint64_param': return p.uint64_param!;
-    case 'double_param': return p.double_param!;
-    case 'string_param': return p.string_param!;
+    case 'int64_param':
+      return p.int64_param!;
+    case 'uint64_param':
+      return p.uint64_param!;
+    case 'double_param':
+      return p.double_param!;
+    case 'string_param':
+      return p.string_param!;
     default: {
       for (const k of PARAM_FIELDS) {
         if (Object.prototype.hasOwnProperty.call(p, k)) return p[k]!;
@@ -50,18 +62,30 @@ function typedContents(dt: Datatype, c: InferTensorContents, name: string): Uint
   const pick = <K extends keyof InferTensorContents>(field: K): NonNullable<InferTensorContents[K]> => c[field] ?? [];
   const pack = <T extends ArrayBufferView>(arr: T) => new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
   switch (dt) {
-    case 'BOOL': return Uint8Array.from(pick('bool_contents'), (b) => (b ? 1 : 0));
-    case 'INT8': return pack(Int8Array.from(pick('int_contents')));
-    case 'INT16': return pack(Int16Array.from(pick('int_contents')));
-    case 'INT32': return pack(Int32Array.from(pick('int_contents')));
-    case 'INT64': return pack(BigInt64Array.from(pick('int64_contents'), (x) => BigInt(x)));
-    case 'UINT8': return Uint8Array.from(pick('uint_contents'));
-    case 'UINT16': return pack(Uint16Array.from(pick('uint_contents')));
-    case 'UINT32': return pack(Uint32Array.from(pick('uint_contents')));
-    case 'UINT64': return pack(BigUint64Array.from(pick('uint64_contents'), (x) => BigInt(x)));
-    case 'FP32': return pack(Float32Array.from(pick('fp32_contents')));
-    case 'FP64': return pack(Float64Array.from(pick('fp64_contents')));
-    case 'BYTES': return serializeBytes(pick('bytes_contents'));
+    case 'BOOL':
+      return Uint8Array.from(pick('bool_contents'), (b) => (b ? 1 : 0));
+    case 'INT8':
+      return pack(Int8Array.from(pick('int_contents')));
+    case 'INT16':
+      return pack(Int16Array.from(pick('int_contents')));
+    case 'INT32':
+      return pack(Int32Array.from(pick('int_contents')));
+    case 'INT64':
+      return pack(BigInt64Array.from(pick('int64_contents'), (x) => BigInt(x)));
+    case 'UINT8':
+      return Uint8Array.from(pick('uint_contents'));
+    case 'UINT16':
+      return pack(Uint16Array.from(pick('uint_contents')));
+    case 'UINT32':
+      return pack(Uint32Array.from(pick('uint_contents')));
+    case 'UINT64':
+      return pack(BigUint64Array.from(pick('uint64_contents'), (x) => BigInt(x)));
+    case 'FP32':
+      return pack(Float32Array.from(pick('fp32_contents')));
+    case 'FP64':
+      return pack(Float64Array.from(pick('fp64_contents')));
+    case 'BYTES':
+      return serializeBytes(pick('bytes_contents'));
     case 'FP16': {
       if (pick('fp32_contents').length) return pack(Uint16Array.from(pick('fp32_contents'), numberToFp16));
       return new Uint8Array(0);

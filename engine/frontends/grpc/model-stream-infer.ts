@@ -60,7 +60,8 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
       if (!bound.add(bytes)) {
         const notice = overflowNotice;
         overflowNotice = undefined;
-        if (notice) call.write({ ...notice, infer_response: { model_name: m.infer_response?.model_name ?? '', id: m.infer_response?.id ?? '' } });
+        if (notice)
+          call.write({ ...notice, infer_response: { model_name: m.infer_response?.model_name ?? '', id: m.infer_response?.id ?? '' } });
         return;
       }
       call.write(m, () => bound.taken(bytes));
@@ -91,7 +92,10 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
       open.add(cancel);
       if (bound.overflowed) cancel.abort(); // a request sent after the bound was passed is not run
       let finalSent = false; // the model sent its final flag with a response: no empty final follows
-      const failure = (err: unknown) => ({ error_message: capMessage(toStatusError(err).message), infer_response: { model_name: m.model_name, id: m.id } });
+      const failure = (err: unknown) => ({
+        error_message: capMessage(toStatusError(err).message),
+        infer_response: { model_name: m.model_name, id: m.id },
+      });
       Promise.resolve()
         .then(() => {
           const req = toInferRequest(m);

@@ -27,7 +27,7 @@ import { nodeRequestSignal } from './request-signal.ts';
 
 // A path segment of the characters node-server's fast URL check accepts
 // (its reValidRequestUrl), plus '%', minus '/', '?' and '#'.
-const SEGMENT = "[!$%&-.0-;=@-\\[\\]_a-z~]+";
+const SEGMENT = '[!$%&-.0-;=@-\\[\\]_a-z~]+';
 const INFER_TARGET = new RegExp(`^/v2/models/(${SEGMENT})(?:/versions/(${SEGMENT}))?/infer(?:\\?|$)`);
 /** node-server's reValidHost: a Host it uses without parsing. */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
@@ -65,7 +65,14 @@ function decodeSegment(s: string): string | undefined {
   return d === '.' || d === '..' ? undefined : d;
 }
 
-async function serveInfer(api: ServerApi, req: IncomingMessage, res: ServerResponse, model: string, version: string | undefined, maxInputBytes: number): Promise<void> {
+async function serveInfer(
+  api: ServerApi,
+  req: IncomingMessage,
+  res: ServerResponse,
+  model: string,
+  version: string | undefined,
+  maxInputBytes: number,
+): Promise<void> {
   const arrivalNs = process.hrtime.bigint();
   let reply: InferReply;
   try {

@@ -78,13 +78,16 @@ function toInput(config: ModelConfig, name: string, value: unknown): InferInput 
     data = encodeValues(datatype, values);
   } catch (err) {
     const e = err as Error;
-    throw invalidArg(err instanceof TensorValueError ? `element ${err.index} of input '${name}' is not a valid ${datatype} value` : e.message);
+    throw invalidArg(
+      err instanceof TensorValueError ? `element ${err.index} of input '${name}' is not a valid ${datatype} value` : e.message,
+    );
   }
   return { name, datatype, shape: generateShape(config, decl.dims, values.length), data };
 }
 
 function toParameter(key: string, v: unknown, into: Record<string, ParamValue>): void {
-  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint') throw invalidArg(`parameter '${key}' has invalid type`);
+  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint')
+    throw invalidArg(`parameter '${key}' has invalid type`);
   into[key] = v;
 }
 

@@ -28,7 +28,9 @@ const ONE_RESPONSE =
   'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
 
 export function registerGenerateRoutes(app: Hono<HttpEnv>, api: ServerApi, maxInputBytes: number, streamMaxQueuedBytes: number): void {
-  modelRoute(app, 'post', '/generate', async (c) => replyJson(c, generateResponseJson(await generate(api, await request(api, c, maxInputBytes)))));
+  modelRoute(app, 'post', '/generate', async (c) =>
+    replyJson(c, generateResponseJson(await generate(api, await request(api, c, maxInputBytes)))),
+  );
   modelRoute(app, 'post', '/generate_stream', async (c) => generateStream(api, await request(api, c, maxInputBytes), streamMaxQueuedBytes));
 }
 

@@ -51,7 +51,12 @@ export function createHttpApp(api: ServerApi, opts: HttpAppOptions = {}): Hono<H
   registerSettingsRoutes(app, api);
   registerModelRoutes(app, api);
   registerInferRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
-  registerGenerateRoutes(app, api, opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES);
+  registerGenerateRoutes(
+    app,
+    api,
+    opts.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
+    opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES,
+  );
   app.notFound((c) => replyJson(c, { error: `no endpoint for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((err, c) => replyError(c, err));
   return app;
@@ -96,7 +101,12 @@ export function listen(server: ServerType, port: number, host: string | undefine
 /** Start the HTTP frontend (Triton's HTTPService). */
 export function startHttpServer(
   api: ServerApi,
-  opts: { port: number; host?: string; timeouts?: HttpTimeouts; /** The lean HTTP/1.1 front for plain infer requests (default: on unless ENGINE_HTTP1_FRONT=0). */ http1Front?: boolean } & HttpAppOptions,
+  opts: {
+    port: number;
+    host?: string;
+    timeouts?: HttpTimeouts /** The lean HTTP/1.1 front for plain infer requests (default: on unless ENGINE_HTTP1_FRONT=0). */;
+    http1Front?: boolean;
+  } & HttpAppOptions,
 ): Promise<RunningServer> {
   const app = createHttpApp(api, opts);
   const hono = getRequestListener(app.fetch);
@@ -110,6 +120,8 @@ export function startHttpServer(
   handleClientErrors(server, timeouts, 'HTTP');
   // Plain, complete infer requests on the lean HTTP/1.1 front (direct-front.ts), the rest through node:http as above.
   const onFront = direct && (opts.http1Front ?? process.env.ENGINE_HTTP1_FRONT !== '0');
-  const front = onFront ? Http1Front.attach(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs }) : undefined;
+  const front = onFront
+    ? Http1Front.attach(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs })
+    : undefined;
   return listen(server, opts.port, opts.host, front);
 }

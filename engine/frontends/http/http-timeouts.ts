@@ -34,7 +34,9 @@ export function timeoutServerOptions(t: HttpTimeouts): ServerOptions {
 
 /** Answer timed-out requests with a 408 and a JSON error (Node's own reply is bare), other client errors with a 400; then close. */
 export function handleClientErrors(server: Server, t: HttpTimeouts, port: string): void {
-  const body = JSON.stringify({ error: `request not received in time (headers within ${t.headersMs} ms, body within ${t.bodyMs} ms more)` });
+  const body = JSON.stringify({
+    error: `request not received in time (headers within ${t.headersMs} ms, body within ${t.bodyMs} ms more)`,
+  });
   const timeoutReply = `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const sent = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;

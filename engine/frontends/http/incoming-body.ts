@@ -82,7 +82,8 @@ function onEnd(this: Reading): void {
 
 function onError(this: Reading, err: Error): void {
   // node:http's 'aborted' (ECONNRESET): the client went away mid-body, a cancel and not a server error to log.
-  if ((err as NodeJS.ErrnoException).code === 'ECONNRESET') return settle(this, new StatusError('CANCELLED', 'client closed the connection before sending the whole body'));
+  if ((err as NodeJS.ErrnoException).code === 'ECONNRESET')
+    return settle(this, new StatusError('CANCELLED', 'client closed the connection before sending the whole body'));
   settle(this, err);
 }
 

@@ -234,8 +234,7 @@ export function encodeInferResponse(
   });
   const id = resp.id !== undefined && resp.id !== '' ? `,"id":${str(resp.id)}` : '';
   const rp = resp.parameters && Object.keys(resp.parameters).length ? `,"parameters":${stringifyParams(resp.parameters)}` : '';
-  const json =
-    `{"model_name":${str(resp.modelName)},"model_version":${str(resp.modelVersion)}${id}${rp},"outputs":[${outs.join(',')}]}`;
+  const json = `{"model_name":${str(resp.modelName)},"model_version":${str(resp.modelVersion)}${id}${rp},"outputs":[${outs.join(',')}]}`;
   return assembleBody(json, binaries);
 }
 

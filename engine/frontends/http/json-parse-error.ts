@@ -9,7 +9,10 @@ const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const isDigit = (c: number | undefined) => c !== undefined && c >= 0x30 && c <= 0x39;
 
 class Failure {
-  constructor(readonly message: string, readonly offset: number) {}
+  constructor(
+    readonly message: string,
+    readonly offset: number,
+  ) {}
 }
 
 /** rapidjson's message and offset for the first error in `bytes`, or undefined when it parses. */
@@ -35,7 +38,8 @@ export function rapidJsonError(bytes: Uint8Array): { message: string; offset: nu
         const e = bytes[i + 1];
         // rapidjson reports a bad escape at its backslash.
         if (e === 0x75) {
-          for (let k = 2; k < 6; k++) if (!/[0-9a-fA-F]/.test(String.fromCharCode(bytes[i + k] ?? 0))) fail('Incorrect hex digit after \\u escape in string.');
+          for (let k = 2; k < 6; k++)
+            if (!/[0-9a-fA-F]/.test(String.fromCharCode(bytes[i + k] ?? 0))) fail('Incorrect hex digit after \\u escape in string.');
           i += 6;
         } else if (e !== undefined && '"\\/bfnrt'.includes(String.fromCharCode(e))) i += 2;
         else fail('Invalid escape character in string.');

@@ -15,10 +15,10 @@ export function modelRoute(app: Hono<HttpEnv>, method: 'get' | 'post', suffix: s
 export function registerModelRoutes(app: Hono<HttpEnv>, api: ServerApi): void {
   // Before /v2/models/:model so "stats" is not taken for a model name.
   app.get('/v2/models/stats', (c) => replyJson(c, { model_stats: api.modelStatistics() }));
-  modelRoute(app, 'get', '/stats', (c) =>
-    replyJson(c, { model_stats: api.modelStatistics(c.req.param('model'), versionParam(c)) }),
+  modelRoute(app, 'get', '/stats', (c) => replyJson(c, { model_stats: api.modelStatistics(c.req.param('model'), versionParam(c)) }));
+  modelRoute(app, 'get', '/ready', async (c) =>
+    emptyReply(c, (await api.probeModelReady(c.req.param('model')!, versionParam(c))) ? 200 : 400),
   );
-  modelRoute(app, 'get', '/ready', async (c) => emptyReply(c, (await api.probeModelReady(c.req.param('model')!, versionParam(c))) ? 200 : 400));
   modelRoute(app, 'get', '/config', (c) => replyJson(c, api.modelConfig(c.req.param('model')!, versionParam(c))));
   modelRoute(app, 'get', '', (c) => replyJson(c, api.modelMetadata(c.req.param('model')!, versionParam(c))));
 }

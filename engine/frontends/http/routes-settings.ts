@@ -44,8 +44,7 @@ export function registerSettingsRoutes(app: Hono<HttpEnv>, api: ServerApi): void
     const body = await readJsonBody(c, 'logging settings');
     return replyJson(c, api.logSettings(logUpdateFromJson(body)));
   });
-  const getTrace = (model: (c: Ctx) => string | undefined) => (c: Ctx) =>
-    replyJson(c, traceSettingsToJson(api.traceSettings(model(c))));
+  const getTrace = (model: (c: Ctx) => string | undefined) => (c: Ctx) => replyJson(c, traceSettingsToJson(api.traceSettings(model(c))));
   const postTrace = (model: (c: Ctx) => string | undefined) => async (c: Ctx) => {
     const body = await readJsonBody(c, 'trace settings');
     return replyJson(c, traceSettingsToJson(api.traceSettings(model(c), traceUpdateFromJson(body))));

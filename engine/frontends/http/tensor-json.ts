@@ -49,9 +49,7 @@ export function jsonToTensorBytes(tensor: string, datatype: Datatype, shape: rea
   const flat = flattenData(data, tensor);
   const expected = elementCount(shape);
   if (flat.length !== expected) {
-    throw invalidArg(
-      `input '${tensor}' has ${flat.length} elements in 'data' but shape [${shape.join(',')}] needs ${expected}`,
-    );
+    throw invalidArg(`input '${tensor}' has ${flat.length} elements in 'data' but shape [${shape.join(',')}] needs ${expected}`);
   }
   try {
     return encodeValues(datatype, flat);
@@ -81,7 +79,9 @@ export function tensorBytesToJson(tensor: string, datatype: Datatype, bytes: Uin
       return JSON.stringify(decodeOrInvalid(datatype, bytes, tensor));
     case 'FP16':
     case 'BF16':
-      return `[${decodeOrInvalid(datatype, bytes, tensor).map((v) => numText(v as number)).join(',')}]`;
+      return `[${decodeOrInvalid(datatype, bytes, tensor)
+        .map((v) => numText(v as number))
+        .join(',')}]`;
     case 'FP32':
     case 'FP64':
       // The same text as joining the numbers (null for NaN and the infinities), in about half the time.

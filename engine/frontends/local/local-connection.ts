@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only since the formatter wrapped its long lines (issue 38); to be split
 // One connection of the local channel (docs/engine/local-channel.md): the
 // handshake, then unary ModelInfer calls, each run through the gRPC
 // frontend's own ModelInfer call (grpc/model-infer-call.ts) with the same
@@ -23,8 +24,16 @@ import { log, tracer } from '../../../common/logger.ts';
 import { LocalCall } from './local-call.ts';
 import { failedRestriction, grpcRestrictedText, type RestrictedFeatures } from '../restricted-api.ts';
 import {
-  decodeHello, decodeRequest, encodeError, encodeWelcome, FRAME_HEADER_BYTES, FrameType, frameTypeName, LOCAL_VERSION,
-  LocalFrameReader, writeHeader,
+  decodeHello,
+  decodeRequest,
+  encodeError,
+  encodeWelcome,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  frameTypeName,
+  LOCAL_VERSION,
+  LocalFrameReader,
+  writeHeader,
 } from '../../../protocol/local-channel.ts';
 import { LocalFrameWriter } from '../../../protocol/local-frame-writer.ts';
 import { GrpcStatus } from '../../../protocol/grpc-status.ts';
@@ -216,7 +225,8 @@ export class LocalConnection {
   }
 
   private handle(type: FrameType, id: number, payload: Buffer): void {
-    if (!this.greeted) return type === FrameType.HELLO ? this.onHello(payload) : this.protocolError(`expected HELLO first, got ${frameTypeName(type)}`);
+    if (!this.greeted)
+      return type === FrameType.HELLO ? this.onHello(payload) : this.protocolError(`expected HELLO first, got ${frameTypeName(type)}`);
     switch (type) {
       case FrameType.REQUEST:
         return this.onRequest(id, payload);
@@ -235,7 +245,10 @@ export class LocalConnection {
     const h = decodeHello(payload);
     if (typeof h === 'string') return this.protocolError(h);
     if (h.version !== LOCAL_VERSION) {
-      return this.refuse(GrpcStatus.UNIMPLEMENTED, `local channel protocol version ${h.version} is not supported (this engine speaks ${LOCAL_VERSION})`);
+      return this.refuse(
+        GrpcStatus.UNIMPLEMENTED,
+        `local channel protocol version ${h.version} is not supported (this engine speaks ${LOCAL_VERSION})`,
+      );
     }
     this.greeted = true;
     const r = failedRestriction(this.opts.restricted, 'inference', (name) => h.metadata[name]);
@@ -244,7 +257,8 @@ export class LocalConnection {
   }
 
   private onRequest(id: number, payload: Buffer): void {
-    if (id === 0 || this.calls.has(id)) return this.protocolError(`REQUEST with call id ${id}, ${id === 0 ? 'reserved for the connection' : 'already in flight'}`);
+    if (id === 0 || this.calls.has(id))
+      return this.protocolError(`REQUEST with call id ${id}, ${id === 0 ? 'reserved for the connection' : 'already in flight'}`);
     const f = decodeRequest(payload);
     if (typeof f === 'string') return this.protocolError(f);
     const call = new LocalCall(this, id);
@@ -289,4 +303,3 @@ export class LocalConnection {
     this.onGone(this);
   }
 }
-

@@ -20,11 +20,31 @@ const MODEL_COUNTERS: Array<[name: string, help: string, value: StatsField]> = [
   ['nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (s) => s.inference_stats.success.count],
   ['nv_inference_count', 'Number of inferences performed (does not include cached requests)', (s) => s.inference_count],
   ['nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (s) => s.execution_count],
-  ['nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (s) => us(s.inference_stats.success.ns)],
-  ['nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (s) => us(s.inference_stats.queue.ns)],
-  ['nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => us(s.inference_stats.compute_input.ns)],
-  ['nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => us(s.inference_stats.compute_infer.ns)],
-  ['nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => us(s.inference_stats.compute_output.ns)],
+  [
+    'nv_inference_request_duration_us',
+    'Cumulative inference request duration in microseconds (includes cached requests)',
+    (s) => us(s.inference_stats.success.ns),
+  ],
+  [
+    'nv_inference_queue_duration_us',
+    'Cumulative inference queuing duration in microseconds (includes cached requests)',
+    (s) => us(s.inference_stats.queue.ns),
+  ],
+  [
+    'nv_inference_compute_input_duration_us',
+    'Cumulative compute input duration in microseconds (does not include cached requests)',
+    (s) => us(s.inference_stats.compute_input.ns),
+  ],
+  [
+    'nv_inference_compute_infer_duration_us',
+    'Cumulative compute inference duration in microseconds (does not include cached requests)',
+    (s) => us(s.inference_stats.compute_infer.ns),
+  ],
+  [
+    'nv_inference_compute_output_duration_us',
+    'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+    (s) => us(s.inference_stats.compute_output.ns),
+  ],
 ];
 
 /** Busy/total CPU time summed over all cores (for utilization between scrapes). */
@@ -72,7 +92,8 @@ export function createMetricsRegistry(api: ServerApi): Registry {
         return;
       }
       // A server that does not tell reasons: all its failures as OTHER.
-      for (const s of api.modelStatistics()) failure.inc({ model: s.name, reason: 'OTHER', version: s.version }, s.inference_stats.fail.count);
+      for (const s of api.modelStatistics())
+        failure.inc({ model: s.name, reason: 'OTHER', version: s.version }, s.inference_stats.fail.count);
     },
   });
 

@@ -11,8 +11,16 @@
   let windowS = 180;
 
   const num = (v, digits = 2) => (v === null || v === undefined ? '—' : Number(v).toFixed(digits));
-  const bytesAxis = (u, ticks) => ticks.map((v) => (v >= 1048576 ? `${(v / 1048576).toFixed(1)}M` : v >= 1024 ? `${(v / 1024).toFixed(0)}K` : String(v)));
-  const rate = (v) => (v === null || v === undefined ? '—' : v >= 1048576 ? `${(v / 1048576).toFixed(2)} MiB/s` : v >= 1024 ? `${(v / 1024).toFixed(1)} KiB/s` : `${v.toFixed(0)} B/s`);
+  const bytesAxis = (u, ticks) =>
+    ticks.map((v) => (v >= 1048576 ? `${(v / 1048576).toFixed(1)}M` : v >= 1024 ? `${(v / 1024).toFixed(0)}K` : String(v)));
+  const rate = (v) =>
+    v === null || v === undefined
+      ? '—'
+      : v >= 1048576
+        ? `${(v / 1048576).toFixed(2)} MiB/s`
+        : v >= 1024
+          ? `${(v / 1024).toFixed(1)} KiB/s`
+          : `${v.toFixed(0)} B/s`;
 
   /** Series of one chart: [{label, values(point) → number|null}], from the names seen in the window. */
   function seriesFor(id, points) {
@@ -53,8 +61,14 @@
       const opts = {
         ...sizeOf(fig),
         // A fixed window ending at the newest point, so the time axis reads like a monitor's.
-        scales: { x: { time: true, range: (u, min, max) => [max - windowS, max] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-        series: [{ label: 'time' }, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, dash: s.dash, spanGaps: false }))],
+        scales: {
+          x: { time: true, range: (u, min, max) => [max - windowS, max] },
+          y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
+        series: [
+          { label: 'time' },
+          ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, dash: s.dash, spanGaps: false })),
+        ],
         axes: [{}, { size: 60, values: id === 'bytes' ? bytesAxis : undefined }],
         legend: { show: false },
       };
@@ -71,7 +85,9 @@
       swatch.style.borderColor = PALETTE[i % PALETTE.length];
       return el('tr', {}, el('th', { scope: 'row' }, swatch, s.label), el('td', { 'data-series': s.label, text: s.fmt(last) }));
     });
-    fig.querySelector('.latest tbody').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { text: 'No data yet: call a function to see it here.' }))]));
+    fig
+      .querySelector('.latest tbody')
+      .replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { text: 'No data yet: call a function to see it here.' }))]));
   }
 
   let lastPoints = [];
@@ -85,7 +101,13 @@
 
   pages.live = () => {
     // Poll at the sampler's pace (the first answer says it); never faster than 1 s.
-    refresh().then((ms) => every(Math.max(1000, ms || 2000), refresh), (e) => { window.tgw.showError(e.message); every(2000, refresh); });
+    refresh().then(
+      (ms) => every(Math.max(1000, ms || 2000), refresh),
+      (e) => {
+        window.tgw.showError(e.message);
+        every(2000, refresh);
+      },
+    );
     let t;
     window.addEventListener('resize', () => {
       clearTimeout(t);

@@ -34,7 +34,11 @@
     const res = await fetch(path, { ...opts, headers });
     const text = await res.text();
     let body = text;
-    try { body = text ? JSON.parse(text) : null; } catch { /* not JSON: keep the text */ }
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON: keep the text */
+    }
     if (!res.ok) {
       const err = new Error(errorText(body, res.status));
       Object.assign(err, { status: res.status, code: body && body.error && body.error.code, body });
@@ -80,7 +84,10 @@
     if (n === null || n === undefined) return '—';
     const u = ['B', 'KiB', 'MiB', 'GiB'];
     let i = 0;
-    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+    while (n >= 1024 && i < u.length - 1) {
+      n /= 1024;
+      i++;
+    }
     return `${n.toFixed(i ? 1 : 0)} ${u[i]}`;
   };
   /** Label each body cell with its column's header (phone width shows rows as labelled cards). */
@@ -112,36 +119,79 @@
   async function overview() {
     const { body } = await api('/console/api/overview');
     const e = body.engine;
-    document.getElementById('engine').replaceChildren(
-      el('dt', { text: 'State' }), el('dd', {}, el('span', { class: e.ready ? 'ok' : 'bad', text: e.ready ? 'Ready' : 'Not ready' }), e.error ? el('span', { class: 'reason', text: e.error }) : null),
-      el('dt', { text: 'Address (gRPC)' }), el('dd', {}, el('code', { text: e.address })),
-      ...(e.loadsError ? [el('dt', { text: 'Cold loads' }), el('dd', {}, el('span', { class: 'reason', text: e.loadsError }))] : []),
-      el('dt', { text: 'Function bundle' }), el('dd', {}, el('code', { text: body.bundleVersion || '—' })),
-      el('dt', { text: 'Models' }), el('dd', { text: `${body.models.filter((m) => m.state === 'READY').length} ready of ${body.models.length}` }),
+    document
+      .getElementById('engine')
+      .replaceChildren(
+        el('dt', { text: 'State' }),
+        el(
+          'dd',
+          {},
+          el('span', { class: e.ready ? 'ok' : 'bad', text: e.ready ? 'Ready' : 'Not ready' }),
+          e.error ? el('span', { class: 'reason', text: e.error }) : null,
+        ),
+        el('dt', { text: 'Address (gRPC)' }),
+        el('dd', {}, el('code', { text: e.address })),
+        ...(e.loadsError ? [el('dt', { text: 'Cold loads' }), el('dd', {}, el('span', { class: 'reason', text: e.loadsError }))] : []),
+        el('dt', { text: 'Function bundle' }),
+        el('dd', {}, el('code', { text: body.bundleVersion || '—' })),
+        el('dt', { text: 'Models' }),
+        el('dd', { text: `${body.models.filter((m) => m.state === 'READY').length} ready of ${body.models.length}` }),
+      );
+    document.querySelector('#models tbody').replaceChildren(
+      ...body.models.map((m) =>
+        el(
+          'tr',
+          { 'data-model': m.name },
+          el('th', { scope: 'row' }, el('code', { text: m.name })),
+          el('td', { text: m.version || '—' }),
+          el(
+            'td',
+            {},
+            el('span', { class: stateClass(m.state), text: m.state }),
+            m.reason ? el('span', { class: 'reason', text: m.reason }) : null,
+          ),
+          el('td', { text: m.config ? m.config.platform : '—' }),
+          el('td', {
+            text: m.config && m.config.instances.length ? m.config.instances.map((g) => `${g.count} × ${g.kind}`).join(', ') : '—',
+          }),
+          el('td', { text: batching(m.config) }),
+          el('td', { text: fmtBytes(m.memoryBytes) }),
+          el('td', { 'data-label': 'Cold loads', text: m.coldLoads === null ? '—' : String(m.coldLoads) }),
+          el('td', { 'data-label': 'Last cold load', text: m.lastColdLoadMs === null || !m.coldLoads ? '—' : `${m.lastColdLoadMs} ms` }),
+          el('td', { 'data-label': 'Evictions', text: m.evictions === null ? '—' : String(m.evictions) }),
+        ),
+      ),
     );
-    document.querySelector('#models tbody').replaceChildren(...body.models.map((m) => el('tr', { 'data-model': m.name },
-      el('th', { scope: 'row' }, el('code', { text: m.name })),
-      el('td', { text: m.version || '—' }),
-      el('td', {}, el('span', { class: stateClass(m.state), text: m.state }), m.reason ? el('span', { class: 'reason', text: m.reason }) : null),
-      el('td', { text: m.config ? m.config.platform : '—' }),
-      el('td', { text: m.config && m.config.instances.length ? m.config.instances.map((g) => `${g.count} × ${g.kind}`).join(', ') : '—' }),
-      el('td', { text: batching(m.config) }),
-      el('td', { text: fmtBytes(m.memoryBytes) }),
-      el('td', { 'data-label': 'Cold loads', text: m.coldLoads === null ? '—' : String(m.coldLoads) }),
-      el('td', { 'data-label': 'Last cold load', text: m.lastColdLoadMs === null || !m.coldLoads ? '—' : `${m.lastColdLoadMs} ms` }),
-      el('td', { 'data-label': 'Evictions', text: m.evictions === null ? '—' : String(m.evictions) }),
-    )));
-    const rows = body.functions.map((f) => el('tr', { 'data-function': f.name },
-      el('th', { scope: 'row' }, el('a', { href: `/console/try#${encodeURIComponent(f.name)}` }, el('code', { text: f.name })), f.description ? el('span', { class: 'reason', text: f.description }) : null),
-      el('td', {}, el('code', { text: f.target.model }), f.target.version ? ` v${f.target.version}` : '', el('span', { class: 'reason', text: f.implicit ? 'ensemble served as is' : f.target.platform })),
-      el('td', {}, ...f.inputs.map((t) => el('div', {}, el('code', { text: fmtTensor(t) })))),
-      el('td', {}, ...f.outputs.map((t) => el('div', {}, el('code', { text: fmtTensor(t) })))),
-      el('td', { text: f.auth ? `API key (${f.auth.apiKeyEnv.join(', ')})` : 'none' }),
-    ));
-    const down = body.unavailable.map((u) => el('tr', { 'data-function': u.name },
-      el('th', { scope: 'row' }, el('code', { text: u.name })),
-      el('td', { colspan: 4 }, el('span', { class: 'bad', text: 'Unavailable' }), el('span', { class: 'reason', text: u.reason })),
-    ));
+    const rows = body.functions.map((f) =>
+      el(
+        'tr',
+        { 'data-function': f.name },
+        el(
+          'th',
+          { scope: 'row' },
+          el('a', { href: `/console/try#${encodeURIComponent(f.name)}` }, el('code', { text: f.name })),
+          f.description ? el('span', { class: 'reason', text: f.description }) : null,
+        ),
+        el(
+          'td',
+          {},
+          el('code', { text: f.target.model }),
+          f.target.version ? ` v${f.target.version}` : '',
+          el('span', { class: 'reason', text: f.implicit ? 'ensemble served as is' : f.target.platform }),
+        ),
+        el('td', {}, ...f.inputs.map((t) => el('div', {}, el('code', { text: fmtTensor(t) })))),
+        el('td', {}, ...f.outputs.map((t) => el('div', {}, el('code', { text: fmtTensor(t) })))),
+        el('td', { text: f.auth ? `API key (${f.auth.apiKeyEnv.join(', ')})` : 'none' }),
+      ),
+    );
+    const down = body.unavailable.map((u) =>
+      el(
+        'tr',
+        { 'data-function': u.name },
+        el('th', { scope: 'row' }, el('code', { text: u.name })),
+        el('td', { colspan: 4 }, el('span', { class: 'bad', text: 'Unavailable' }), el('span', { class: 'reason', text: u.reason })),
+      ),
+    );
     document.querySelector('#functions tbody').replaceChildren(...rows, ...down);
     labelCells(document.getElementById('models'));
     labelCells(document.getElementById('functions'));
@@ -157,11 +207,33 @@
     }
     const a = body.active;
     active.replaceChildren(
-      el('dt', { text: 'Version' }), el('dd', {}, el('code', { id: 'active-version', text: a ? a.version : '—' })),
-      el('dt', { text: 'Functions' }), el('dd', {}, a && a.functions.length ? el('ul', { class: 'plain' }, ...a.functions.map((f) => el('li', {}, el('code', { text: f.name }), ' → ', el('code', { text: f.model })))) : 'none'),
+      el('dt', { text: 'Version' }),
+      el('dd', {}, el('code', { id: 'active-version', text: a ? a.version : '—' })),
+      el('dt', { text: 'Functions' }),
+      el(
+        'dd',
+        {},
+        a && a.functions.length
+          ? el(
+              'ul',
+              { class: 'plain' },
+              ...a.functions.map((f) => el('li', {}, el('code', { text: f.name }), ' → ', el('code', { text: f.model }))),
+            )
+          : 'none',
+      ),
     );
-    document.getElementById('deploy-history').replaceChildren(...body.history.map((v, i) =>
-      el('li', { class: i === 0 ? 'active' : null }, el('code', { text: v }), i === 0 ? el('span', { class: 'tag', text: 'active' }) : i === 1 ? el('span', { class: 'tag', text: 'rollback target' }) : null)));
+    document
+      .getElementById('deploy-history')
+      .replaceChildren(
+        ...body.history.map((v, i) =>
+          el(
+            'li',
+            { class: i === 0 ? 'active' : null },
+            el('code', { text: v }),
+            i === 0 ? el('span', { class: 'tag', text: 'active' }) : i === 1 ? el('span', { class: 'tag', text: 'rollback target' }) : null,
+          ),
+        ),
+      );
   }
 
   function wireRollback() {
@@ -193,31 +265,57 @@
     const { body } = await api('/console/api/jobs');
     const tbody = document.querySelector('#jobs tbody');
     if (!body.jobs.length) {
-      tbody.replaceChildren(el('tr', {}, el('td', { colspan: 7, text: body.kind ? `No recent jobs (${body.kind} queue).` : 'Async jobs are not enabled on this gateway.' })));
+      tbody.replaceChildren(
+        el(
+          'tr',
+          {},
+          el('td', {
+            colspan: 7,
+            text: body.kind ? `No recent jobs (${body.kind} queue).` : 'Async jobs are not enabled on this gateway.',
+          }),
+        ),
+      );
       return;
     }
-    tbody.replaceChildren(...body.jobs.map((j) => el('tr', { 'data-job': j.id },
-      el('th', { scope: 'row' }, el('code', { text: j.id })),
-      el('td', {}, el('code', { text: j.function })),
-      el('td', {}, el('span', { class: j.status === 'dead' || j.status === 'failed' ? 'bad' : j.status === 'delivered' || j.status === 'succeeded' ? 'ok' : 'warn', text: j.status })),
-      el('td', { text: j.httpStatus ?? '—' }),
-      el('td', { text: j.callback ? `${j.callback.attempts} of ${j.callback.maxAttempts}` : 'no callback' }),
-      el('td', { text: j.lastError || '—' }),
-      el('td', {}, el('time', { datetime: j.updatedAt, text: new Date(j.updatedAt).toLocaleTimeString() })),
-    )));
+    tbody.replaceChildren(
+      ...body.jobs.map((j) =>
+        el(
+          'tr',
+          { 'data-job': j.id },
+          el('th', { scope: 'row' }, el('code', { text: j.id })),
+          el('td', {}, el('code', { text: j.function })),
+          el(
+            'td',
+            {},
+            el('span', {
+              class:
+                j.status === 'dead' || j.status === 'failed' ? 'bad' : j.status === 'delivered' || j.status === 'succeeded' ? 'ok' : 'warn',
+              text: j.status,
+            }),
+          ),
+          el('td', { text: j.httpStatus ?? '—' }),
+          el('td', { text: j.callback ? `${j.callback.attempts} of ${j.callback.maxAttempts}` : 'no callback' }),
+          el('td', { text: j.lastError || '—' }),
+          el('td', {}, el('time', { datetime: j.updatedAt, text: new Date(j.updatedAt).toLocaleTimeString() })),
+        ),
+      ),
+    );
     labelCells(document.getElementById('jobs'));
   }
 
   const pages = {
     overview: () => every(5000, overview),
-    deploys: () => { wireRollback(); every(5000, deploys); },
+    deploys: () => {
+      wireRollback();
+      every(5000, deploys);
+    },
     jobs: () => every(3000, jobs),
   };
 
   /** Run fn again once a console token has been entered (a one-shot load that met CONSOLE_TOKEN_*). */
   const afterToken = (fn) => state.waiting.push(fn);
 
-  window.tgw = { api, el, errorText, showError, every, afterToken, fmtBytes, fmtTensor, pages };
+  window.tgw = { api, el, errorText, showError, every, afterToken, fmtBytes, fmtTensor, labelCells, pages };
 
   document.addEventListener('DOMContentLoaded', () => {
     document.getElementById('console-token').addEventListener('submit', (ev) => {

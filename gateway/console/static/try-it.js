@@ -28,37 +28,68 @@
       const id = `in-${t.name}`;
       const hint = el('span', { class: 'hint', id: `${id}-hint`, text: `${t.datatype} [${t.shape.join(', ')}] → ${t.tensor}` });
       if (isFile(t)) {
-        return el('div', { class: 'field' },
+        return el(
+          'div',
+          { class: 'field' },
           el('label', { for: id, text: `${t.name} (file)` }),
-          el('input', { id, name: t.name, type: 'file', required: true, 'aria-describedby': `${id}-hint`, accept: t.datatype === 'UINT8' ? 'image/*,application/octet-stream' : null }),
-          hint);
+          el('input', {
+            id,
+            name: t.name,
+            type: 'file',
+            required: true,
+            'aria-describedby': `${id}-hint`,
+            accept: t.datatype === 'UINT8' ? 'image/*,application/octet-stream' : null,
+          }),
+          hint,
+        );
       }
       const ta = el('textarea', { id, name: t.name, required: true, spellcheck: 'false', 'aria-describedby': `${id}-hint` });
       ta.value = JSON.stringify(example(t));
       return el('div', { class: 'field' }, el('label', { for: id, text: `${t.name} (JSON)` }), ta, hint);
     });
     const key = f.auth
-      ? [el('div', { class: 'field' },
-          el('label', { for: 'try-key', text: 'API key' }),
-          el('input', { id: 'try-key', type: 'password', autocomplete: 'off', 'aria-describedby': 'try-key-hint' }),
-          el('span', { class: 'hint', id: 'try-key-hint', text: `sent as X-API-Key; accepted keys come from ${f.auth.apiKeyEnv.join(', ')}` }))]
+      ? [
+          el(
+            'div',
+            { class: 'field' },
+            el('label', { for: 'try-key', text: 'API key' }),
+            el('input', { id: 'try-key', type: 'password', autocomplete: 'off', 'aria-describedby': 'try-key-hint' }),
+            el('span', {
+              class: 'hint',
+              id: 'try-key-hint',
+              text: `sent as X-API-Key; accepted keys come from ${f.auth.apiKeyEnv.join(', ')}`,
+            }),
+          ),
+        ]
       : [];
     box.replaceChildren(
       el('p', { class: 'note' }, f.description || `Calls ${f.target.model}.`),
       el('p', { class: 'note' }, `Outputs: ${f.outputs.map(fmtTensor).join('; ')}`),
-      ...fields, ...key);
+      ...fields,
+      ...key,
+    );
   }
 
   /** Every {lines: [{box}]} list in a result (JSON strings inside BYTES outputs included). */
   function findLines(v, out = [], depth = 0) {
     if (depth > 6 || v === null || v === undefined) return out;
     if (typeof v === 'string') {
-      if (v.length < 1e6 && /^\s*[[{]/.test(v)) { try { findLines(JSON.parse(v), out, depth + 1); } catch { /* plain text */ } }
+      if (v.length < 1e6 && /^\s*[[{]/.test(v)) {
+        try {
+          findLines(JSON.parse(v), out, depth + 1);
+        } catch {
+          /* plain text */
+        }
+      }
       return out;
     }
-    if (Array.isArray(v)) { for (const x of v.slice(0, 1000)) findLines(x, out, depth + 1); return out; }
+    if (Array.isArray(v)) {
+      for (const x of v.slice(0, 1000)) findLines(x, out, depth + 1);
+      return out;
+    }
     if (typeof v === 'object') {
-      if (Array.isArray(v.lines) && v.lines.some((l) => l && Array.isArray(l.box))) out.push(...v.lines.filter((l) => l && Array.isArray(l.box)));
+      if (Array.isArray(v.lines) && v.lines.some((l) => l && Array.isArray(l.box)))
+        out.push(...v.lines.filter((l) => l && Array.isArray(l.box)));
       else for (const x of Object.values(v)) findLines(x, out, depth + 1);
     }
     return out;
@@ -73,7 +104,11 @@
 
   function drawLines(file, lines) {
     const wrap = document.getElementById('try-overlay');
-    if (!file || !lines.length) { wrap.hidden = true; wrap.replaceChildren(); return; }
+    if (!file || !lines.length) {
+      wrap.hidden = true;
+      wrap.replaceChildren();
+      return;
+    }
     const img = el('img', { alt: `uploaded image with ${lines.length} recognised line(s) outlined` });
     img.onload = () => {
       const NS = 'http://www.w3.org/2000/svg';
@@ -102,12 +137,23 @@
 
   /** A rows reply ({key: [{field: value}]}, e.g. OCR lines): each list's length and first rows. */
   function showRows(body) {
-    return Object.entries(body || {}).filter(([, v]) => Array.isArray(v)).map(([name, rows]) =>
-      el('section', { class: 'panel', 'data-output': name },
-        el('h3', {}, el('code', { text: name })),
-        el('dl', { class: 'facts' },
-          el('dt', { text: 'Rows' }), el('dd', { 'data-length': rows.length, text: String(rows.length) }),
-          el('dt', { text: `First ${Math.min(rows.length, 3)} rows` }), el('dd', { class: 'values', text: JSON.stringify(rows.slice(0, 3)) }))));
+    return Object.entries(body || {})
+      .filter(([, v]) => Array.isArray(v))
+      .map(([name, rows]) =>
+        el(
+          'section',
+          { class: 'panel', 'data-output': name },
+          el('h3', {}, el('code', { text: name })),
+          el(
+            'dl',
+            { class: 'facts' },
+            el('dt', { text: 'Rows' }),
+            el('dd', { 'data-length': rows.length, text: String(rows.length) }),
+            el('dt', { text: `First ${Math.min(rows.length, 3)} rows` }),
+            el('dd', { class: 'values', text: JSON.stringify(rows.slice(0, 3)) }),
+          ),
+        ),
+      );
   }
 
   function showOutputs(body) {
@@ -116,12 +162,21 @@
     return Object.entries(outs).map(([name, o]) => {
       const data = Array.isArray(o.data) ? o.data : [o.data];
       const first = data.slice(0, 8).map((x) => (typeof x === 'number' ? Number(x.toPrecision(6)) : x));
-      return el('section', { class: 'panel', 'data-output': name },
+      return el(
+        'section',
+        { class: 'panel', 'data-output': name },
         el('h3', {}, el('code', { text: name })),
-        el('dl', { class: 'facts' },
-          el('dt', { text: 'Type and shape' }), el('dd', { text: `${o.datatype} [${(o.shape || []).join(', ')}]` }),
-          el('dt', { text: 'Length' }), el('dd', { 'data-length': data.length, text: String(data.length) }),
-          el('dt', { text: `First ${first.length} values` }), el('dd', { class: 'values', text: JSON.stringify(first) })));
+        el(
+          'dl',
+          { class: 'facts' },
+          el('dt', { text: 'Type and shape' }),
+          el('dd', { text: `${o.datatype} [${(o.shape || []).join(', ')}]` }),
+          el('dt', { text: 'Length' }),
+          el('dd', { 'data-length': data.length, text: String(data.length) }),
+          el('dt', { text: `First ${first.length} values` }),
+          el('dd', { class: 'values', text: JSON.stringify(first) }),
+        ),
+      );
     });
   }
 
@@ -161,7 +216,11 @@
       const text = await raw.text();
       res = raw;
       body = text;
-      try { body = text ? JSON.parse(text) : null; } catch { /* not JSON: keep the text */ }
+      try {
+        body = text ? JSON.parse(text) : null;
+      } catch {
+        /* not JSON: keep the text */
+      }
       if (!raw.ok) throw Object.assign(new Error(errorText(body, raw.status)), { status: raw.status, body });
     } catch (e) {
       error = e;
@@ -172,8 +231,10 @@
     const ms = performance.now() - t0;
     const status = res ? res.status : error.status;
     const rows = [
-      el('dt', { text: 'Status' }), el('dd', {}, el('span', { class: error ? 'bad' : 'ok', id: 'try-status', text: String(status) })),
-      el('dt', { text: 'Time (browser)' }), el('dd', { text: `${ms.toFixed(1)} ms` }),
+      el('dt', { text: 'Status' }),
+      el('dd', {}, el('span', { class: error ? 'bad' : 'ok', id: 'try-status', text: String(status) })),
+      el('dt', { text: 'Time (browser)' }),
+      el('dd', { text: `${ms.toFixed(1)} ms` }),
     ];
     const hdrs = res ? res.headers : null;
     for (const h of ['x-payload-transfer', 'server-timing', 'x-request-id']) {
@@ -181,7 +242,9 @@
       if (v) rows.push(el('dt', {}, el('code', { text: h })), el('dd', { 'data-header': h, text: v }));
     }
     meta.replaceChildren(...rows);
-    outputs.replaceChildren(...(error ? [el('p', { class: 'error', role: 'alert', id: 'try-error', text: error.message })] : showOutputs(body)));
+    outputs.replaceChildren(
+      ...(error ? [el('p', { class: 'error', role: 'alert', id: 'try-error', text: error.message })] : showOutputs(body)),
+    );
     drawLines(image, error ? [] : findLines(body));
     section.hidden = false;
   }
@@ -193,8 +256,15 @@
       const lines = text.slice(0, i).split('\n');
       text = text.slice(i + 2);
       const event = lines[0].startsWith('event: ') ? lines.shift().slice(7) : 'message';
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      try { onEvent(event, JSON.parse(data)); } catch { onEvent(event, data); }
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      try {
+        onEvent(event, JSON.parse(data));
+      } catch {
+        onEvent(event, data);
+      }
     }
     return text;
   }
@@ -210,14 +280,20 @@
     const list = el('ol', { id: 'try-stream', class: 'lines', 'aria-label': 'Responses as they arrive' });
     const state = el('p', { id: 'try-stream-state', class: 'note', role: 'status', text: 'streaming…' });
     meta.replaceChildren(
-      el('dt', { text: 'Status' }), el('dd', {}, el('span', { class: 'ok', id: 'try-status', text: String(res.status) })),
-      el('dt', { text: 'Reply' }), el('dd', { text: 'server-sent events, one per response' }));
+      el('dt', { text: 'Status' }),
+      el('dd', {}, el('span', { class: 'ok', id: 'try-status', text: String(res.status) })),
+      el('dt', { text: 'Reply' }),
+      el('dd', { text: 'server-sent events, one per response' }),
+    );
     outputs.replaceChildren(state, list);
     document.getElementById('try-result').hidden = false;
     const lines = [];
     const onEvent = (event, data) => {
       const at = performance.now() - t0;
-      if (event === 'end') { state.textContent = `end: ${data.responses} response(s) in ${at.toFixed(0)} ms`; return; }
+      if (event === 'end') {
+        state.textContent = `end: ${data.responses} response(s) in ${at.toFixed(0)} ms`;
+        return;
+      }
       if (event === 'error') {
         list.append(el('li', { class: 'error', 'data-at': at.toFixed(0), text: (data.error && data.error.message) || String(data) }));
         return;
@@ -242,7 +318,9 @@
   pages.try = async function start() {
     const select = document.getElementById('try-fn');
     try {
-      ({ body: { functions } } = await api('/console/api/overview'));
+      ({
+        body: { functions },
+      } = await api('/console/api/overview'));
     } catch (e) {
       window.tgw.showError(e.message);
       if (/CONSOLE_TOKEN/.test(e.code || '')) window.tgw.afterToken(start);
@@ -253,12 +331,18 @@
     if (functions.some((f) => f.name === wanted)) select.value = wanted;
     const pick = () => {
       const f = functions.find((x) => x.name === select.value);
-      if (f) { buildForm(f); history.replaceState(null, '', `#${encodeURIComponent(f.name)}`); }
+      if (f) {
+        buildForm(f);
+        history.replaceState(null, '', `#${encodeURIComponent(f.name)}`);
+      }
     };
     select.addEventListener('change', pick);
     window.addEventListener('hashchange', () => {
       const name = decodeURIComponent(location.hash.slice(1));
-      if (name !== select.value && functions.some((f) => f.name === name)) { select.value = name; pick(); }
+      if (name !== select.value && functions.some((f) => f.name === name)) {
+        select.value = name;
+        pick();
+      }
     });
     document.getElementById('try-pick').addEventListener('submit', (e) => e.preventDefault());
     document.getElementById('try-form').addEventListener('submit', submit);

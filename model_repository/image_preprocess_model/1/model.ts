@@ -29,9 +29,7 @@ export interface JsRequest {
   requestedOutputs: string[];
   parameters: Record<string, unknown>;
 }
-export type JsResponse =
-  | { outputs: Record<string, OutTensor> }
-  | { error: { code: 'INVALID_ARG' | 'INTERNAL'; message: string } };
+export type JsResponse = { outputs: Record<string, OutTensor> } | { error: { code: 'INVALID_ARG' | 'INTERNAL'; message: string } };
 
 class InvalidImage extends Error {}
 

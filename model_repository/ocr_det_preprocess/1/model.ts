@@ -105,7 +105,9 @@ async function one(req: JsRequest): Promise<JsResponse> {
     };
   } catch (e) {
     if (e instanceof InvalidImage) {
-      return { error: { code: 'INVALID_ARG', message: `ocr_det_preprocess: input '${INPUT}' is not a decodable JPEG/PNG image: ${e.message}` } };
+      return {
+        error: { code: 'INVALID_ARG', message: `ocr_det_preprocess: input '${INPUT}' is not a decodable JPEG/PNG image: ${e.message}` },
+      };
     }
     return { error: { code: 'INTERNAL', message: `ocr_det_preprocess: ${(e as Error).message}` } };
   }

@@ -102,7 +102,10 @@ export function minAreaRect(points: Point[]): { quad: Quad; width: number; heigh
     if (len === 0) continue;
     const ux = (b[0] - a[0]) / len;
     const uy = (b[1] - a[1]) / len;
-    let min0 = Infinity, max0 = -Infinity, min1 = Infinity, max1 = -Infinity;
+    let min0 = Infinity,
+      max0 = -Infinity,
+      min1 = Infinity,
+      max1 = -Infinity;
     for (const p of hull) {
       const s = p[0] * ux + p[1] * uy;
       const t = -p[0] * uy + p[1] * ux;
@@ -197,7 +200,14 @@ export function sortBoxes<T extends { quad: Quad }>(boxes: T[]): T[] {
  * Text boxes in source pixels from a probability map of w x h over a source
  * of srcW x srcH: each a quad (clockwise from top-left) and its score.
  */
-export function detectBoxes(prob: Float32Array, w: number, h: number, srcW: number, srcH: number, o: DbOptions = DB_DEFAULTS): Array<{ quad: Quad; score: number }> {
+export function detectBoxes(
+  prob: Float32Array,
+  w: number,
+  h: number,
+  srcW: number,
+  srcH: number,
+  o: DbOptions = DB_DEFAULTS,
+): Array<{ quad: Quad; score: number }> {
   const sx = srcW / w;
   const sy = srcH / h;
   const found: Array<{ quad: Quad; score: number }> = [];

@@ -47,14 +47,18 @@ function serializeStrings(values: string[]): Uint8Array {
 
 /** Recognize every crop: batches of crops of similar width, run concurrently; results in input order. */
 async function recognize(s: Settings, img: Image, quads: Quad[]): Promise<Array<{ text: string; confidence: number }>> {
-  const ratio = (q: Quad) => Math.hypot(q[1][0] - q[0][0], q[1][1] - q[0][1]) / Math.max(1, Math.hypot(q[3][0] - q[0][0], q[3][1] - q[0][1]));
+  const ratio = (q: Quad) =>
+    Math.hypot(q[1][0] - q[0][0], q[1][1] - q[0][1]) / Math.max(1, Math.hypot(q[3][0] - q[0][0], q[3][1] - q[0][1]));
   const order = quads.map((_, i) => i).sort((a, b) => ratio(quads[a]!) - ratio(quads[b]!));
   const results = new Array<{ text: string; confidence: number }>(quads.length);
   const chunks: number[][] = [];
   for (let i = 0; i < order.length; i += s.batch) chunks.push(order.slice(i, i + s.batch));
   await Promise.all(
     chunks.map(async (idx) => {
-      const { data, width } = cropBatch(img, idx.map((i) => quads[i]!));
+      const { data, width } = cropBatch(
+        img,
+        idx.map((i) => quads[i]!),
+      );
       const res = await s.infer({
         model: s.recModel,
         inputs: [{ name: REC_INPUT, datatype: 'FP32', shape: [idx.length, 3, 48, width], data }],
@@ -82,7 +86,13 @@ async function one(s: Settings, req: JsRequest): Promise<JsResponse> {
   const [, ph, pw] = prob.shape as [number, number, number];
   const img: Image = { data: image.data, w, h };
   const boxes = detectBoxes(floats(prob), pw, ph, w, h, s.db);
-  const texts = boxes.length ? await recognize(s, img, boxes.map((b) => b.quad)) : [];
+  const texts = boxes.length
+    ? await recognize(
+        s,
+        img,
+        boxes.map((b) => b.quad),
+      )
+    : [];
   const keep = texts.map((t, i) => i).filter((i) => texts[i]!.confidence >= s.dropScore && texts[i]!.text.length > 0);
   // Boxes in pixels of the image as sent (the decoded copy may have been downscaled).
   const size = req.inputs['image_size'];

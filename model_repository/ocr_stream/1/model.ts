@@ -53,7 +53,8 @@ function paddedWidths(quads: Quad[], batch: number): { widths: number[]; padded:
     const g = cropGeometry(q);
     return scaledWidth(g.w, g.h);
   });
-  const ratio = (q: Quad) => Math.hypot(q[1][0] - q[0][0], q[1][1] - q[0][1]) / Math.max(1, Math.hypot(q[3][0] - q[0][0], q[3][1] - q[0][1]));
+  const ratio = (q: Quad) =>
+    Math.hypot(q[1][0] - q[0][0], q[1][1] - q[0][1]) / Math.max(1, Math.hypot(q[3][0] - q[0][0], q[3][1] - q[0][1]));
   const order = quads.map((_, i) => i).sort((a, b) => ratio(quads[a]!) - ratio(quads[b]!));
   const padded = new Array<number>(quads.length);
   for (let i = 0; i < order.length; i += batch) {
@@ -74,7 +75,13 @@ async function one(s: Settings, req: JsRequest): Promise<void> {
   const det = pre.outputs['det_input']!;
   const bgr = pre.outputs['image_bgr']!;
   const size = pre.outputs['image_size']!;
-  const prob = (await s.infer({ model: 'ocr_det_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, ...det.shape], data: det.data }], outputs: [DET_OUTPUT] })).outputs[DET_OUTPUT]!;
+  const prob = (
+    await s.infer({
+      model: 'ocr_det_model',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, ...det.shape], data: det.data }],
+      outputs: [DET_OUTPUT],
+    })
+  ).outputs[DET_OUTPUT]!;
   const [h, w] = bgr.shape as [number, number];
   const ph = prob.shape[prob.shape.length - 2]!;
   const pw = prob.shape[prob.shape.length - 1]!;
@@ -83,15 +90,25 @@ async function one(s: Settings, req: JsRequest): Promise<void> {
   const fy = full[0]! / h;
   const fx = full[1]! / w;
   const boxes = detectBoxes(floats(prob), pw, ph, w, h, s.db);
-  const { widths, padded } = paddedWidths(boxes.map((b) => b.quad), s.batch);
+  const { widths, padded } = paddedWidths(
+    boxes.map((b) => b.quad),
+    s.batch,
+  );
   for (const [i, box] of boxes.entries()) {
     if (req.signal.aborted) return;
     const width = padded[i]!;
     const data = new Float32Array(3 * REC_HEIGHT * width);
     writeCrop(img, box.quad, Math.min(widths[i]!, width), data, 0, width);
-    const out = (await s.infer({ model: 'ocr_rec_model', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 3, 48, width], data }], outputs: [REC_OUTPUT] })).outputs[REC_OUTPUT]!;
+    const out = (
+      await s.infer({
+        model: 'ocr_rec_model',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 3, 48, width], data }],
+        outputs: [REC_OUTPUT],
+      })
+    ).outputs[REC_OUTPUT]!;
     const [, steps, classes] = out.shape as [number, number, number];
-    if (classes !== s.classes.length) throw new Error(`ocr_rec_model gives ${classes} classes but the character list has ${s.classes.length}`);
+    if (classes !== s.classes.length)
+      throw new Error(`ocr_rec_model gives ${classes} classes but the character list has ${s.classes.length}`);
     const line = ctcGreedy(floats(out), 0, steps, s.classes);
     if (line.confidence < s.dropScore || line.text.length === 0 || req.signal.aborted) continue;
     const quad = new Float32Array(8);
@@ -106,7 +123,11 @@ async function one(s: Settings, req: JsRequest): Promise<void> {
   }
 }
 
-export async function initialize(ctx: { config: { parameters?: Record<string, { string_value?: string }> }; modelDir: string; infer: Infer }): Promise<void> {
+export async function initialize(ctx: {
+  config: { parameters?: Record<string, { string_value?: string }> };
+  modelDir: string;
+  infer: Infer;
+}): Promise<void> {
   const str = (k: string) => ctx.config.parameters?.[k]?.string_value;
   const num = (k: string, d: number) => (str(k) !== undefined && Number.isFinite(Number(str(k))) ? Number(str(k)) : d);
   const dict = path.resolve(ctx.modelDir, str('character_dict') ?? '../ocr_recognize/ppocr_keys_v1.txt');

@@ -74,11 +74,19 @@ async function onnxHandler(modelPath: string): Promise<Handler> {
 }
 
 async function preprocessHandler(): Promise<Handler> {
-  await preprocessModel.initialize({ config: {}, modelName: 'image_preprocess_model', version: '1', modelDir: '', instanceName: 'baseline' });
+  await preprocessModel.initialize({
+    config: {},
+    modelName: 'image_preprocess_model',
+    version: '1',
+    modelDir: '',
+    instanceName: 'baseline',
+  });
   return async (body) => {
     const data = await preprocessModel.preprocess(body);
     return JSON.stringify({
-      outputs: [{ name: 'preprocessed_tensor', shape: [3, preprocessModel.SIZE, preprocessModel.SIZE], datatype: 'FP32', data: Array.from(data) }],
+      outputs: [
+        { name: 'preprocessed_tensor', shape: [3, preprocessModel.SIZE, preprocessModel.SIZE], datatype: 'FP32', data: Array.from(data) },
+      ],
     });
   };
 }
