@@ -179,4 +179,17 @@ describe("the plan of the chart's pod (Helm 3 render, default values)", () => {
     );
     expect(() => podPlan(server(), new Map(), objects)).toThrow(`no image '${image}' is known to the simulation`);
   });
+
+  it('the dev Redis keeps its data on the claim the chart declares; a claim the manifest lacks is refused by name', () => {
+    const redis = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'tritonish-redis')!;
+    const image = redis.spec.template.spec.containers[0].image;
+    const redisImage: ImageConfig = { ...app(), entrypoint: [], cmd: ['redis-server'], user: '999' };
+    const plan = podPlan(redis, new Map([[image, redisImage]]), objects);
+    const claim = redis.spec.template.spec.volumes.find((v: Obj) => v.persistentVolumeClaim).persistentVolumeClaim.claimName;
+    expect(plan.volumes).toContainEqual({ name: 'data', kind: 'persistentVolumeClaim', claimName: claim });
+    const noClaim = objects.filter((o) => o.kind !== 'PersistentVolumeClaim');
+    expect(() => podPlan(redis, new Map([[image, redisImage]]), noClaim)).toThrow(
+      `Deployment/tritonish-redis: volume data: PersistentVolumeClaim '${claim}' is not in the manifest`,
+    );
+  });
 });

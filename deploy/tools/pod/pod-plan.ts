@@ -46,7 +46,9 @@ export interface ContainerPlan {
 
 export type VolumePlan =
   | { name: string; kind: 'emptyDir'; medium: 'Memory' | ''; sizeLimit?: string }
-  | { name: string; kind: 'configMap' | 'secret'; files: Record<string, string> };
+  | { name: string; kind: 'configMap' | 'secret'; files: Record<string, string> }
+  /** A claim the manifest itself declares, simulated as a freshly provisioned empty volume (root-owned, 0755). */
+  | { name: string; kind: 'persistentVolumeClaim'; claimName: string };
 
 export interface PodPlan {
   /** The workload's name (Deployment), for logs and errors. */
@@ -140,7 +142,7 @@ function container(
   };
 }
 
-function volume(v: Obj, sources: EnvSources, workload: string): VolumePlan {
+function volume(v: Obj, sources: EnvSources, claims: Set<string>, workload: string): VolumePlan {
   if (v.emptyDir)
     return { name: v.name, kind: 'emptyDir', medium: v.emptyDir.medium === 'Memory' ? 'Memory' : '', sizeLimit: v.emptyDir.sizeLimit };
   for (const kind of ['configMap', 'secret'] as const) {
@@ -155,8 +157,16 @@ function volume(v: Obj, sources: EnvSources, workload: string): VolumePlan {
     if (kind === 'secret') Object.assign(data, o.stringData ?? {});
     return { name: v.name, kind, files: data as Record<string, string> };
   }
+  if (v.persistentVolumeClaim) {
+    const claimName = v.persistentVolumeClaim.claimName as string;
+    if (!claims.has(claimName))
+      throw new Error(
+        `${workload}: volume ${v.name}: PersistentVolumeClaim '${claimName}' is not in the manifest (only claims it declares are simulated)`,
+      );
+    return { name: v.name, kind: 'persistentVolumeClaim', claimName };
+  }
   throw new Error(
-    `${workload}: volume ${v.name}: only emptyDir, configMap and secret volumes are simulated (${Object.keys(v)
+    `${workload}: volume ${v.name}: only emptyDir, configMap, secret and persistentVolumeClaim volumes are simulated (${Object.keys(v)
       .filter((k) => k !== 'name')
       .join(', ')})`,
   );
@@ -171,6 +181,7 @@ export function sourceObjects(objects: Obj[]): Map<string, Obj> {
 export function podPlan(workload: Obj, images: Map<string, ImageConfig>, objects: Obj[], fields: Record<string, string> = {}): PodPlan {
   const name = `${workload.kind}/${workload.metadata.name}`;
   const pod = workload.spec.template.spec as Obj;
+  const claims = new Set(objects.filter((o) => o.kind === 'PersistentVolumeClaim').map((o) => o.metadata.name as string));
   const sources: EnvSources = {
     objects: sourceObjects(objects),
     fields: {
@@ -185,7 +196,7 @@ export function podPlan(workload: Obj, images: Map<string, ImageConfig>, objects
   return {
     name,
     fsGroup: pod.securityContext?.fsGroup,
-    volumes: ((pod.volumes ?? []) as Obj[]).map((v) => volume(v, sources, name)),
+    volumes: ((pod.volumes ?? []) as Obj[]).map((v) => volume(v, sources, claims, name)),
     initContainers: ((pod.initContainers ?? []) as Obj[]).map((c) => container(c, true, pod, images, sources, name)),
     containers: ((pod.containers ?? []) as Obj[]).map((c) => container(c, false, pod, images, sources, name)),
     terminationGracePeriodSeconds: num(pod.terminationGracePeriodSeconds, 30),

@@ -224,7 +224,11 @@ export class PodSimulation {
     }
   }
 
-  /** emptyDirs as the kubelet makes them (root-owned, 0777; Memory: a tmpfs; fsGroup: group-owned, setgid, group-writable); configMap/secret volumes as read-only files. */
+  /**
+   * emptyDirs as the kubelet makes them (root-owned, 0777; Memory: a tmpfs; fsGroup: group-owned, setgid, group-writable);
+   * configMap/secret volumes as read-only files; a claim as a fresh provisioned volume (root-owned 0755: writable by a
+   * non-root container only through fsGroup, the strict case among provisioners).
+   */
   private makeVolumes(pod: string, plan: PodPlan): Map<string, string> {
     const out = new Map<string, string>();
     for (const v of plan.volumes) {
@@ -235,8 +239,9 @@ export class PodSimulation {
         execFileSync('mount', ['-t', 'tmpfs', '-o', `mode=1777${v.sizeLimit ? `,size=${quantityBytes(v.sizeLimit)}` : ''}`, 'tmpfs', dir]);
         this.tmpfsMounts.push(dir);
       }
-      if (v.kind !== 'emptyDir') this.writeFiles(dir, v);
-      if (plan.fsGroup !== undefined) setVolumeOwnership(dir, plan.fsGroup, v.kind !== 'emptyDir');
+      if (v.kind === 'configMap' || v.kind === 'secret') this.writeFiles(dir, v);
+      if (v.kind === 'persistentVolumeClaim') fs.chmodSync(dir, 0o755);
+      if (plan.fsGroup !== undefined) setVolumeOwnership(dir, plan.fsGroup, v.kind === 'configMap' || v.kind === 'secret');
       out.set(v.name, dir);
     }
     return out;
