@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { directCallListener } from './http/direct-call.ts';
 import { directCallFront } from './http/direct-front.ts';
-import { Http1Front } from '../common/http1-front.ts';
+import { Http1Front } from '../net/http1/http1-front.ts';
 import { CallAdmission, type AdmissionLimits } from './http/call-admission.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';

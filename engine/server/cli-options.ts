@@ -12,7 +12,7 @@ import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../frontends/stream-queue-bound.ts';
-import { parseH2Limits } from '../../protocol/h2-limits.ts';
+import { parseH2Limits } from '../../net/h2/h2-limits.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';

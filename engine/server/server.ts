@@ -2,7 +2,7 @@
 // models, shared memory) and its gRPC, HTTP and metrics frontends.
 import { InferenceServer, type InferenceServerOptions } from './inference-server.ts';
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
-import type { H2Limits } from '../../protocol/h2-limits.ts';
+import type { H2Limits } from '../../net/h2/h2-limits.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
 import { startLocalServer } from '../frontends/local/local-server.ts';
@@ -29,7 +29,7 @@ export interface EngineOptions extends InferenceServerOptions {
   httpTimeouts?: HttpTimeouts;
   /** --stream-max-queued-bytes: what one streaming reply may hold for a client that is not reading (frontends/stream-queue-bound.ts). */
   streamMaxQueuedBytes?: number;
-  /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (protocol/h2-limits.ts). */
+  /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (net/h2/h2-limits.ts). */
   grpcH2Limits?: H2Limits;
 }
 

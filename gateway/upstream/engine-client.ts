@@ -4,7 +4,7 @@
 // and probes until it is back (then emits 'up' so the staging arena can
 // register its regions again). Works against any KServe v2 gRPC server.
 // With a local socket (a colocated engine's --local-socket), ModelInfer goes
-// over the local channel while it is open (client/local-infer-channel.ts);
+// over the local channel while it is open (net/local/local-infer-channel.ts);
 // its failures are gRPC-shaped and take the same translation.
 //
 // Ownership: owns one gRPC channel and the probe timer; close() ends both.
@@ -104,7 +104,7 @@ export class EngineClient extends EventEmitter implements EngineApi {
         'grpc.keepalive_time_ms': 10_000,
       },
       // ModelInfer on node:http2 directly: half the client CPU of a grpc-js call
-      // (client/grpc-direct-unary.ts); GATEWAY_GRPC_DIRECT_INFER=0 goes back to grpc-js.
+      // (net/h2/grpc-direct-unary.ts); GATEWAY_GRPC_DIRECT_INFER=0 goes back to grpc-js.
       directInfer: process.env.GATEWAY_GRPC_DIRECT_INFER !== '0',
       // The key of the engine's restricted groups, on every call (never logged).
       metadata: engineKeyMetadata(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY),

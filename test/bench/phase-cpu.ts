@@ -175,7 +175,7 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     // The same from a grpc-js client: Node's HTTP/2 sends DATA frames up to the
     // server's SETTINGS_MAX_FRAME_SIZE and follows its windows (h2load keeps
     // 16 KiB frames), so this row shows what the engine's larger frames and
-    // windows (protocol/http2-settings.ts) buy a Node client.
+    // windows (net/h2/http2-settings.ts) buy a Node client.
     const bigReq: ModelInferRequest = {
       model_name: BIG.model,
       inputs: [{ name: BIG.input, datatype: 'FP32', shape: BIG.shape }],

@@ -1,4 +1,4 @@
-// The lean HTTP/1.1 front (common/http1-front.ts, gateway/http/direct-front.ts)
+// The lean HTTP/1.1 front (net/http1/http1-front.ts, gateway/http/direct-front.ts)
 // against node:http: two gateways on one real engine, one with the front and
 // one with --http1-front=false, get the same bytes over raw sockets and must
 // answer with the same bytes (Date aside) — plain calls, errors, requests the

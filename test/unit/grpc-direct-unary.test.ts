@@ -1,4 +1,4 @@
-// TritonGrpcClient's direct ModelInfer (client/grpc-direct-unary.ts) against a
+// TritonGrpcClient's direct ModelInfer (net/h2/grpc-direct-unary.ts) against a
 // plain grpc-js server (not the engine): each case is made once through
 // grpc-js and once directly, and both must see the same thing — the reply,
 // the status code and text of a failure, a deadline, metadata, nothing
@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GrpcStatus, TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
-import { DirectUnaryChannel } from '../../client/grpc-direct-unary.ts';
+import { DirectUnaryChannel } from '../../net/h2/grpc-direct-unary.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
 import { EngineClient } from '../../gateway/upstream/engine-client.ts';
 
@@ -199,7 +199,7 @@ describe('direct ModelInfer client', () => {
       expect(big.length).toBeGreaterThan(0);
       big.length = 0;
       expect(await outcome(direct.modelInfer(req))).toHaveProperty('ok');
-      expect(big.filter((stack) => stack.includes('client/grpc-direct-unary.ts'))).toEqual([]);
+      expect(big.filter((stack) => stack.includes('net/h2/grpc-direct-unary.ts'))).toEqual([]);
     } finally {
       spy.mockRestore();
     }

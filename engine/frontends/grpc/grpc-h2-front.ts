@@ -1,4 +1,4 @@
-// The gRPC port on the engine's own HTTP/2 server (protocol/h2-connection.ts)
+// The gRPC port on the engine's own HTTP/2 server (net/h2/h2-connection.ts)
 // instead of node:http2 (docs/engine/h2-front.md for why and the figures).
 // Plain unary ModelInfer, the call that carries the load, is answered here
 // by the same DirectInferCall as on node:http2, with grpc-js's wire shapes;
@@ -7,13 +7,13 @@
 // semantics. Which listeners it serves: grpcFrontMode below.
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
-import { H2ServerConnection } from '../../../protocol/h2-connection.ts';
-import { encodeHeaderBlock } from '../../../protocol/h2-frames.ts';
-import type { H2Stream } from '../../../protocol/h2-stream.ts';
-import type { H2Limits } from '../../../protocol/h2-limits.ts';
+import { H2ServerConnection } from '../../../net/h2/h2-connection.ts';
+import { encodeHeaderBlock } from '../../../net/h2/h2-frames.ts';
+import type { H2Stream } from '../../../net/h2/h2-stream.ts';
+import type { H2Limits } from '../../../net/h2/h2-limits.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../net/h2/http2-settings.ts';
 import {
   DirectInferCall,
   isDirectInfer,
@@ -23,7 +23,7 @@ import {
   type DirectInferOptions,
   type UnaryAnswer,
 } from './grpc-direct-infer.ts';
-import { GrpcJsRelay } from './grpc-js-relay.ts';
+import { GrpcJsRelay } from '../../../net/h2/grpc-js-relay.ts';
 
 const SETTINGS = { maxFrameSize: MAX_FRAME_SIZE, streamWindow: STREAM_WINDOW, connectionWindow: CONNECTION_WINDOW };
 const block = (h: Record<string, string | number>) => encodeHeaderBlock(Object.entries(h).map(([k, v]) => [k, String(v)] as const));

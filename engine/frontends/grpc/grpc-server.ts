@@ -22,7 +22,7 @@ import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
 import { grpcFrontMode, startH2Front } from './grpc-h2-front.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
-import type { H2Limits } from '../../../protocol/h2-limits.ts';
+import type { H2Limits } from '../../../net/h2/h2-limits.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';

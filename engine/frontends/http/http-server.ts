@@ -13,7 +13,7 @@ import { DEFAULT_MAX_INPUT_BYTES } from './incoming-body.ts';
 import { registerHealthRoutes } from './routes-health.ts';
 import { directInferListener } from './direct-infer.ts';
 import { directInferFront } from './direct-front.ts';
-import { Http1Front } from '../../../common/http1-front.ts';
+import { Http1Front } from '../../../net/http1/http1-front.ts';
 import { registerInferRoutes } from './routes-infer.ts';
 import { registerGenerateRoutes } from './generate-routes.ts';
 import { registerModelRoutes } from './routes-models.ts';

@@ -34,8 +34,8 @@ import {
   LOCAL_VERSION,
   LocalFrameReader,
   writeHeader,
-} from '../../../protocol/local-channel.ts';
-import { LocalFrameWriter } from '../../../protocol/local-frame-writer.ts';
+} from '../../../net/local/local-channel.ts';
+import { LocalFrameWriter } from '../../../net/local/local-frame-writer.ts';
 import { GrpcStatus } from '../../../protocol/grpc-status.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 

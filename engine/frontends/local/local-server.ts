@@ -11,7 +11,7 @@ import type { ServerApi } from '../../api/server-api.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
 import { LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, LocalConnection } from './local-connection.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../../protocol/index.ts';
-import { REQUEST_FIELDS_BYTES } from '../../../protocol/local-channel.ts';
+import { REQUEST_FIELDS_BYTES } from '../../../net/local/local-channel.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 
 export interface LocalServerOptions {
