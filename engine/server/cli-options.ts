@@ -13,6 +13,7 @@ import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../frontends/stream-queue-bound.ts';
 import { parseH2Limits } from '../../net/h2/h2-limits.ts';
+import { engineTransportFrom } from '../frontends/transport-options.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
@@ -72,7 +73,12 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --grpc-h2-limit=NAME=VALUE    a bound of the own HTTP/2 front (repeatable; ours, docs/engine/h2-front.md):
                                 max-header-list-bytes=65536 max-header-fields=128 max-continuations=8
                                 max-concurrent-streams=1000 reset-burst=1000 resets-per-second=33
-                                max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)`;
+                                max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)
+  --grpc-front=default          default | own | grpc-js: which HTTP/2 server answers the gRPC listeners (ours;
+                                ENGINE_GRPC_FRONT; docs/reference.md#transport-options)
+  --grpc-direct-infer=true      plain unary ModelInfer answered ahead of grpc-js (ours; ENGINE_GRPC_DIRECT_INFER)
+  --grpc-pooled-decoder=true    grpc-js's decoder replaced by the receive-pool reader (ours; ENGINE_GRPC_POOLED_DECODER)
+  --http1-front=true            plain infer requests on the strict HTTP/1.1 front (ours; ENGINE_HTTP1_FRONT)`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -148,6 +154,10 @@ export const ENGINE_FLAGS = {
   'backend-directory': s,
   'stream-max-queued-bytes': s,
   'grpc-h2-limit': { type: 'string', multiple: true },
+  'grpc-front': s,
+  'grpc-direct-infer': s,
+  'grpc-pooled-decoder': s,
+  'http1-front': s,
   'max-instances-per-model': s,
   'max-instances-total': s,
 } as const;
@@ -219,6 +229,7 @@ export function parseEngineArgs(
     },
     streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
     grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
+    transport: engineTransportFrom(values as Record<string, string | undefined>, env),
   };
 }
 

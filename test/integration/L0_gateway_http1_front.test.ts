@@ -56,7 +56,7 @@ beforeAll(async () => {
     timeouts: { idleMs: 1500 },
   };
   front = await startGateway({ ...common, prefix: `gwf${process.pid}a` });
-  plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, http1Front: false });
+  plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, transport: { http1Front: false } });
 }, 120_000);
 
 afterAll(async () => {

@@ -19,12 +19,7 @@ let node: RunningEngine;
 
 beforeAll(async () => {
   repo = tempRepo('l0-h2-conf', ['simple']);
-  process.env.ENGINE_GRPC_FRONT = 'own';
-  try {
-    own = await startTestEngine({ modelRepository: repo });
-  } finally {
-    delete process.env.ENGINE_GRPC_FRONT;
-  }
+  own = await startTestEngine({ modelRepository: repo, transport: { grpcFront: 'own' } });
   node = await startTestEngine({ modelRepository: repo });
 }, 60_000);
 

@@ -77,7 +77,7 @@ async function gateway(
       host: '127.0.0.1',
       port: 0,
       engine: `127.0.0.1:${engineAt.grpcPort}`,
-      engineLocalSocket: sock,
+      transport: { engineLocalSocket: sock },
       engineLocalRetryMs: 100,
       functions: fnDir,
       shmThreshold: 4096,

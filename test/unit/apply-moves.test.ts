@@ -31,7 +31,9 @@ describe('apply-moves', () => {
     expect(rewriteText(moves, oldOf, 'engine/frontends/grpc/grpc-h2-front.ts', src)).toBe(
       "import { H2Stream } from '../../../net/h2/h2-stream.ts';\nimport { x } from '../../../protocol/index.ts';\n",
     );
-    expect(rewriteText(moves, oldOf, 'client/grpc-client.ts', "from './grpc-direct-unary.ts'")).toBe("from '../net/h2/grpc-direct-unary.ts'");
+    expect(rewriteText(moves, oldOf, 'client/grpc-client.ts', "from './grpc-direct-unary.ts'")).toBe(
+      "from '../net/h2/grpc-direct-unary.ts'",
+    );
   });
 
   it("a moved file's import of an old neighbour that stayed is resolved from where it used to live", () => {

@@ -11,6 +11,7 @@ import { GrpcStatus, TritonGrpcClient, type ModelInferRequest } from '../../clie
 import { DirectUnaryChannel } from '../../net/h2/grpc-direct-unary.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
 import { EngineClient } from '../../gateway/upstream/engine-client.ts';
+import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 
 const SOCK = path.join(os.tmpdir(), `direct-unary-${process.pid}.sock`);
 let seenTraceparent: string | undefined;
@@ -212,10 +213,10 @@ describe('direct ModelInfer client', () => {
 });
 
 describe("the gateway's engine client", () => {
-  it('calls ModelInfer directly, and through grpc-js with GATEWAY_GRPC_DIRECT_INFER=0', async () => {
+  it('calls ModelInfer directly, and through grpc-js with the transport option engineGrpcDirect false (GATEWAY_GRPC_DIRECT_INFER=0)', async () => {
     const spy = vi.spyOn(DirectUnaryChannel.prototype, 'call');
-    const run = async () => {
-      const e = new EngineClient(`127.0.0.1:${port}`);
+    const run = async (env: NodeJS.ProcessEnv) => {
+      const e = new EngineClient(`127.0.0.1:${port}`, { grpcDirect: parseGatewayArgs([], env).transport?.engineGrpcDirect });
       try {
         const res = await e.infer(REQ, 'fn', 5000);
         expect([...res.raw_output_contents![0]!]).toEqual([3, 2, 1]);
@@ -224,13 +225,11 @@ describe("the gateway's engine client", () => {
       }
     };
     try {
-      await run();
+      await run({});
       expect(spy).toHaveBeenCalledTimes(1);
-      process.env.GATEWAY_GRPC_DIRECT_INFER = '0';
-      await run();
+      await run({ GATEWAY_GRPC_DIRECT_INFER: '0' });
       expect(spy).toHaveBeenCalledTimes(1);
     } finally {
-      delete process.env.GATEWAY_GRPC_DIRECT_INFER;
       spy.mockRestore();
     }
   });

@@ -4,7 +4,7 @@
 // by the same DirectInferCall as on node:http2, with grpc-js's wire shapes;
 // every other stream is relayed to grpc-js on a private loopback listener
 // (grpc-js-relay.ts), so grpc-js stays the source of truth for every RPC's
-// semantics. Which listeners it serves: grpcFrontMode below.
+// semantics. Which listeners it serves: `grpcFront` in ../transport-options.ts.
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
 import { H2ServerConnection } from '../../../net/h2/h2-connection.ts';
@@ -31,24 +31,6 @@ const OK_HEADERS_BLOCK = block(RESPONSE_HEADERS);
 const OK_TRAILERS_BLOCK = block(OK_TRAILERS);
 /** A message this small is sent behind its prefix in one DATA frame (copied); a larger one as two pieces, uncopied. */
 const COALESCE_BYTES = 16 << 10;
-
-/**
- * Which server answers which gRPC listener (ENGINE_GRPC_FRONT):
- * - `default` (unset): the TCP port on node:http2 (grpc-js, with the direct
- *   ModelInfer path), the `--grpc-unix-socket` a colocated gateway uses on the
- *   own front. The TCP port faces any client that reaches it; node:http2 is
- *   the server there until the own front passes the attack suite and the
- *   differential tests (issue 37, docs/engine/h2-front.md#conformance).
- * - `own`: both listeners on the own front.
- * - `grpc-js`: both on node:http2.
- */
-export type GrpcFrontMode = 'default' | 'own' | 'grpc-js';
-
-export function grpcFrontMode(v: string | undefined = process.env.ENGINE_GRPC_FRONT): GrpcFrontMode {
-  if (v === undefined || v === '' || v === 'default') return 'default';
-  if (v === 'own' || v === 'grpc-js') return v;
-  throw new Error(`ENGINE_GRPC_FRONT: expected own, grpc-js or default, got '${v}'`);
-}
 
 export interface H2FrontOptions {
   /** The TCP listener; undefined: the Unix socket only. */
