@@ -76,9 +76,7 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)
   --grpc-front=default          default | own | grpc-js: which HTTP/2 server answers the gRPC listeners (ours;
                                 ENGINE_GRPC_FRONT; docs/reference.md#transport-options)
-  --grpc-direct-infer=true      plain unary ModelInfer answered ahead of grpc-js (ours; ENGINE_GRPC_DIRECT_INFER)
-  --grpc-pooled-decoder=true    grpc-js's decoder replaced by the receive-pool reader (ours; ENGINE_GRPC_POOLED_DECODER)
-  --http1-front=true            plain infer requests on the strict HTTP/1.1 front (ours; ENGINE_HTTP1_FRONT)`;
+`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -155,9 +153,6 @@ export const ENGINE_FLAGS = {
   'stream-max-queued-bytes': s,
   'grpc-h2-limit': { type: 'string', multiple: true },
   'grpc-front': s,
-  'grpc-direct-infer': s,
-  'grpc-pooled-decoder': s,
-  'http1-front': s,
   'max-instances-per-model': s,
   'max-instances-total': s,
 } as const;
@@ -229,7 +224,7 @@ export function parseEngineArgs(
     },
     streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
     grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
-    transport: engineTransportFrom(values as Record<string, string | undefined>, env),
+    transport: engineTransportFrom(values, env),
   };
 }
 

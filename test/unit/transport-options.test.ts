@@ -4,31 +4,34 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseEngineArgs } from '../../engine/server/cli-options.ts';
-import { DEFAULT_ENGINE_TRANSPORT, ENGINE_TRANSPORT_ENV } from '../../engine/frontends/transport-options.ts';
+import { DEFAULT_ENGINE_TRANSPORT, ENGINE_TRANSPORT_ENV, REMOVED_TRANSPORT_ENV } from '../../engine/frontends/transport-options.ts';
 import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 import { DEFAULT_GATEWAY_TRANSPORT, GATEWAY_TRANSPORT_ENV } from '../../gateway/core/transport-options.ts';
 import { sourceFiles } from '../fixtures/source-scan.ts';
 
-const engine = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseEngineArgs(['--model-repository=/r', ...argv], env).transport;
+const engine = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseEngineArgs(['--model-repository=/r', ...argv], env).transport!;
 
 describe('engine transport options', () => {
   it('defaults with no flag and no variable', () => {
     expect(engine([])).toEqual(DEFAULT_ENGINE_TRANSPORT);
   });
 
-  it('a variable sets an option; its flag wins over it', () => {
-    const env = { ENGINE_GRPC_FRONT: 'own', ENGINE_GRPC_DIRECT_INFER: '0', ENGINE_GRPC_POOLED_DECODER: '0', ENGINE_HTTP1_FRONT: '0' };
-    expect(engine([], env)).toEqual({ grpcFront: 'own', grpcDirectInfer: false, grpcPooledDecoder: false, http1Front: false });
-    expect(
-      engine(['--grpc-front=grpc-js', '--grpc-direct-infer=true', '--grpc-pooled-decoder', 'true', '--http1-front=true'], env),
-    ).toEqual({ grpcFront: 'grpc-js', grpcDirectInfer: true, grpcPooledDecoder: true, http1Front: true });
+  it('ENGINE_GRPC_FRONT sets the gRPC front; --grpc-front wins over it', () => {
+    expect(engine([], { ENGINE_GRPC_FRONT: 'own' })).toEqual({ ...DEFAULT_ENGINE_TRANSPORT, grpcFront: 'own' });
+    expect(engine(['--grpc-front=grpc-js'], { ENGINE_GRPC_FRONT: 'own' })).toEqual({ ...DEFAULT_ENGINE_TRANSPORT, grpcFront: 'grpc-js' });
+    expect(engine(['--grpc-front', 'default'], { ENGINE_GRPC_FRONT: 'own' }).grpcFront).toBe('default');
   });
 
   it('a bad value is refused naming the flag or the variable it came from', () => {
     expect(() => engine(['--grpc-front=h3'])).toThrow(/^--grpc-front: expected own, grpc-js or default, got 'h3'/);
     expect(() => engine([], { ENGINE_GRPC_FRONT: 'h3' })).toThrow(/^ENGINE_GRPC_FRONT: expected/);
-    expect(() => engine([], { ENGINE_HTTP1_FRONT: 'maybe' })).toThrow(/^ENGINE_HTTP1_FRONT: expected true or false, got 'maybe'/);
-    expect(() => engine(['--grpc-direct-infer=2'])).toThrow(/^--grpc-direct-infer: expected true or false/);
+  });
+
+  it('the switches removed with their doors stop the start, flag and variable alike', () => {
+    for (const v of ['ENGINE_GRPC_DIRECT_INFER', 'ENGINE_GRPC_POOLED_DECODER', 'ENGINE_HTTP1_FRONT'])
+      expect(() => engine([], { [v]: '0' })).toThrow(new RegExp(`^${v}: removed in issue 38`));
+    for (const f of ['--grpc-direct-infer=false', '--grpc-pooled-decoder=false', '--http1-front=false'])
+      expect(() => engine([f])).toThrow(/Unknown option/);
   });
 });
 
@@ -62,7 +65,7 @@ describe('gateway transport options', () => {
 
 describe('one switch', () => {
   it('no module but the option parsing reads a transport environment variable', () => {
-    const names = [...Object.values(ENGINE_TRANSPORT_ENV), ...Object.values(GATEWAY_TRANSPORT_ENV)];
+    const names = [...Object.values(ENGINE_TRANSPORT_ENV), ...REMOVED_TRANSPORT_ENV, ...Object.values(GATEWAY_TRANSPORT_ENV)];
     const read = new RegExp(`process\\.env(?:\\.|\\[['"\`])(?:${names.join('|')})\\b|\\benv\\.(?:${names.join('|')})\\b`);
     const found = sourceFiles(['engine', 'gateway', 'client', 'net', 'common', 'protocol', 'scripts']).filter((f) =>
       read.test(fs.readFileSync(f, 'utf8')),

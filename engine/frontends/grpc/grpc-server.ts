@@ -246,7 +246,7 @@ export async function startGrpcServer(
   if (transport.grpcFront === 'own') {
     // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
-    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: transport.grpcPooledDecoder });
+    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: true });
     const f = await startH2Front({
       tcp: { host, port: opts.port },
       unixSocket: sock,
@@ -266,7 +266,7 @@ export async function startGrpcServer(
     reachIntoGrpcJs(server, {
       widenHttp2: true,
       route: direct ? directInferRoute(api, directOpts) : undefined,
-      pooledDecoder: transport.grpcPooledDecoder,
+      pooledDecoder: true,
     });
     if (ownSock)
       front = await startH2Front({
