@@ -72,14 +72,14 @@ module.exports = {
       // Frontends see the engine only through its contract (our tritonserver.h).
       name: 'frontends-only-api',
       severity: 'error',
-      comment: 'engine/frontends/ imports only engine/api/, protocol/, common/ and engine/frontends/ itself',
+      comment: 'engine/frontends/ imports only engine/api/, net/, protocol/, common/ and engine/frontends/ itself',
       from: { path: '^engine/frontends/' },
       to: { path: '^engine/', pathNot: ['^engine/api/', '^engine/frontends/'] },
     },
     {
       name: 'frontends-no-other-roots',
       severity: 'error',
-      comment: 'engine/frontends/ reaches no top-level folder but protocol/ and common/ (and packages)',
+      comment: 'engine/frontends/ reaches no top-level folder but net/, protocol/ and common/ (and packages)',
       from: { path: '^engine/frontends/' },
       to: { path: '^(gateway|client|functions|scripts|deploy|test)/' },
     },
@@ -108,12 +108,28 @@ module.exports = {
       to: { path: '^(engine|gateway)/' },
     },
     {
-      // common/ sits under both processes.
+      // common/ sits under both processes, and under net/: it keeps no wire code.
       name: 'common-not-processes',
       severity: 'error',
-      comment: 'common/ never imports engine/, gateway/ or client/',
+      comment: 'common/ never imports engine/, gateway/, client/ or net/',
       from: { path: '^common/' },
-      to: { path: '^(engine|gateway|client)/' },
+      to: { path: '^(engine|gateway|client|net)/' },
+    },
+    {
+      // net/ moves bytes: servers and clients of HTTP/1.1, HTTP/2 and the local channel, with no model knowledge.
+      name: 'net-no-model-knowledge',
+      severity: 'error',
+      comment: 'net/ imports only net/, protocol/, common/ and packages: never engine/, gateway/, client/ or functions/',
+      from: { path: '^net/' },
+      to: { path: '^(engine|gateway|client|functions|scripts|deploy|test)/' },
+    },
+    {
+      // protocol/ is formats only (messages, tensor codec, gRPC framing rules, status codes); transports sit above it.
+      name: 'protocol-not-net',
+      severity: 'error',
+      comment: 'protocol/ never imports net/: formats know no transport',
+      from: { path: '^protocol/' },
+      to: { path: '^net/' },
     },
     {
       // The engine is one process; it does not borrow the gateway's code.
@@ -142,7 +158,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)node_modules/|^native/build/' },
+    // Node's built-ins are left out of the graph (a bare name, no folder, no extension): the folder rules
+    // would otherwise take node:net for the top-level net/ folder and see it import itself.
+    exclude: { path: '(^|/)node_modules/|^native/build/|^[a-z0-9_]+$' },
     tsPreCompilationDeps: true,
     parser: 'swc',
     tsConfig: { fileName: 'tsconfig.json' },

@@ -9,8 +9,8 @@
 // Calls may run concurrently from any number of callers.
 import * as grpc from '@grpc/grpc-js';
 import { inferenceService, GRPC_OPTIONS } from '../protocol/index.ts';
-import { DirectUnaryChannel } from './grpc-direct-unary.ts';
-import { LocalInferChannel, type LocalChannelOptions } from './local-infer-channel.ts';
+import { DirectUnaryChannel } from '../net/h2/grpc-direct-unary.ts';
+import { LocalInferChannel, type LocalChannelOptions } from '../net/local/local-infer-channel.ts';
 import type { ModelInferRequest, ModelInferResponse, ModelStreamInferResponse } from '../protocol/kserve-messages.ts';
 import type {
   CudaRegionStatus,

@@ -7,18 +7,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type GatewayOptions } from './server.ts';
 import { gatewayLog as log } from '../common/logger.ts';
+import { GATEWAY_TRANSPORT_FLAGS, gatewayTransportFrom } from './core/transport-options.ts';
 
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--engine-http=127.0.0.1:8000] [--functions=functions]
   [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
-  [--direct-route=true|false] [--http1-front=true|false]
+  [--direct-route=true|false] [--http1-front=true|false] [--engine-grpc-direct=true|false]
   [--max-calls-per-connection=8] [--max-queued-per-connection=4096] [--max-calls-in-flight=1024]`;
 
-/** Parse `--name=value` flags into GatewayOptions; throws naming a bad flag. */
-export function parseArgs(argv: string[]): GatewayOptions {
+/** Parse `--name=value` flags (then the transport's environment variables) into GatewayOptions; throws naming a bad flag. */
+export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): GatewayOptions {
   const o: GatewayOptions = {};
+  const transportFlags: Record<string, string> = {};
+  const transportNames = new Set<string>(Object.values(GATEWAY_TRANSPORT_FLAGS));
   const num = (k: string, v: string) => {
     const n = Number(v);
     if (!Number.isFinite(n) || n < 0) throw new Error(`--${k} needs a non-negative number, got '${v}'`);
@@ -28,6 +31,10 @@ export function parseArgs(argv: string[]): GatewayOptions {
     const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(arg);
     if (!m) throw new Error(`unexpected argument '${arg}'`);
     const [, k, v = 'true'] = m;
+    if (transportNames.has(k!)) {
+      transportFlags[k!] = v;
+      continue;
+    }
     switch (k) {
       case 'port':
         o.port = num(k!, v);
@@ -37,12 +44,6 @@ export function parseArgs(argv: string[]): GatewayOptions {
         break;
       case 'engine':
         o.engine = v;
-        break;
-      case 'engine-local-socket':
-        o.engineLocalSocket = v;
-        break;
-      case 'engine-http':
-        o.engineHttp = v;
         break;
       case 'functions':
         o.functions = v;
@@ -98,12 +99,6 @@ export function parseArgs(argv: string[]): GatewayOptions {
       case 'idle-timeout-ms':
         o.timeouts = { ...o.timeouts, idleMs: num(k!, v) };
         break;
-      case 'direct-route':
-        o.directRoute = v !== 'false';
-        break;
-      case 'http1-front':
-        o.http1Front = v !== 'false';
-        break;
       case 'max-calls-per-connection':
         o.admission = { ...o.admission, perConnection: Math.max(1, num(k!, v)) };
         break;
@@ -119,6 +114,7 @@ export function parseArgs(argv: string[]): GatewayOptions {
         throw new Error(`unknown flag --${k}\n${USAGE}`);
     }
   }
+  o.transport = gatewayTransportFrom(transportFlags, env);
   return o;
 }
 

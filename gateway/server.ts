@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { directCallListener } from './http/direct-call.ts';
 import { directCallFront } from './http/direct-front.ts';
-import { Http1Front } from '../common/http1-front.ts';
+import { Http1Front } from '../net/http1/http1-front.ts';
 import { CallAdmission, type AdmissionLimits } from './http/call-admission.ts';
 import { listSharedMemoryKeys } from '../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../native/index.ts';
@@ -40,16 +40,15 @@ import { FunctionDeployer } from './deploy/function-deployer.ts';
 import { engineTargetCheck } from './deploy/check-target.ts';
 import { startDelivery, type Delivery } from './delivery/delivery-wiring.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http/http-timeouts.ts';
+import { DEFAULT_GATEWAY_TRANSPORT, type GatewayTransport } from './core/transport-options.ts';
 
 export interface GatewayOptions {
   port?: number;
   host?: string;
   /** Engine gRPC address host:port. */
   engine?: string;
-  /** The engine's HTTP address host:port (default GATEWAY_ENGINE_HTTP): the console reads cold loads and evictions from its repository index. */
-  engineHttp?: string;
-  /** The engine's --local-socket path: ModelInfer over the local channel when it is open (default GATEWAY_ENGINE_LOCAL_SOCKET). */
-  engineLocalSocket?: string;
+  /** Transport choices (core/transport-options.ts: fronts, local channel, engine HTTP address), built once by main.ts; defaults where not given. */
+  transport?: Partial<GatewayTransport>;
   /** Retry delay of a failed local channel (ms). */
   engineLocalRetryMs?: number;
   /** Folder of function definitions (*.json). */
@@ -84,10 +83,6 @@ export interface GatewayOptions {
   presenceTtlMs?: number;
   /** Slow-client limits (http-timeouts.ts); each defaults to DEFAULT_HTTP_TIMEOUTS. */
   timeouts?: Partial<HttpTimeouts>;
-  /** Serve plain JSON calls straight from node:http (direct-call.ts; default true); false: every call through Hono. */
-  directRoute?: boolean;
-  /** Serve plain, complete direct calls on the lean HTTP/1.1 front (direct-front.ts; default true); false: node:http reads every request. */
-  http1Front?: boolean;
   /** Rollout tick: counts pushed, store followed, gates judged (ms, default 200; delivery/). */
   rolloutTickMs?: number;
   /** How often usage plans are re-read from the store (ms, default 1000; plans/). */
@@ -121,10 +116,12 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const prefix = o.prefix ?? 'tgw';
   const ownerId = newOwnerId();
   const definitions = loadFunctionDirectory(o.functions ?? 'functions');
+  const transport = { ...DEFAULT_GATEWAY_TRANSPORT, ...o.transport };
   const engine = new EngineClient(o.engine ?? '127.0.0.1:8001', {
-    localSocket: o.engineLocalSocket,
+    localSocket: transport.engineLocalSocket,
     localRetryMs: o.engineLocalRetryMs,
-    httpAddress: o.engineHttp,
+    httpAddress: transport.engineHttp,
+    grpcDirect: transport.engineGrpcDirect,
   });
   const redisUrl = o.redisUrl ?? process.env.REDIS_URL;
   const leaseNamespace = o.leaseNamespace ?? `tgw:${os.hostname()}`;
@@ -217,11 +214,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
   const timeouts: HttpTimeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...o.timeouts };
   const honoListener = getRequestListener(gw.app.fetch, { hostname: o.host ?? '0.0.0.0' });
   const directDeps = { ...invokeDeps, gate: gw.gate, jobs: true };
-  const listener = admission.listener(o.directRoute === false ? honoListener : directCallListener(directDeps, honoListener));
+  const listener = admission.listener(!transport.directRoute ? honoListener : directCallListener(directDeps, honoListener));
   const server = createServer(timeoutServerOptions(timeouts), listener);
   const frontHandler = admission.front(directCallFront(directDeps));
   const front =
-    o.directRoute === false || o.http1Front === false
+    !transport.directRoute || !transport.http1Front
       ? undefined
       : Http1Front.attach(server, frontHandler, { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs });
   await new Promise<void>((resolve) => server.listen(o.port ?? 8080, o.host ?? '0.0.0.0', resolve));

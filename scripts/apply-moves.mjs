@@ -11,8 +11,8 @@
 //     a file that was itself moved resolves a specifier that names nothing
 //     from its new folder against its old folder instead (so its imports of
 //     old neighbours, and of untouched files, follow it);
-//   - rooted (`gateway/x.ts`, `dist/gateway/x.js`): matched from `gateway/`
-//     when nothing but a build folder comes before it.
+//   - rooted (`gateway/x.ts`, `dist/net/h2/x.js`): matched from a top-level
+//     source folder (ROOTED) when nothing but a build folder comes before it.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,6 +24,11 @@ const CHECK = args.has('--check');
 const GIT_MV = !args.has('--no-git-mv') && !CHECK;
 const TEXT = /\.(ts|mts|cts|js|mjs|cjs|json|md|ya?ml|sh|txt|tpl|cc|h)$|(^|\/)Dockerfile[^/]*$/;
 const SCRIPT_EXT = /\.(ts|js|mjs|cjs)$/;
+/** Files that name old paths on purpose: the table itself and the script's test. */
+const KEEP = new Set(['MOVES.md', 'test/unit/apply-moves.test.ts']);
+/** Top-level folders whose files MOVES.md may move, matched as rooted paths. */
+const ROOTED = ['gateway', 'engine', 'client', 'common', 'protocol', 'net'];
+const ROOTED_RE = new RegExp(`^((?:[\\w.@-]*\\/)*dist\\/|\\/?)(?:${ROOTED.join('|')})\\/`);
 
 /** The table in MOVES.md: old repo-relative path -> new one. */
 export function readMoves(file = path.join(ROOT, 'MOVES.md')) {
@@ -71,8 +76,8 @@ export function rewriteToken(moves, oldOf, file, token) {
     if (exists(there) || exists(there.replace(/\.js$/, '.ts'))) return relSpecifier(dir, there);
     return undefined;
   }
-  // Rooted: `gateway/...` itself, or under a build folder (`dist/gateway/...`, `/app/dist/gateway/...`).
-  const m = /^((?:[\w.@-]*\/)*dist\/|\/?)gateway\//.exec(token);
+  // Rooted: `protocol/...` itself, or under a build folder (`dist/protocol/...`, `/app/dist/gateway/...`).
+  const m = ROOTED_RE.exec(token);
   if (!m) return undefined;
   const start = m[1].length;
   const hit = lookup(moves, token.slice(start));
@@ -91,7 +96,7 @@ export function rewriteText(moves, oldOf, file, text) {
 
 function trackedFiles() {
   const out = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' });
-  return out.split('\0').filter((f) => f && TEXT.test(f) && f !== 'MOVES.md' && exists(f));
+  return out.split('\0').filter((f) => f && TEXT.test(f) && !KEEP.has(f) && exists(f));
 }
 
 function main() {

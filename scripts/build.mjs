@@ -18,7 +18,7 @@ import { build } from 'esbuild';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'dist');
 /** Folders whose TypeScript production runs. */
-const SOURCE_DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'native', 'scripts'];
+const SOURCE_DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'net', 'native', 'scripts'];
 /** Never compiled or copied: build outputs, caches, the addon's C++ sources. */
 const SKIP_DIRS = new Set(['node_modules', '.build', '__pycache__', 'src', 'build']);
 /** Non-TypeScript files the modules read at run time, by extension. */

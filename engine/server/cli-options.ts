@@ -12,7 +12,8 @@ import { DEFAULT_HTTP_TIMEOUTS } from '../frontends/http/http-timeouts.ts';
 import os from 'node:os';
 import { restrictedOption } from '../frontends/restricted-api.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../frontends/stream-queue-bound.ts';
-import { parseH2Limits } from '../../protocol/h2-limits.ts';
+import { parseH2Limits } from '../../net/h2/h2-limits.ts';
+import { engineTransportFrom } from '../frontends/transport-options.ts';
 
 const rateLimitMode = (v: string | undefined): 'off' | 'execution_count' => {
   if (v === undefined || v === 'off' || v === 'execution_count') return v ?? 'off';
@@ -72,7 +73,10 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
   --grpc-h2-limit=NAME=VALUE    a bound of the own HTTP/2 front (repeatable; ours, docs/engine/h2-front.md):
                                 max-header-list-bytes=65536 max-header-fields=128 max-continuations=8
                                 max-concurrent-streams=1000 reset-burst=1000 resets-per-second=33
-                                max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)`;
+                                max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)
+  --grpc-front=default          default | own | grpc-js: which HTTP/2 server answers the gRPC listeners (ours;
+                                ENGINE_GRPC_FRONT; docs/reference.md#transport-options)
+`;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
   if (v === undefined) return dflt;
@@ -148,6 +152,7 @@ export const ENGINE_FLAGS = {
   'backend-directory': s,
   'stream-max-queued-bytes': s,
   'grpc-h2-limit': { type: 'string', multiple: true },
+  'grpc-front': s,
   'max-instances-per-model': s,
   'max-instances-total': s,
 } as const;
@@ -219,6 +224,7 @@ export function parseEngineArgs(
     },
     streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
     grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
+    transport: engineTransportFrom(values, env),
   };
 }
 

@@ -2,13 +2,14 @@
 // models, shared memory) and its gRPC, HTTP and metrics frontends.
 import { InferenceServer, type InferenceServerOptions } from './inference-server.ts';
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
-import type { H2Limits } from '../../protocol/h2-limits.ts';
+import type { H2Limits } from '../../net/h2/h2-limits.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
 import { startLocalServer } from '../frontends/local/local-server.ts';
 import type { ServerApi } from '../api/server-api.ts';
 import type { RestrictedFeatures } from '../frontends/restricted-api.ts';
 import type { HttpTimeouts } from '../frontends/http/http-timeouts.ts';
+import type { EngineTransport } from '../frontends/transport-options.ts';
 import { log } from '../../common/logger.ts';
 
 export interface EngineOptions extends InferenceServerOptions {
@@ -29,8 +30,10 @@ export interface EngineOptions extends InferenceServerOptions {
   httpTimeouts?: HttpTimeouts;
   /** --stream-max-queued-bytes: what one streaming reply may hold for a client that is not reading (frontends/stream-queue-bound.ts). */
   streamMaxQueuedBytes?: number;
-  /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (protocol/h2-limits.ts). */
+  /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (net/h2/h2-limits.ts). */
   grpcH2Limits?: H2Limits;
+  /** Transport choices (frontends/transport-options.ts), built once by cli-options.ts; defaults where not given. */
+  transport?: Partial<EngineTransport>;
 }
 
 export interface RunningEngine {
@@ -59,6 +62,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
           restricted: opts.grpcRestricted,
           streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
           h2Limits: opts.grpcH2Limits,
+          transport: opts.transport,
         });
   const http =
     opts.httpPort === -1
@@ -69,6 +73,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
           restricted: opts.httpRestricted,
           timeouts: opts.httpTimeouts,
           streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
+          http1Front: opts.transport?.http1Front,
         });
   const metrics =
     opts.metricsPort === -1

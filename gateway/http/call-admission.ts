@@ -10,7 +10,7 @@
 // `perConnectionQueue` waiting they are refused. Per gateway, a /fn call past
 // `total` in flight is refused at once (no global queue: a refused client
 // retries; a global queue would let one flooder delay everyone). Refusals are
-// 503 GATEWAY_BUSY with Retry-After. The lean front (common/http1-front.ts)
+// 503 GATEWAY_BUSY with Retry-After. The lean front (net/http1/http1-front.ts)
 // serves one request at a time per connection by design, so only the total
 // applies there.
 //
@@ -18,7 +18,7 @@
 // replies' finish/close handlers.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Http1Handler, Http1Reply } from '../../common/http1-front.ts';
+import type { Http1Handler, Http1Reply } from '../../net/http1/http1-front.ts';
 import { gatewayError } from '../core/errors.ts';
 
 export interface AdmissionLimits {

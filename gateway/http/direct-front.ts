@@ -1,11 +1,11 @@
-// The direct route on the lean HTTP/1.1 front (common/http1-front.ts): the
+// The direct route on the lean HTTP/1.1 front (net/http1/http1-front.ts): the
 // same calls direct-call.ts serves from node:http, read and answered without
 // node:http's request and response objects when the request is a plain,
 // complete one (docs/gateway/performance.md, "A lean HTTP/1.1 front").
 // Everything the front does not take (other routes, a body over MAX_BODY, a
 // streaming function, any head outside its subset) reaches node:http and
 // from there directCallListener or the Hono app, which answer as before.
-import type { Http1Handler } from '../../common/http1-front.ts';
+import type { Http1Handler } from '../../net/http1/http1-front.ts';
 import { directTarget, resolveDirect, serveCall, tooLarge, type CallRequest, type DirectCallDeps } from './direct-call.ts';
 
 /**

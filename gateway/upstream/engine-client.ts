@@ -4,7 +4,7 @@
 // and probes until it is back (then emits 'up' so the staging arena can
 // register its regions again). Works against any KServe v2 gRPC server.
 // With a local socket (a colocated engine's --local-socket), ModelInfer goes
-// over the local channel while it is open (client/local-infer-channel.ts);
+// over the local channel while it is open (net/local/local-infer-channel.ts);
 // its failures are gRPC-shaped and take the same translation.
 //
 // Ownership: owns one gRPC channel and the probe timer; close() ends both.
@@ -39,15 +39,17 @@ export interface EngineClientOptions {
   /** `<key>=<value>[,...]` for a restricted engine (default: GATEWAY_ENGINE_KEY). */
   engineKey?: string;
   /**
-   * The engine's `--local-socket` path (default: GATEWAY_ENGINE_LOCAL_SOCKET):
+   * The engine's `--local-socket` path (the gateway's transport option `engineLocalSocket`):
    * ModelInfer over the local channel while it is open, gRPC otherwise
    * (docs/engine/local-channel.md). Unset: gRPC only.
    */
   localSocket?: string;
   /** How long after a failed or dropped local channel it is tried again (ms, default 1000). */
   localRetryMs?: number;
-  /** The engine's HTTP address (default: GATEWAY_ENGINE_HTTP): where modelLoads() reads (engine-loads.ts). Unset: no such figures. */
+  /** The engine's HTTP address (transport option `engineHttp`): where modelLoads() reads (engine-loads.ts). Unset: no such figures. */
   httpAddress?: string;
+  /** ModelInfer over gRPC on node:http2 (net/h2/grpc-direct-unary.ts; default true); false: through grpc-js (transport option `engineGrpcDirect`). */
+  grpcDirect?: boolean;
 }
 
 /** The engine as the gateway needs it (tests may substitute a fake). */
@@ -93,7 +95,7 @@ export class EngineClient extends EventEmitter implements EngineApi {
     this.metadataTtlMs = opts.metadataTtlMs ?? 10_000;
     this.controlTimeoutMs = opts.controlTimeoutMs ?? 3000;
     this.probeIntervalMs = opts.probeIntervalMs ?? 250;
-    this.httpAddress = opts.httpAddress ?? (process.env.GATEWAY_ENGINE_HTTP || undefined);
+    this.httpAddress = opts.httpAddress;
     // The same pairs as plain HTTP headers (the form of Triton's --http-restricted-api).
     this.httpHeaders = engineKeyPairs(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY) ?? {};
     this.client = new TritonGrpcClient(address, {
@@ -104,11 +106,11 @@ export class EngineClient extends EventEmitter implements EngineApi {
         'grpc.keepalive_time_ms': 10_000,
       },
       // ModelInfer on node:http2 directly: half the client CPU of a grpc-js call
-      // (client/grpc-direct-unary.ts); GATEWAY_GRPC_DIRECT_INFER=0 goes back to grpc-js.
-      directInfer: process.env.GATEWAY_GRPC_DIRECT_INFER !== '0',
+      // (net/h2/grpc-direct-unary.ts); the transport option engineGrpcDirect=false goes back to grpc-js.
+      directInfer: opts.grpcDirect ?? true,
       // The key of the engine's restricted groups, on every call (never logged).
       metadata: engineKeyMetadata(opts.engineKey ?? process.env.GATEWAY_ENGINE_KEY),
-      localSocket: opts.localSocket ?? (process.env.GATEWAY_ENGINE_LOCAL_SOCKET || undefined),
+      localSocket: opts.localSocket,
       localChannel: { retryMs: opts.localRetryMs, log: (m) => log.info(m) },
     });
   }

@@ -5,7 +5,7 @@
 //   h2     node:http2 alone, answering like a unary gRPC call (headers, one
 //          length-prefixed message, trailers with grpc-status 0)
 //   h2own  the same answer from the engine's own HTTP/2 server
-//          (protocol/h2-connection.ts), as the engine's gRPC port now runs
+//          (net/h2/h2-connection.ts), as the engine's gRPC port now runs
 //   grpcjs @grpc/grpc-js's server with a pass-through (no protobuf) handler
 //          for ModelInfer on the same path
 //   http1  node:http, a 200 with a small JSON body
@@ -14,11 +14,11 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../net/h2/http2-settings.ts';
 import { reachIntoGrpcJs } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 import net from 'node:net';
-import { H2ServerConnection } from '../../protocol/h2-connection.ts';
-import { encodeHeaderBlock } from '../../protocol/h2-frames.ts';
+import { H2ServerConnection } from '../../net/h2/h2-connection.ts';
+import { encodeHeaderBlock } from '../../net/h2/h2-frames.ts';
 
 const [mode, portArg] = process.argv.slice(2);
 const port = Number(portArg);
@@ -28,7 +28,7 @@ const reply = Buffer.alloc(48, 7);
 const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, reply.byteLength]), reply]);
 
 function h2(): void {
-  // The engine's HTTP/2 settings (protocol/http2-settings.ts), so only the server code differs.
+  // The engine's HTTP/2 settings (net/h2/http2-settings.ts), so only the server code differs.
   const server = http2.createServer({ settings: { maxFrameSize: MAX_FRAME_SIZE, initialWindowSize: STREAM_WINDOW } });
   server.on('session', (session) => session.setLocalWindowSize(CONNECTION_WINDOW));
   server.on('stream', (stream) => {

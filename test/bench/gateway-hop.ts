@@ -1,4 +1,4 @@
-// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--ab-dist=DIR] [--engine-ab] [--warmup=2]`
+// `node --import tsx test/bench/gateway-hop.ts [--rounds=3] [--secs=5] [--clients=16] [--image] [--profile=DIR] [--only=gw-direct,gw-hono] [--ab-flags="--max-semi-space-size=16"] [--ab-dist=DIR] [--warmup=2]`
 // Issue 25's side-by-side: the small JSON call to the recommender, driven by
 // wrk, against (1) the engine alone over HTTP, (2) our gateway with its
 // direct route, (2b) the same with ModelInfer over the local channel
@@ -15,8 +15,9 @@
 // --ab-dist=DIR starts that gateway from another build's DIR/gateway/main.js
 // instead (an A/B of code: copy dist/ under node_modules/.cache first, so its
 // imports still resolve).
-// --engine-ab adds a row engine-node: a second engine whose HTTP requests all
-// go through node:http (ENGINE_HTTP1_FRONT=0), beside the engine row (front on).
+// (--engine-ab, a second engine with node:http reading every HTTP request, was
+// removed in issue 38 with the switch ENGINE_HTTP1_FRONT it needed: the HTTP
+// port is one door, its front always on; docs/architecture.md#doors-into-the-engine.)
 // --warmup=SECS: how long each row is driven before the rounds (default 2;
 // V8 keeps optimising the Node rows' call path for 10-30 s, so steady-state
 // figures want 15 or more).
@@ -157,7 +158,6 @@ async function main(): Promise<void> {
       image: { type: 'boolean', default: false },
       profile: { type: 'string' },
       only: { type: 'string' },
-      'engine-ab': { type: 'boolean', default: false },
       'ab-flags': { type: 'string' },
       'ab-dist': { type: 'string' },
       warmup: { type: 'string', default: '2' },
@@ -183,7 +183,6 @@ interface HopArgs {
   image?: boolean;
   profile?: string;
   only?: string;
-  'engine-ab'?: boolean;
   'ab-flags'?: string;
   'ab-dist'?: string;
   warmup?: string;
@@ -199,12 +198,6 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     ...models.map((m) => `--load-model=${m}`),
     `--local-socket=${localSock}`,
   ]);
-  // --engine-ab: a second engine with node:http reading every HTTP request (ENGINE_HTTP1_FRONT=0), its own row beside the engine's.
-  const engineNode = values['engine-ab']
-    ? await startEngineProc('engine-hop-node', BUNDLED_REPO, ['--model-control-mode=explicit', '--load-model=product_recommender_model'], {
-        ENGINE_HTTP1_FRONT: '0',
-      })
-    : undefined;
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
   const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
@@ -240,19 +233,6 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
       body: engBody,
       headers: json,
     },
-    ...(engineNode
-      ? [
-          {
-            id: 'engine-node',
-            label: 'engine alone, HTTP JSON infer, node:http (ENGINE_HTTP1_FRONT=0)',
-            enginePid: engineNode.child.proc.pid,
-            port: engineNode.httpPort,
-            path: '/v2/models/product_recommender_model/infer',
-            body: engBody,
-            headers: json,
-          },
-        ]
-      : []),
     // The engine's CPU per call falls as its batches grow with load: this row runs it nearer the gateways' rate.
     {
       id: 'engine-c2',
@@ -329,7 +309,6 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
     await gwAb?.stop();
     if (peer) await stopChild(peer.child);
     await engine.stop();
-    await engineNode?.stop();
     await stopAll();
   }
   const load1 = os.loadavg();

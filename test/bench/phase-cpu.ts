@@ -175,7 +175,7 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     // The same from a grpc-js client: Node's HTTP/2 sends DATA frames up to the
     // server's SETTINGS_MAX_FRAME_SIZE and follows its windows (h2load keeps
     // 16 KiB frames), so this row shows what the engine's larger frames and
-    // windows (protocol/http2-settings.ts) buy a Node client.
+    // windows (net/h2/http2-settings.ts) buy a Node client.
     const bigReq: ModelInferRequest = {
       model_name: BIG.model,
       inputs: [{ name: BIG.input, datatype: 'FP32', shape: BIG.shape }],
@@ -213,49 +213,8 @@ export async function cpuPhase(ctx: BenchContext): Promise<void> {
     await gatewayCpuPhase(ctx, e, localSocket, bodies.rec.grpc, CPU_CLIENTS, secs, tmp.dir);
     await engine.stop(); // its shm regions are destroyed in the finally below
     engine = undefined;
-    // The own front and direct ModelInfer path's effect in this run: the same gRPC rows with grpc-js
-    // serving every call on node:http2 (ENGINE_GRPC_FRONT=grpc-js ENGINE_GRPC_DIRECT_INFER=0); each row says why when it cannot run.
-    const offRows: Array<[string, string, string, string]> = [
-      [
-        'cpu-rec-grpc-grpcjs',
-        'product_recommender_model over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)',
-        REC.model,
-        bodies.rec.grpc,
-      ],
-      [
-        'cpu-enc-grpc-grpcjs',
-        'clip_encoder_model, 588 KiB inline over gRPC, ModelInfer served by grpc-js on node:http2 (own front and direct path off)',
-        ENC.model,
-        bodies.enc.grpc,
-      ],
-    ];
-    if (!h2) for (const [id, label] of offRows) skip(id, label, H2LOAD_MISSING);
-    else {
-      const off = await startEngineProc('engine-cpu-grpcjs', repo, [], {
-        ENGINE_GRPC_FRONT: 'grpc-js',
-        ENGINE_GRPC_DIRECT_INFER: '0',
-      }).catch((err: Error) => {
-        const why = `its engine (own front and direct path off) did not start: ${err.message.split('\n')[0]!.slice(0, 200)}`;
-        for (const [id, label] of offRows) skip(id, label, why);
-        return undefined;
-      });
-      if (off) {
-        try {
-          for (const [id, label, model, body] of offRows) {
-            await cpuRow(
-              ctx,
-              off.child.proc.pid!,
-              id,
-              label,
-              () => h2loadGrpc(off.grpcPort, 'ModelInfer', body, CPU_CLIENTS, secs),
-              () => successCount(off, model),
-            ).then(push);
-          }
-        } finally {
-          await off.stop();
-        }
-      }
-    }
+    // (The rows cpu-rec-grpc-grpcjs and cpu-enc-grpc-grpcjs, an engine with grpc-js serving every ModelInfer,
+    // were removed in issue 38 with the switch ENGINE_GRPC_DIRECT_INFER they needed: docs/architecture.md#doors-into-the-engine.)
   } catch (err) {
     ctx.log(`  CPU phase failed: ${(err as Error).message}`);
     ctx.notes.push(`CPU per inference not measured: ${(err as Error).message.split('\n')[0]}`);

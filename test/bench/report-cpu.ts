@@ -118,9 +118,6 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
   };
   const big = ms('cpu-big-grpc');
   const bigShm = ms('cpu-big-shm');
-  const offName =
-    'tiny model over gRPC with grpc-js serving ModelInfer on node:http2 (own front and direct path off; no target, for comparison)';
-  const off = ms('cpu-rec-grpc-grpcjs');
   return [
     ratio('encoder: inline gRPC vs inputs in shm', 'cpu-enc-grpc', 'cpu-enc-shm', 1.25),
     ratio('encoder: inline HTTP binary vs inputs in shm', 'cpu-enc-http', 'cpu-enc-shm', 1.25),
@@ -140,7 +137,6 @@ export function cpuTargets(rows: CpuRow[], floors: CpuRow[], copyMs: number | un
     vsCopy('10 MiB inline gRPC from grpc-js vs one 10 MiB copy', 'cpu-big-grpcjs', '< 3×'),
     vsCopy('10 MiB inline HTTP vs one 10 MiB copy (no target; for comparison)', 'cpu-big-http'),
     abs('tiny model over gRPC (ms per inference)', 'cpu-rec-grpc', 0.12),
-    off === undefined ? skipped(offName, undefined, ['cpu-rec-grpc-grpcjs']) : { name: offName, measured: `${f3(off)} ms`, value: off },
     abs('tiny model over HTTP (ms per inference)', 'cpu-rec-http', 0.1),
   ];
 }

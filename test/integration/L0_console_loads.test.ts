@@ -50,7 +50,7 @@ const gateway = (httpAddress: string | undefined) =>
     port: 0,
     host: '127.0.0.1',
     engine: `127.0.0.1:${engine.grpc}`,
-    engineHttp: httpAddress,
+    transport: { engineHttp: httpAddress },
     functions: fnDir,
     prefix: `tgwl${process.pid}`,
     shm: false,

@@ -112,14 +112,14 @@ async function otherClient(port: number, n: number): Promise<{ statuses: number[
 
 describe('L0_gateway_admission', () => {
   it('without bounds (the behaviour before issue 41) node:http runs a whole pipeline at once', async () => {
-    const g = await gateway({ http1Front: false, admission: { perConnection: Infinity, total: Infinity } });
+    const g = await gateway({ transport: { http1Front: false }, admission: { perConnection: Infinity, total: Infinity } });
     const r = await pipeline(g.port, 300);
     expect(r.statuses.length).toBe(300);
     expect(g.admission.peakPerConnection).toBeGreaterThan(20);
   }, 30_000);
 
   it('node:http: a pipeline runs at most perConnection at a time, waits behind them, and past the queue is refused 503 with Retry-After', async () => {
-    const g = await gateway({ http1Front: false, admission: { perConnection: 2, perConnectionQueue: 16, total: 64 } });
+    const g = await gateway({ transport: { http1Front: false }, admission: { perConnection: 2, perConnectionQueue: 16, total: 64 } });
     const [flood, other] = await Promise.all([pipeline(g.port, 400), otherClient(g.port, 20)]);
     expect(flood.statuses.length).toBe(400);
     expect(g.admission.peakPerConnection).toBeLessThanOrEqual(2);
@@ -142,7 +142,7 @@ describe('L0_gateway_admission', () => {
   ])(
     '%s: calls past the gateway-wide bound are refused 503 GATEWAY_BUSY at once',
     async (_name, http1Front) => {
-      const g = await gateway({ http1Front, admission: { perConnection: 2, perConnectionQueue: 200, total: 2 } });
+      const g = await gateway({ transport: { http1Front }, admission: { perConnection: 2, perConnectionQueue: 200, total: 2 } });
       const floods = await Promise.all([pipeline(g.port, 100), pipeline(g.port, 100), pipeline(g.port, 100)]);
       const all = floods.flatMap((f) => f.statuses);
       expect(all.length).toBe(300);

@@ -273,7 +273,7 @@ beforeAll(async () => {
     console: false,
   };
   direct = await startGateway({ ...common, prefix: `gwd${process.pid}a` });
-  hono = await startGateway({ ...common, prefix: `gwd${process.pid}b`, directRoute: false });
+  hono = await startGateway({ ...common, prefix: `gwd${process.pid}b`, transport: { directRoute: false } });
 }, 120_000);
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-// The lean HTTP/1.1 front (common/http1-front.ts, gateway/http/direct-front.ts)
+// The lean HTTP/1.1 front (net/http1/http1-front.ts, gateway/http/direct-front.ts)
 // against node:http: two gateways on one real engine, one with the front and
 // one with --http1-front=false, get the same bytes over raw sockets and must
 // answer with the same bytes (Date aside) — plain calls, errors, requests the
@@ -56,7 +56,7 @@ beforeAll(async () => {
     timeouts: { idleMs: 1500 },
   };
   front = await startGateway({ ...common, prefix: `gwf${process.pid}a` });
-  plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, http1Front: false });
+  plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, transport: { http1Front: false } });
 }, 120_000);
 
 afterAll(async () => {

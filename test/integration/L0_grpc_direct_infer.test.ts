@@ -1,12 +1,12 @@
 // Unary ModelInfer served directly (engine/frontends/grpc/grpc-direct-infer.ts),
-// on the engine's own HTTP/2 front (ENGINE_GRPC_FRONT=own; the default on the
+// on the engine's own HTTP/2 front (transport grpcFront 'own'; the default on the
 // Unix socket only) and on node:http2 beside grpc-js (the TCP default, and
-// ENGINE_GRPC_FRONT=grpc-js), must look, on the wire, exactly like
+// grpcFront 'grpc-js'), must look, on the wire, exactly like
 // grpc-js serving it: the same cases are sent as raw HTTP/2 to engines of
 // each kind and to one where grpc-js serves every call on node:http2
-// (ENGINE_GRPC_FRONT=grpc-js ENGINE_GRPC_DIRECT_INFER=0), and the answers
+// (grpcFront 'grpc-js', grpcDirectInfer false), and the answers
 // (status, headers, trailers, message bytes) are compared; also to the own
-// front relaying ModelInfer to grpc-js (ENGINE_GRPC_DIRECT_INFER=0). Also: compressed calls still reach grpc-js,
+// front relaying ModelInfer to grpc-js (grpcDirectInfer false). Also: compressed calls still reach grpc-js,
 // a client reset mid-inference leaves the engine serving, and the shape check
 // of grpc-js's internals (grpc-js-internals.ts) accepts the grpc-js in the tree.
 import http2 from 'node:http2';
@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
+import type { EngineTransport } from '../../engine/frontends/transport-options.ts';
 import { MODEL_INFER_PATH } from '../../engine/frontends/grpc/grpc-direct-infer.ts';
 import { reachIntoGrpcJs, shapeProblem } from '../../engine/frontends/grpc/grpc-js-internals.ts';
 import { messageType } from '../../protocol/index.ts';
@@ -28,22 +29,13 @@ let viaGrpcJs: RunningEngine;
 /** The others that must answer like it: the direct path on node:http2, and the own front relaying to grpc-js. */
 const others: Record<string, RunningEngine> = {};
 
-async function withEnv(env: Record<string, string>, start: () => Promise<RunningEngine>): Promise<RunningEngine> {
-  Object.assign(process.env, env);
-  try {
-    return await start();
-  } finally {
-    for (const k of Object.keys(env)) delete process.env[k];
-  }
-}
-
 beforeAll(async () => {
   repo = tempRepo('l0-direct', ['simple', 'js_echo']);
-  const start = () => startTestEngine({ modelRepository: repo });
-  direct = await withEnv({ ENGINE_GRPC_FRONT: 'own' }, start);
-  viaGrpcJs = await withEnv({ ENGINE_GRPC_FRONT: 'grpc-js', ENGINE_GRPC_DIRECT_INFER: '0' }, start);
+  const start = (transport: Partial<EngineTransport> = {}) => startTestEngine({ modelRepository: repo, transport });
+  direct = await start({ grpcFront: 'own' });
+  viaGrpcJs = await start({ grpcFront: 'grpc-js', grpcDirectInfer: false });
   others['direct on node:http2'] = await start(); // the TCP port's default
-  others['own front relaying to grpc-js'] = await withEnv({ ENGINE_GRPC_FRONT: 'own', ENGINE_GRPC_DIRECT_INFER: '0' }, start);
+  others['own front relaying to grpc-js'] = await start({ grpcFront: 'own', grpcDirectInfer: false });
 }, 60_000);
 
 afterAll(async () => {

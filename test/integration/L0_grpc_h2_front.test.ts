@@ -1,5 +1,5 @@
 // The gRPC port on the engine's own HTTP/2 front (engine/frontends/grpc/grpc-h2-front.ts)
-// (forced on TCP with ENGINE_GRPC_FRONT=own) against grpc-js serving it alone (ENGINE_GRPC_FRONT=grpc-js): the RPCs it
+// (forced on TCP with transport grpcFront 'own') against grpc-js serving it alone (grpcFront 'grpc-js'): the RPCs it
 // relays to grpc-js give the same answers byte for byte; ModelStreamInfer
 // works through the relay (L0_grpc_cancel checks that cancels reach the engine); a large
 // tensor crosses every flow-control window both ways; many connections with
@@ -20,18 +20,9 @@ let viaGrpcJs: RunningEngine;
 
 beforeAll(async () => {
   repo = tempRepo('l0-h2-front', ['simple', 'js_echo']);
-  process.env.ENGINE_GRPC_FRONT = 'own'; // the TCP port's default is node:http2 (issue 37)
-  try {
-    own = await startTestEngine({ modelRepository: repo });
-  } finally {
-    delete process.env.ENGINE_GRPC_FRONT;
-  }
-  process.env.ENGINE_GRPC_FRONT = 'grpc-js';
-  try {
-    viaGrpcJs = await startTestEngine({ modelRepository: repo });
-  } finally {
-    delete process.env.ENGINE_GRPC_FRONT;
-  }
+  // the TCP port's default is node:http2 (issue 37)
+  own = await startTestEngine({ modelRepository: repo, transport: { grpcFront: 'own' } });
+  viaGrpcJs = await startTestEngine({ modelRepository: repo, transport: { grpcFront: 'grpc-js' } });
 }, 60_000);
 
 afterAll(async () => {

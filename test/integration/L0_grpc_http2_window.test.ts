@@ -1,12 +1,12 @@
 // The engine's gRPC listener advertises large HTTP/2 frames and windows
-// (protocol/http2-settings.ts, applied in engine/frontends/grpc/grpc-js-internals.ts), so a client can send a big tensor
+// (net/h2/http2-settings.ts, applied in engine/frontends/grpc/grpc-js-internals.ts), so a client can send a big tensor
 // inline without a WINDOW_UPDATE stall every 64 KiB. Checked from a raw
 // node:http2 session: the SETTINGS the server sent and the connection window
 // it opened. (That large inline tensors still arrive intact over these
 // windows is L0_inline_receive's job.)
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../net/h2/http2-settings.ts';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 

@@ -1,5 +1,5 @@
 // RFC 9113 / RFC 7541 requirements the engine's own HTTP/2 front
-// (protocol/h2-connection.ts) must meet, one test each, named after its
+// (net/h2/h2-connection.ts) must meet, one test each, named after its
 // section: the same bytes go to an engine whose gRPC port is the own front
 // (ENGINE_GRPC_FRONT=own) and to one on node:http2 (grpc-js), on both the
 // direct ModelInfer path and a relayed RPC, and each answer must be the
@@ -9,7 +9,7 @@
 // these tests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
-import { encodeHeaderBlock, Flag, frame, FrameType, H2Error, u32 } from '../../protocol/h2-frames.ts';
+import { encodeHeaderBlock, Flag, frame, FrameType, H2Error, u32 } from '../../net/h2/h2-frames.ts';
 import { headersFrame, probe, requestFields, type ProbeOutcome } from '../fixtures/h2-probe.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
@@ -19,12 +19,7 @@ let node: RunningEngine;
 
 beforeAll(async () => {
   repo = tempRepo('l0-h2-conf', ['simple']);
-  process.env.ENGINE_GRPC_FRONT = 'own';
-  try {
-    own = await startTestEngine({ modelRepository: repo });
-  } finally {
-    delete process.env.ENGINE_GRPC_FRONT;
-  }
+  own = await startTestEngine({ modelRepository: repo, transport: { grpcFront: 'own' } });
   node = await startTestEngine({ modelRepository: repo });
 }, 60_000);
 

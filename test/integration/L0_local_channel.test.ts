@@ -15,7 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
-import { localCallsServed } from '../../engine/frontends/local/local-connection.ts';
+import { localCallsServed } from '../../net/local/local-server-connection.ts';
 import { parseRestrictedFeatures } from '../../engine/frontends/restricted-api.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, startTestEngine } from './helpers.ts';
@@ -77,7 +77,7 @@ async function gateway(
       host: '127.0.0.1',
       port: 0,
       engine: `127.0.0.1:${engineAt.grpcPort}`,
-      engineLocalSocket: sock,
+      transport: { engineLocalSocket: sock },
       engineLocalRetryMs: 100,
       functions: fnDir,
       shmThreshold: 4096,

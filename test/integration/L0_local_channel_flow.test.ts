@@ -20,9 +20,9 @@ import {
   LOCAL_MAX_UNSENT_BYTES,
   localChannelConnections,
   type LocalConnectionStats,
-} from '../../engine/frontends/local/local-connection.ts';
-import { LOCAL_MAX_UNSENT_REQUEST_BYTES, LocalInferChannel } from '../../client/local-infer-channel.ts';
-import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader } from '../../protocol/local-channel.ts';
+} from '../../net/local/local-server-connection.ts';
+import { LOCAL_MAX_UNSENT_REQUEST_BYTES, LocalInferChannel } from '../../net/local/local-infer-channel.ts';
+import { encodeHello, encodeWelcome, FRAME_HEADER_BYTES, FrameType, LocalFrameReader } from '../../net/local/local-channel.ts';
 import { writeModel } from '../fixtures/test-models.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { SIMPLE_INFER_REQUEST } from './helpers.ts';

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { startEngine, type EngineOptions, type RunningEngine } from '../../engine/server/server.ts';
+import { ENGINE_TRANSPORT_ENV, REMOVED_TRANSPORT_ENV } from '../../engine/frontends/transport-options.ts';
 import { writeTestRepository } from '../fixtures/test-models.ts';
 import { freePort } from '../fixtures/net.ts';
 
@@ -29,6 +30,9 @@ export function removeDir(dir: string | undefined): void {
 
 /** Start the real engine on 127.0.0.1 with every frontend on a free port. */
 export function startTestEngine(opts: Partial<EngineOptions> & { modelRepository: string }): Promise<RunningEngine> {
+  // Only the engine's option parsing reads these (issue 38): set here they would silently change nothing.
+  const stray = [...Object.values(ENGINE_TRANSPORT_ENV), ...REMOVED_TRANSPORT_ENV].filter((v) => process.env[v] !== undefined);
+  if (stray.length) throw new Error(`${stray.join(', ')} set in a test: pass startTestEngine({ transport: {...} }) instead`);
   return startEngine({ grpcPort: 0, httpPort: 0, metricsPort: 0, host: '127.0.0.1', allowClientShm: true, ...opts });
 }
 

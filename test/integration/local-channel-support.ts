@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { inferenceService } from '../../protocol/index.ts';
-import { requestHead } from '../../protocol/local-channel.ts';
+import { requestHead } from '../../net/local/local-channel.ts';
 import { removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 const INFER = inferenceService().ModelInfer!;

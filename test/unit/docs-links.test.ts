@@ -19,6 +19,7 @@ const TREE_ROOTS = [
   'client',
   'common',
   'protocol',
+  'net',
   'native',
   'scripts',
   'deploy',

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { lineCount, oversizeReason, rel, sourceFiles } from '../fixtures/source-scan.ts';
 
 const LIMIT = 300;
-const DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'functions', 'scripts', 'deploy/tools'];
+const DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'net', 'functions', 'scripts', 'deploy/tools'];
 
 describe('file size', () => {
   it('the check counts lines and reads a reason only from the head of a file', () => {

@@ -128,8 +128,10 @@ describe('slow-client timeout flags', () => {
 describe('route flags', () => {
   it('--direct-route and --http1-front (a flag name with a digit) parse', async () => {
     const { parseArgs } = await import('../../gateway/main.ts');
-    expect(parseArgs(['--http1-front=false', '--direct-route=false'])).toMatchObject({ http1Front: false, directRoute: false });
-    expect(parseArgs(['--http1-front'])).toMatchObject({ http1Front: true });
+    expect(parseArgs(['--http1-front=false', '--direct-route=false'], {})).toMatchObject({
+      transport: { http1Front: false, directRoute: false },
+    });
+    expect(parseArgs(['--http1-front'], {})).toMatchObject({ transport: { http1Front: true } });
   });
 });
 

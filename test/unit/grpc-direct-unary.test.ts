@@ -1,4 +1,4 @@
-// TritonGrpcClient's direct ModelInfer (client/grpc-direct-unary.ts) against a
+// TritonGrpcClient's direct ModelInfer (net/h2/grpc-direct-unary.ts) against a
 // plain grpc-js server (not the engine): each case is made once through
 // grpc-js and once directly, and both must see the same thing — the reply,
 // the status code and text of a failure, a deadline, metadata, nothing
@@ -8,9 +8,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GrpcStatus, TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
-import { DirectUnaryChannel } from '../../client/grpc-direct-unary.ts';
+import { DirectUnaryChannel } from '../../net/h2/grpc-direct-unary.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../protocol/index.ts';
 import { EngineClient } from '../../gateway/upstream/engine-client.ts';
+import { parseArgs as parseGatewayArgs } from '../../gateway/main.ts';
 
 const SOCK = path.join(os.tmpdir(), `direct-unary-${process.pid}.sock`);
 let seenTraceparent: string | undefined;
@@ -199,7 +200,7 @@ describe('direct ModelInfer client', () => {
       expect(big.length).toBeGreaterThan(0);
       big.length = 0;
       expect(await outcome(direct.modelInfer(req))).toHaveProperty('ok');
-      expect(big.filter((stack) => stack.includes('client/grpc-direct-unary.ts'))).toEqual([]);
+      expect(big.filter((stack) => stack.includes('net/h2/grpc-direct-unary.ts'))).toEqual([]);
     } finally {
       spy.mockRestore();
     }
@@ -212,10 +213,10 @@ describe('direct ModelInfer client', () => {
 });
 
 describe("the gateway's engine client", () => {
-  it('calls ModelInfer directly, and through grpc-js with GATEWAY_GRPC_DIRECT_INFER=0', async () => {
+  it('calls ModelInfer directly, and through grpc-js with the transport option engineGrpcDirect false (GATEWAY_GRPC_DIRECT_INFER=0)', async () => {
     const spy = vi.spyOn(DirectUnaryChannel.prototype, 'call');
-    const run = async () => {
-      const e = new EngineClient(`127.0.0.1:${port}`);
+    const run = async (env: NodeJS.ProcessEnv) => {
+      const e = new EngineClient(`127.0.0.1:${port}`, { grpcDirect: parseGatewayArgs([], env).transport?.engineGrpcDirect });
       try {
         const res = await e.infer(REQ, 'fn', 5000);
         expect([...res.raw_output_contents![0]!]).toEqual([3, 2, 1]);
@@ -224,13 +225,11 @@ describe("the gateway's engine client", () => {
       }
     };
     try {
-      await run();
+      await run({});
       expect(spy).toHaveBeenCalledTimes(1);
-      process.env.GATEWAY_GRPC_DIRECT_INFER = '0';
-      await run();
+      await run({ GATEWAY_GRPC_DIRECT_INFER: '0' });
       expect(spy).toHaveBeenCalledTimes(1);
     } finally {
-      delete process.env.GATEWAY_GRPC_DIRECT_INFER;
       spy.mockRestore();
     }
   });

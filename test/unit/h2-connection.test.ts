@@ -1,4 +1,4 @@
-// The engine's own HTTP/2 server connection (protocol/h2-connection.ts)
+// The engine's own HTTP/2 server connection (net/h2/h2-connection.ts)
 // against node:http2's client over loopback: streams both ways, flow control
 // in both directions with small windows, CONTINUATION, resets, PING, SETTINGS
 // changes mid-stream and graceful GOAWAY; and against raw bytes: each kind
@@ -8,9 +8,9 @@ import fc from 'fast-check';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { H2ServerConnection, type H2ServerOptions } from '../../protocol/h2-connection.ts';
-import { encodeHeaderBlock, Flag, frame, FrameType, H2Error, PREFACE, settingsFrame } from '../../protocol/h2-frames.ts';
-import type { H2Stream } from '../../protocol/h2-stream.ts';
+import { H2ServerConnection, type H2ServerOptions } from '../../net/h2/h2-connection.ts';
+import { encodeHeaderBlock, Flag, frame, FrameType, H2Error, PREFACE, settingsFrame } from '../../net/h2/h2-frames.ts';
+import type { H2Stream } from '../../net/h2/h2-stream.ts';
 
 const servers: net.Server[] = [];
 const clients: http2.ClientHttp2Session[] = [];

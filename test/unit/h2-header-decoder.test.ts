@@ -1,4 +1,4 @@
-// The own HTTP/2 front's header block decoding (protocol/h2-header-decoder.ts):
+// The own HTTP/2 front's header block decoding (net/h2/h2-header-decoder.ts):
 // hpack.js bounded from around it. RFC 7541 Appendix C's request examples
 // decode to the RFC's header lists (with and without Huffman, the dynamic
 // table carried from block to block); the field count and header list size
@@ -7,7 +7,7 @@
 // is refused in milliseconds; a dynamic table size update is accepted only at
 // a block's start and up to our table size (RFC 7541 §4.2, §6.3).
 import { describe, expect, it } from 'vitest';
-import { HeaderDecoder, toHeaders } from '../../protocol/h2-header-decoder.ts';
+import { HeaderDecoder, toHeaders } from '../../net/h2/h2-header-decoder.ts';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const pairs = (fields: string[]) => Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]);

@@ -1,12 +1,12 @@
-// common/http1-head.ts: the strict subset it takes, what it leaves to
+// net/http1/http1-head.ts: the strict subset it takes, what it leaves to
 // node:http, and (fast-check) that any bytes at all get an answer, that heads
 // built in the subset read back field for field, and that one byte outside
 // the subset anywhere in a head sends it to node:http.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_HEAD_BYTES, readHead } from '../../common/http1-head.ts';
-import { replyText } from '../../common/http1-reply.ts';
-import { Http1Front, type Http1Handler } from '../../common/http1-front.ts';
+import { MAX_HEAD_BYTES, readHead } from '../../net/http1/http1-head.ts';
+import { replyText } from '../../net/http1/http1-reply.ts';
+import { Http1Front, type Http1Handler } from '../../net/http1/http1-front.ts';
 import { createServer } from 'node:http';
 import { setQuiet } from '../../common/logger.ts';
 

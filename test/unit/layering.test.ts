@@ -11,7 +11,7 @@ import { ROOT } from '../fixtures/source-scan.ts';
 
 const BIN = path.join(ROOT, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs');
 const CONFIG = path.join(ROOT, '.dependency-cruiser.cjs');
-const DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'functions', 'scripts', 'deploy/tools'];
+const DIRS = ['engine', 'gateway', 'client', 'common', 'protocol', 'net', 'functions', 'scripts', 'deploy/tools'];
 const temps: string[] = [];
 
 function cruise(cwd: string, dirs: string[]): { status: number | null; out: string } {
@@ -102,6 +102,44 @@ describe('layering (dependency-cruiser)', () => {
       rule: 'common-not-processes',
       from: 'common/logger.ts',
       files: { 'common/logger.ts': "import { x } from '../engine/api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf },
+    },
+    {
+      rule: 'common-not-processes',
+      from: 'common/logger.ts',
+      files: { 'common/logger.ts': "import { x } from '../net/h2/h2-frames.ts';\nexport const y = x;\n", 'net/h2/h2-frames.ts': leaf },
+    },
+    // net/: bytes in, bytes out; no engine, gateway or client, and protocol/ below it.
+    {
+      rule: 'net-no-model-knowledge',
+      from: 'net/h2/h2-connection.ts',
+      files: {
+        'net/h2/h2-connection.ts': "import type { x } from '../../engine/api/server-api.ts';\nexport type Y = typeof x;\n",
+        'engine/api/server-api.ts': leaf,
+      },
+    },
+    {
+      rule: 'net-no-model-knowledge',
+      from: 'net/local/local-infer-channel.ts',
+      files: {
+        'net/local/local-infer-channel.ts': "import { x } from '../../client/grpc-client.ts';\nexport const y = x;\n",
+        'client/grpc-client.ts': leaf,
+      },
+    },
+    {
+      rule: 'net-no-model-knowledge',
+      from: 'net/http1/http1-front.ts',
+      files: {
+        'net/http1/http1-front.ts': "import { x } from '../../gateway/core/errors.ts';\nexport const y = x;\n",
+        'gateway/core/errors.ts': leaf,
+      },
+    },
+    {
+      rule: 'protocol-not-net',
+      from: 'protocol/grpc-framing.ts',
+      files: {
+        'protocol/grpc-framing.ts': "import { x } from '../net/h2/http2-settings.ts';\nexport const y = x;\n",
+        'net/h2/http2-settings.ts': leaf,
+      },
     },
     {
       rule: 'engine-not-gateway',
@@ -213,7 +251,7 @@ describe('layering (dependency-cruiser)', () => {
     expect(r.out).toContain('error no-folder-cycle: protocol/codec');
   });
 
-  it('the allowed imports pass: frontends → api/protocol/common, backends → api, engine wings → later wings, gateway → client/protocol/common, gateway wings → later wings', () => {
+  it('the allowed imports pass: frontends → api/net/protocol/common, backends → api, engine wings → later wings, client → net, net → protocol/common, gateway → client/protocol/common, gateway wings → later wings', () => {
     const dir = plant({
       'engine/frontends/http/routes.ts':
         "import { a } from '../../api/status.ts';\nimport { p } from '../../../protocol/index.ts';\nimport { c } from '../../../common/logger.ts';\nexport const r = [a, p, c];\n",
@@ -233,7 +271,12 @@ describe('layering (dependency-cruiser)', () => {
       'engine/shm/manager.ts': "import { a } from '../api/status.ts';\nexport const m = a;\n",
       'protocol/index.ts': 'export const p = 1;\n',
       'common/logger.ts': 'export const c = 1;\n',
-      'client/grpc-client.ts': "import { p } from '../protocol/index.ts';\nexport const g = p;\n",
+      'client/grpc-client.ts':
+        "import { p } from '../protocol/index.ts';\nimport { n } from '../net/h2/grpc-direct-unary.ts';\nexport const g = [p, n];\n",
+      'net/h2/grpc-direct-unary.ts':
+        "import { p } from '../../protocol/index.ts';\nimport { c } from '../../common/logger.ts';\nimport { s } from './http2-settings.ts';\nexport const n = [p, c, s];\n",
+      'net/h2/http2-settings.ts': 'export const s = 1;\n',
+      'engine/frontends/grpc/grpc-h2-front.ts': "import { s } from '../../../net/h2/http2-settings.ts';\nexport const f = s;\n",
       'gateway/app.ts':
         "import { g } from '../client/grpc-client.ts';\nimport { c } from '../common/logger.ts';\nimport { h } from './http/direct-call.ts';\nexport const r = [g, c, h];\n",
       'gateway/http/direct-call.ts': "import { i } from '../calls/invoke.ts';\nexport const h = i;\n",
@@ -242,7 +285,7 @@ describe('layering (dependency-cruiser)', () => {
       'gateway/upstream/engine-client.ts': "import { e } from '../core/errors.ts';\nexport const u = e;\n",
       'gateway/core/errors.ts': 'export const e = 1;\n',
     });
-    const r = cruise(dir, ['engine', 'protocol', 'common', 'client', 'gateway']);
+    const r = cruise(dir, ['engine', 'protocol', 'net', 'common', 'client', 'gateway']);
     expect(r.out).toContain('no dependency violations found');
     expect(r.status).toBe(0);
   });

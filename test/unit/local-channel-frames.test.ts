@@ -1,4 +1,4 @@
-// The local channel's frame reader and codec (protocol/local-channel.ts),
+// The local channel's frame reader and codec (net/local/local-channel.ts),
 // fuzzed with fast-check: frames split anywhere are reassembled exactly;
 // arbitrary bytes give the same frames and the same error however they are
 // split, and never an exception; each decoder takes any payload.
@@ -17,7 +17,7 @@ import {
   LocalFrameReader,
   LOCAL_VERSION,
   requestHead,
-} from '../../protocol/local-channel.ts';
+} from '../../net/local/local-channel.ts';
 
 interface Got {
   type: number;

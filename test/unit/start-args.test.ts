@@ -39,7 +39,7 @@ describe('npm start defaults', () => {
   it('with a local socket, the engine serves the local channel there and the gateway sends ModelInfer over it', () => {
     const a = startArgs({}, '/tmp/e.sock', 'k', '/tmp/e-local.sock');
     expect(parseEngineArgs(afterScript(a.engine)).localSocket).toBe('/tmp/e-local.sock');
-    expect(parseGatewayArgs(a.gateway.slice(1)).engineLocalSocket).toBe('/tmp/e-local.sock');
+    expect(parseGatewayArgs(a.gateway.slice(1), {}).transport?.engineLocalSocket).toBe('/tmp/e-local.sock');
     expect(parseEngineArgs(afterScript(startArgs({}).engine)).localSocket).toBeUndefined();
   });
 

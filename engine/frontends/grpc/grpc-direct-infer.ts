@@ -13,10 +13,10 @@
 // length-prefixed message, trailers; a trailers-only answer on error;
 // grpc-timeout; its message-size limits and texts); every other stream goes
 // to grpc-js untouched. The routing is one of the reaches into grpc-js
-// (grpc-js-internals.ts), off with the others if grpc-js changed shape;
-// ENGINE_GRPC_DIRECT_INFER=0 turns it off alone (then grpc-js serves every
-// call, as before). The port's own HTTP/2 front (grpc-h2-front.ts, the
-// default) answers with the same DirectInferCall on its streams.
+// (grpc-js-internals.ts), off with the others if grpc-js changed shape (then
+// grpc-js serves every call, as before; the differential tests also turn it
+// off alone, transport-options.ts grpcDirectInfer). The port's own HTTP/2
+// front (grpc-h2-front.ts) answers with the same DirectInferCall on its streams.
 import type { ServerHttp2Stream } from 'node:http2';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';

@@ -1,19 +1,19 @@
-// The gRPC port on the engine's own HTTP/2 server (protocol/h2-connection.ts)
+// The gRPC port on the engine's own HTTP/2 server (net/h2/h2-connection.ts)
 // instead of node:http2 (docs/engine/h2-front.md for why and the figures).
 // Plain unary ModelInfer, the call that carries the load, is answered here
 // by the same DirectInferCall as on node:http2, with grpc-js's wire shapes;
 // every other stream is relayed to grpc-js on a private loopback listener
 // (grpc-js-relay.ts), so grpc-js stays the source of truth for every RPC's
-// semantics. Which listeners it serves: grpcFrontMode below.
+// semantics. Which listeners it serves: `grpcFront` in ../transport-options.ts.
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
-import { H2ServerConnection } from '../../../protocol/h2-connection.ts';
-import { encodeHeaderBlock } from '../../../protocol/h2-frames.ts';
-import type { H2Stream } from '../../../protocol/h2-stream.ts';
-import type { H2Limits } from '../../../protocol/h2-limits.ts';
+import { H2ServerConnection } from '../../../net/h2/h2-connection.ts';
+import { encodeHeaderBlock } from '../../../net/h2/h2-frames.ts';
+import type { H2Stream } from '../../../net/h2/h2-stream.ts';
+import type { H2Limits } from '../../../net/h2/h2-limits.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../net/h2/http2-settings.ts';
 import {
   DirectInferCall,
   isDirectInfer,
@@ -23,7 +23,7 @@ import {
   type DirectInferOptions,
   type UnaryAnswer,
 } from './grpc-direct-infer.ts';
-import { GrpcJsRelay } from './grpc-js-relay.ts';
+import { GrpcJsRelay } from '../../../net/h2/grpc-js-relay.ts';
 
 const SETTINGS = { maxFrameSize: MAX_FRAME_SIZE, streamWindow: STREAM_WINDOW, connectionWindow: CONNECTION_WINDOW };
 const block = (h: Record<string, string | number>) => encodeHeaderBlock(Object.entries(h).map(([k, v]) => [k, String(v)] as const));
@@ -31,24 +31,6 @@ const OK_HEADERS_BLOCK = block(RESPONSE_HEADERS);
 const OK_TRAILERS_BLOCK = block(OK_TRAILERS);
 /** A message this small is sent behind its prefix in one DATA frame (copied); a larger one as two pieces, uncopied. */
 const COALESCE_BYTES = 16 << 10;
-
-/**
- * Which server answers which gRPC listener (ENGINE_GRPC_FRONT):
- * - `default` (unset): the TCP port on node:http2 (grpc-js, with the direct
- *   ModelInfer path), the `--grpc-unix-socket` a colocated gateway uses on the
- *   own front. The TCP port faces any client that reaches it; node:http2 is
- *   the server there until the own front passes the attack suite and the
- *   differential tests (issue 37, docs/engine/h2-front.md#conformance).
- * - `own`: both listeners on the own front.
- * - `grpc-js`: both on node:http2.
- */
-export type GrpcFrontMode = 'default' | 'own' | 'grpc-js';
-
-export function grpcFrontMode(v: string | undefined = process.env.ENGINE_GRPC_FRONT): GrpcFrontMode {
-  if (v === undefined || v === '' || v === 'default') return 'default';
-  if (v === 'own' || v === 'grpc-js') return v;
-  throw new Error(`ENGINE_GRPC_FRONT: expected own, grpc-js or default, got '${v}'`);
-}
 
 export interface H2FrontOptions {
   /** The TCP listener; undefined: the Unix socket only. */

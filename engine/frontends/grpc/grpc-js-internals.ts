@@ -1,7 +1,7 @@
 // Every reach into @grpc/grpc-js's internals, in one file, behind one shape
 // check. grpc-js has no public hook for three things the engine needs:
 //
-// 1. HTTP/2 frame size and windows (protocol/http2-settings.ts): grpc-js
+// 1. HTTP/2 frame size and windows (net/h2/http2-settings.ts): grpc-js
 //    passes only maxConcurrentStreams to http2.createServer. We give each
 //    http2 server it created the larger settings (Node's public
 //    updateSettings, for the sessions it accepts from then on) and widen each
@@ -30,7 +30,7 @@ import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { MessageReader, READ_TOO_LARGE } from '../../../protocol/grpc-framing.ts';
 import { GrpcText } from '../../../protocol/grpc-status.ts';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../net/h2/http2-settings.ts';
 import { POOLED_MIN_BYTES, take } from './receive-pool.ts';
 import { log } from '../../../common/logger.ts';
 

@@ -2,7 +2,6 @@
 // 20 RPCs) and grpc.health.v1.Health over the engine's ServerApi. Handlers
 // check, translate, call the engine and reply; every failure leaves through
 // replyError.
-import { lstatSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../../api/server-api.ts';
 import { GRPC_OPTIONS, healthService, inferenceService } from '../../../protocol/index.ts';
@@ -20,9 +19,11 @@ import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
 import { grpcFailure, modelInferCall } from './model-infer-call.ts';
 import { directInferRoute } from './grpc-direct-infer.ts';
 import { reachIntoGrpcJs } from './grpc-js-internals.ts';
-import { grpcFrontMode, startH2Front } from './grpc-h2-front.ts';
+import { startH2Front } from './grpc-h2-front.ts';
+import { DEFAULT_ENGINE_TRANSPORT, type EngineTransport } from '../transport-options.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
-import type { H2Limits } from '../../../protocol/h2-limits.ts';
+import type { H2Limits } from '../../../net/h2/h2-limits.ts';
+import { removeStaleSocket } from '../../../net/unix-socket.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
@@ -211,8 +212,10 @@ export async function startGrpcServer(
     restricted?: RestrictedFeatures;
     streamMaxQueuedBytes?: number;
     h2Limits?: H2Limits;
+    transport?: Partial<EngineTransport> /** transport-options.ts; defaults where not given */;
   },
 ): Promise<{ port: number; close(): Promise<void> }> {
+  const transport = { ...DEFAULT_ENGINE_TRANSPORT, ...opts.transport };
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(
     withReceivedBuffer(inferenceService()),
@@ -234,18 +237,16 @@ export async function startGrpcServer(
     encode: infer.responseSerialize as (m: ModelInferResponse<Uint8Array>) => Buffer,
   };
   // The direct path does not check restrictions: with `inference` restricted, grpc-js serves ModelInfer.
-  const direct = !opts.restricted?.has('inference') && process.env.ENGINE_GRPC_DIRECT_INFER !== '0';
+  const direct = !opts.restricted?.has('inference') && transport.grpcDirectInfer;
   const sock = opts.unixSocket;
   if (sock) removeStaleSocket(sock);
-  const mode = grpcFrontMode();
   const host = opts.host ?? '0.0.0.0';
-  const pooledDecoder = process.env.ENGINE_GRPC_POOLED_DECODER !== '0';
   let port: number;
   let front: { close(): Promise<void> } | undefined;
-  if (mode === 'own') {
+  if (transport.grpcFront === 'own') {
     // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
-    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder });
+    reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: true });
     const f = await startH2Front({
       tcp: { host, port: opts.port },
       unixSocket: sock,
@@ -258,11 +259,15 @@ export async function startGrpcServer(
   } else {
     port = await bind(`${host}:${opts.port}`);
     // default: the Unix socket on the own front, relaying to grpc-js's private loopback port.
-    const ownSock = mode === 'default' ? sock : undefined;
+    const ownSock = transport.grpcFront === 'default' ? sock : undefined;
     const internal = ownSock ? await bind('127.0.0.1:0') : 0;
     if (sock && !ownSock) await bind(`unix:${sock}`);
     // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
-    reachIntoGrpcJs(server, { widenHttp2: true, route: direct ? directInferRoute(api, directOpts) : undefined, pooledDecoder });
+    reachIntoGrpcJs(server, {
+      widenHttp2: true,
+      route: direct ? directInferRoute(api, directOpts) : undefined,
+      pooledDecoder: true,
+    });
     if (ownSock)
       front = await startH2Front({
         unixSocket: ownSock,
@@ -288,13 +293,4 @@ export async function startGrpcServer(
       if (sock) removeStaleSocket(sock);
     },
   };
-}
-
-/** Unlink a socket file at `p` (only a socket: never some other file given by mistake). */
-function removeStaleSocket(p: string): void {
-  try {
-    if (lstatSync(p).isSocket()) unlinkSync(p);
-  } catch {
-    // absent: nothing to remove
-  }
 }

@@ -1,4 +1,4 @@
-// The infer route on the lean HTTP/1.1 front (common/http1-front.ts): the
+// The infer route on the lean HTTP/1.1 front (net/http1/http1-front.ts): the
 // requests direct-infer.ts serves from node:http, read and answered without
 // node:http's request and response objects when the request is a plain,
 // complete one (docs/gateway/performance.md, "A lean HTTP/1.1 front"; the
@@ -7,7 +7,7 @@
 // Everything the front does not take (other routes, a body over 64 KiB or
 // over the input limit, any head outside its subset) reaches node:http and
 // from there directInferListener or the Hono app, which answer as before.
-import type { Http1Handler } from '../../../common/http1-front.ts';
+import type { Http1Handler } from '../../../net/http1/http1-front.ts';
 import type { ServerApi } from '../../api/server-api.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { errorHead, inferTarget, replyHead, type InferTarget } from './direct-infer.ts';

@@ -13,7 +13,7 @@ import { DEFAULT_MAX_INPUT_BYTES } from './incoming-body.ts';
 import { registerHealthRoutes } from './routes-health.ts';
 import { directInferListener } from './direct-infer.ts';
 import { directInferFront } from './direct-front.ts';
-import { Http1Front } from '../../../common/http1-front.ts';
+import { Http1Front } from '../../../net/http1/http1-front.ts';
 import { registerInferRoutes } from './routes-infer.ts';
 import { registerGenerateRoutes } from './generate-routes.ts';
 import { registerModelRoutes } from './routes-models.ts';
@@ -22,6 +22,7 @@ import { registerSharedMemoryRoutes } from './routes-shared-memory.ts';
 import { registerSettingsRoutes } from './routes-settings.ts';
 import { DEFAULT_HTTP_TIMEOUTS, handleClientErrors, timeoutServerOptions, type HttpTimeouts } from './http-timeouts.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
+import { DEFAULT_ENGINE_TRANSPORT } from '../transport-options.ts';
 import { failedRestriction, httpApiGroup, httpRestrictedText, type RestrictedFeatures } from '../restricted-api.ts';
 
 export interface HttpAppOptions {
@@ -104,7 +105,8 @@ export function startHttpServer(
   opts: {
     port: number;
     host?: string;
-    timeouts?: HttpTimeouts /** The lean HTTP/1.1 front for plain infer requests (default: on unless ENGINE_HTTP1_FRONT=0). */;
+    timeouts?: HttpTimeouts;
+    /** The lean HTTP/1.1 front for plain infer requests (transport-options.ts `http1Front`; default on). */
     http1Front?: boolean;
   } & HttpAppOptions,
 ): Promise<RunningServer> {
@@ -119,7 +121,7 @@ export function startHttpServer(
   const server = createServer(timeoutServerOptions(timeouts), listener);
   handleClientErrors(server, timeouts, 'HTTP');
   // Plain, complete infer requests on the lean HTTP/1.1 front (direct-front.ts), the rest through node:http as above.
-  const onFront = direct && (opts.http1Front ?? process.env.ENGINE_HTTP1_FRONT !== '0');
+  const onFront = direct && (opts.http1Front ?? DEFAULT_ENGINE_TRANSPORT.http1Front);
   const front = onFront
     ? Http1Front.attach(server, directInferFront(api, maxInputBytes), { idleMs: timeouts.idleMs, headersMs: timeouts.headersMs })
     : undefined;

@@ -9,9 +9,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import type { ServerApi } from '../../api/server-api.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
-import { LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES, LocalConnection } from './local-connection.ts';
+import { LocalConnection } from './local-connection.ts';
+import { LOCAL_MAX_CALLS_IN_FLIGHT, LOCAL_MAX_UNSENT_BYTES } from '../../../net/local/local-server-connection.ts';
 import { GRPC_OPTIONS, inferenceService } from '../../../protocol/index.ts';
-import { REQUEST_FIELDS_BYTES } from '../../../protocol/local-channel.ts';
+import { REQUEST_FIELDS_BYTES } from '../../../net/local/local-channel.ts';
+import { removeStaleSocket } from '../../../net/unix-socket.ts';
 import type { ModelInferRequest, ModelInferResponse } from '../../../protocol/kserve-messages.ts';
 
 export interface LocalServerOptions {
@@ -42,7 +44,7 @@ export async function startLocalServer(api: ServerApi, opts: LocalServerOptions)
   const server = net.createServer((socket) => {
     conns.add(new LocalConnection(socket, api, connOpts, (c) => conns.delete(c)));
   });
-  removeStaleSocket(opts.path);
+  removeStaleLocalSocket(opts.path);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.path, () => {
@@ -58,18 +60,11 @@ export async function startLocalServer(api: ServerApi, opts: LocalServerOptions)
       new Promise<void>((resolve) => {
         for (const c of [...conns]) c.close();
         server.close(() => resolve());
-      }).finally(() => removeStaleSocket(opts.path)),
+      }).finally(() => removeStaleLocalSocket(opts.path)),
   };
 }
 
-/** Unlink a socket file at `p` (only a socket: never some other file given by mistake). */
-export function removeStaleSocket(p: string): void {
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(p);
-  } catch {
-    return; // absent: nothing to remove
-  }
-  if (st.isSocket()) fs.unlinkSync(p);
-  else throw new Error(`--local-socket=${p}: a file that is not a socket is in the way`);
+/** Unlink a stale socket file at `p`; a file there that is not a socket stops the start. */
+export function removeStaleLocalSocket(p: string): void {
+  if (removeStaleSocket(p) === 'not-a-socket') throw new Error(`--local-socket=${p}: a file that is not a socket is in the way`);
 }

@@ -11,9 +11,9 @@
 // are credited back to the client only once grpc-js's stream took them, and
 // grpc-js's answer is paused while the client's window holds it up.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
-import { H2Error, type HeaderList } from '../../../protocol/h2-frames.ts';
-import type { H2Stream } from '../../../protocol/h2-stream.ts';
-import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../protocol/http2-settings.ts';
+import { H2Error, type HeaderList } from './h2-frames.ts';
+import type { H2Stream } from './h2-stream.ts';
+import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from './http2-settings.ts';
 
 /** Connection-specific headers HTTP/2 forbids (RFC 9113 §8.2.2): never relayed. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host']);

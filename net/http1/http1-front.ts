@@ -23,7 +23,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { readHead, type Http1Head } from './http1-head.ts';
 import { replyText, type Http1Reply } from './http1-reply.ts';
-import { log } from './logger.ts';
+import { log } from '../../common/logger.ts';
 
 export type { Http1Reply } from './http1-reply.ts';
 

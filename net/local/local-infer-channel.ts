@@ -28,10 +28,10 @@ import {
   LocalFrameReader,
   REQUEST_FIELDS_BYTES,
   requestHead,
-} from '../protocol/local-channel.ts';
-import { LocalFrameWriter } from '../protocol/local-frame-writer.ts';
-import { GrpcStatus, GrpcText } from '../protocol/grpc-status.ts';
-import { grpcError } from './grpc-direct-unary.ts';
+} from './local-channel.ts';
+import { LocalFrameWriter } from './local-frame-writer.ts';
+import { GrpcStatus, GrpcText } from '../../protocol/grpc-status.ts';
+import { grpcError } from '../h2/grpc-direct-unary.ts';
 
 export interface LocalChannelOptions {
   /** Sent in HELLO as a gRPC call's metadata would be (the engine's --grpc-restricted-protocol keys). */

@@ -26,11 +26,11 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { endWithMessage, messagePrefix, READ_OK, UnaryMessageReader } from '../protocol/grpc-framing.ts';
-import { decodeGrpcMessage, GrpcStatus, grpcStatusName, GrpcText, type GrpcOutcome } from '../protocol/grpc-status.ts';
-import { formatGrpcTimeout } from '../protocol/grpc-timeout.ts';
+import { endWithMessage, messagePrefix, READ_OK, UnaryMessageReader } from '../../protocol/grpc-framing.ts';
+import { decodeGrpcMessage, GrpcStatus, grpcStatusName, GrpcText, type GrpcOutcome } from '../../protocol/grpc-status.ts';
+import { formatGrpcTimeout } from '../../protocol/grpc-timeout.ts';
 // The windows we advertise for answers (large outputs arrive without WINDOW_UPDATE stalls).
-import { CONNECTION_WINDOW, STREAM_WINDOW } from '../protocol/http2-settings.ts';
+import { CONNECTION_WINDOW, STREAM_WINDOW } from './http2-settings.ts';
 
 export interface DirectCallOptions {
   timeoutMs?: number;
