@@ -5,7 +5,9 @@
 // and printable-ASCII values, CRLF line ends, each name once, a decimal
 // Content-Length or none, Connection only `keep-alive` / `close`. Anything
 // else (Transfer-Encoding, Expect, Upgrade, obs-fold, bare CR or LF, control
-// or non-ASCII bytes, a repeated field, HTTP/1.0, a head over the limit) is
+// or non-ASCII bytes, a tab anywhere (node:http does not take a tab as
+// whitespace everywhere RFC 9110's OWS allows one, issue 37), a repeated
+// field, HTTP/1.0, a head over the limit) is
 // not an error here: the reader answers `undefined` and the caller hands the
 // bytes, untouched, to node:http, whose parser (llhttp) decides. So no request
 // is ever read two ways: either every byte of it is in the subset, or
@@ -32,9 +34,9 @@ const MAX_FIELDS = 64;
 const MAX_CONTENT_LENGTH_DIGITS = 9;
 
 const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
-const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?[ \t]*$/;
-/** Any byte a head in the subset never holds: controls other than HT, CR and LF, DEL, and everything above ASCII. */
-const OUTSIDE = /[^\t\r\n\x20-\x7e]/;
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+): *([\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)? *$/;
+/** Any byte a head in the subset never holds: controls (HT included) other than CR and LF, DEL, and everything above ASCII. */
+const OUTSIDE = /[^\r\n\x20-\x7e]/;
 /** A CR not followed by LF, or an LF not preceded by CR. */
 const BARE_CR_LF = /\r(?!\n)|(?<!\r)\n/;
 
