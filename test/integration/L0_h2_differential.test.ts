@@ -290,10 +290,6 @@ const DIFFERENCES: Record<string, { why: string; node: (theirs: H2Outcome, ours:
     why: 'RFC 9113 §6.5.2: SETTINGS_MAX_FRAME_SIZE below 16384 is a connection PROTOCOL_ERROR; Node sends INTERNAL_ERROR',
     node: (t) => t.goaway === H2Error.INTERNAL_ERROR,
   },
-  'settings-push2': {
-    why: 'RFC 9113 §6.5.2: SETTINGS_ENABLE_PUSH other than 0 or 1 is a connection PROTOCOL_ERROR; Node sends INTERNAL_ERROR',
-    node: (t) => t.goaway === H2Error.INTERNAL_ERROR,
-  },
   'headers-zero': {
     why: 'RFC 9113 §6.2: HEADERS on stream 0 is a connection PROTOCOL_ERROR; Node sends INTERNAL_ERROR',
     node: (t) => t.goaway === H2Error.INTERNAL_ERROR,
