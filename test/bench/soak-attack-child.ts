@@ -10,8 +10,8 @@ const httpCall = `POST /v2/models/simple/infer HTTP/1.1\r\nHost: a\r\nContent-Ty
 
 async function run(): Promise<object> {
   if (name === 'slowloris') {
-    const r = await slowloris(Number(http), 200, 100, 15_000);
-    return { sent: r.opened, answer: `${r.closedByServer} of ${r.opened} closed by the server in 15 s` };
+    const r = await slowloris(Number(http), 200, 100, 20_000);
+    return { sent: r.opened, answer: `${r.closedByServer} of ${r.opened} closed by the server in 20 s` };
   }
   if (name === 'pipeline-flood') {
     const r = await pipelineFlood(Number(http), httpCall, 20_000);
