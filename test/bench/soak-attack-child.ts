@@ -5,7 +5,8 @@
 import { H2_ATTACKS, pipelineFlood, slowloris, type H2AttackName } from '../fixtures/h2-attacks.ts';
 
 const [name, grpc, http] = process.argv.slice(2) as [string, string, string];
-const body = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,1],"data":[1]},{"name":"INPUT1","datatype":"INT32","shape":[1,1],"data":[2]}]}';
+const body =
+  '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,1],"data":[1]},{"name":"INPUT1","datatype":"INT32","shape":[1,1],"data":[2]}]}';
 const httpCall = `POST /v2/models/simple/infer HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 
 async function run(): Promise<object> {

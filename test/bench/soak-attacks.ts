@@ -60,7 +60,8 @@ interface Row {
   rssAfterMiB: number;
 }
 
-const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]! : NaN);
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]! : NaN;
 const round = (x: number) => Math.round(x * 100) / 100;
 
 /** The other client's latencies while `during` runs (one call at a time, 2 ms apart). */
@@ -88,13 +89,22 @@ async function measured<T>(client: TritonGrpcClient, during: () => Promise<T>): 
 
 export async function runAttacks(names: string[], out?: string): Promise<void> {
   const chosen = names.length ? names : [...ATTACK_NAMES];
-  for (const n of chosen) if (!(ATTACK_NAMES as readonly string[]).includes(n)) throw new Error(`--attacks: unknown '${n}' (one of ${ATTACK_NAMES.join(', ')})`);
+  for (const n of chosen)
+    if (!(ATTACK_NAMES as readonly string[]).includes(n)) throw new Error(`--attacks: unknown '${n}' (one of ${ATTACK_NAMES.join(', ')})`);
   const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const repo = writeTestRepository(trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'soak-attacks-'))), ['simple']);
   const engine = spawnTs(
     'engine',
     'engine/main.ts',
-    [`--model-repository=${repo}`, `--grpc-port=${grpcPort}`, `--http-port=${httpPort}`, `--metrics-port=${metricsPort}`, '--http-address=127.0.0.1', '--model-control-mode=explicit', '--load-model=simple'],
+    [
+      `--model-repository=${repo}`,
+      `--grpc-port=${grpcPort}`,
+      `--http-port=${httpPort}`,
+      `--metrics-port=${metricsPort}`,
+      '--http-address=127.0.0.1',
+      '--model-control-mode=explicit',
+      '--load-model=simple',
+    ],
     { ENGINE_GRPC_FRONT: 'own' },
   );
   const client = new TritonGrpcClient(`127.0.0.1:${grpcPort}`);
@@ -103,7 +113,9 @@ export async function runAttacks(names: string[], out?: string): Promise<void> {
     const pid = engine.proc.pid!;
     const idle = await measured(client, () => new Promise((r) => setTimeout(r, 3000)));
     const idleP99 = pct(idle.lat, 0.99);
-    console.log(`idle: ${idle.lat.length} calls, p50 ${round(pct(idle.lat, 0.5))} ms, p99 ${round(idleP99)} ms, RSS ${round(rssMiB(pid))} MiB`);
+    console.log(
+      `idle: ${idle.lat.length} calls, p50 ${round(pct(idle.lat, 0.5))} ms, p99 ${round(idleP99)} ms, RSS ${round(rssMiB(pid))} MiB`,
+    );
     const rows: Row[] = [];
     for (const name of chosen) {
       const rssBefore = rssMiB(pid);
@@ -124,10 +136,14 @@ export async function runAttacks(names: string[], out?: string): Promise<void> {
       rows.push(row);
       console.log(JSON.stringify(row));
     }
-    console.log(`\n| attack | sent | engine's answer | cut after (ms) | other client: calls, failed | p50 / p99 ms (idle p99 ${round(idleP99)}) | RSS before → after (MiB) |`);
+    console.log(
+      `\n| attack | sent | engine's answer | cut after (ms) | other client: calls, failed | p50 / p99 ms (idle p99 ${round(idleP99)}) | RSS before → after (MiB) |`,
+    );
     console.log('|---|---|---|---|---|---|---|');
     for (const r of rows)
-      console.log(`| ${r.attack} | ${r.sent} | ${r.answer} | ${r.cutMs ?? '—'} | ${r.calls}, ${r.failed} | ${r.p50Ms} / ${r.p99Ms} | ${r.rssBeforeMiB} → ${r.rssAfterMiB} |`);
+      console.log(
+        `| ${r.attack} | ${r.sent} | ${r.answer} | ${r.cutMs ?? '—'} | ${r.calls}, ${r.failed} | ${r.p50Ms} / ${r.p99Ms} | ${r.rssBeforeMiB} → ${r.rssAfterMiB} |`,
+      );
     if (out) writeFileSync(out, JSON.stringify({ idleP99Ms: round(idleP99), rows }, null, 2));
   } finally {
     client.close();

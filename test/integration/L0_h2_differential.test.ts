@@ -64,7 +64,18 @@ const EMPTY_MSG = grpcFramed(new Uint8Array(0));
 // ---- steps: what the client does; built into bytes with the stream state they need ----
 
 type Pick = 'next' | 'same' | 'lower' | 'even' | 'zero' | 'idle' | 'last';
-const FAULTS = ['upper', 'pseudoAfter', 'noScheme', 'connection', 'teGzip', 'status', 'dupPath', 'unknownPseudo', 'badHpack', 'sizeUpdateEnd'];
+const FAULTS = [
+  'upper',
+  'pseudoAfter',
+  'noScheme',
+  'connection',
+  'teGzip',
+  'status',
+  'dupPath',
+  'unknownPseudo',
+  'badHpack',
+  'sizeUpdateEnd',
+];
 type Step =
   | { k: 'req'; path: keyof typeof PATHS; pick: Pick; end: boolean; body: boolean; split: number; fault?: string }
   | { k: 'data'; pick: Pick; what: 'msg' | 'junk' | 'empty'; end: boolean }
@@ -73,7 +84,7 @@ type Step =
   | { k: 'rst' | 'prio'; pick: Pick; bad: boolean }
   | { k: 'goaway' | 'unknown' | 'cont' };
 
-const w = <T,>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary });
+const w = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary });
 const pick = (...p: Pick[]) => fc.constantFrom(...p);
 const step: fc.Arbitrary<Step> = fc.oneof(
   w(
@@ -88,8 +99,22 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       fault: fc.oneof(w(6, fc.constant(undefined)), w(1, fc.constantFrom(...FAULTS))),
     }),
   ),
-  w(3, fc.record({ k: fc.constant('data' as const), pick: pick('last', 'last', 'idle', 'zero'), what: fc.constantFrom('msg', 'junk', 'empty'), end: fc.boolean() })),
-  w(2, fc.record({ k: fc.constant('settings' as const), v: fc.constantFrom('ok', 'ok', 'ack', 'ackPayload', 'badLen', 'stream', 'bigWindow', 'badFrameSize', 'push2', 'unknownId') })),
+  w(
+    3,
+    fc.record({
+      k: fc.constant('data' as const),
+      pick: pick('last', 'last', 'idle', 'zero'),
+      what: fc.constantFrom('msg', 'junk', 'empty'),
+      end: fc.boolean(),
+    }),
+  ),
+  w(
+    2,
+    fc.record({
+      k: fc.constant('settings' as const),
+      v: fc.constantFrom('ok', 'ok', 'ack', 'ackPayload', 'badLen', 'stream', 'bigWindow', 'badFrameSize', 'push2', 'unknownId'),
+    }),
+  ),
   w(2, fc.record({ k: fc.constant('ping' as const), v: fc.constantFrom('ok', 'ok', 'ack', 'badLen', 'stream') })),
   w(2, fc.record({ k: fc.constant('wu' as const), pick: pick('zero', 'last', 'idle'), inc: fc.constantFrom(0, 1, 1000, 0x7fff_ffff) })),
   w(2, fc.record({ k: fc.constant('rst' as const), pick: pick('last', 'last', 'idle', 'zero'), bad: fc.boolean() })),
@@ -116,7 +141,17 @@ function build(steps: Step[]): { bytes: Buffer[]; tags: Set<string> } {
   let last = 0; // highest stream id opened
   const ended = new Set<number>();
   const sidFor = (p: Pick): number =>
-    p === 'next' ? last + 2 || 1 : p === 'same' || p === 'last' ? Math.max(last, 1) : p === 'lower' ? Math.max(last - 2, 1) : p === 'even' ? last + 2 - (last % 2) : p === 'zero' ? 0 : last + 2 || 1;
+    p === 'next'
+      ? last + 2 || 1
+      : p === 'same' || p === 'last'
+        ? Math.max(last, 1)
+        : p === 'lower'
+          ? Math.max(last - 2, 1)
+          : p === 'even'
+            ? last + 2 - (last % 2)
+            : p === 'zero'
+              ? 0
+              : last + 2 || 1;
   for (const s of steps) {
     switch (s.k) {
       case 'req': {
@@ -356,15 +391,15 @@ async function compare(steps: Step[]): Promise<void> {
   const [ours, theirs] = await Promise.all([exchangeFrames(own.grpcPort, bytes), exchangeFrames(node.grpcPort, bytes)]);
   if (same(ours, theirs)) return;
   const explained = [...tags].some((t) => DIFFERENCES[t]?.node(theirs, ours));
-  expect(explained, `own ${JSON.stringify(ours)}\nnode ${JSON.stringify(theirs)}\ntags ${[...tags].join(',')}\n${JSON.stringify(steps)}`).toBe(true);
+  expect(
+    explained,
+    `own ${JSON.stringify(ours)}\nnode ${JSON.stringify(theirs)}\ntags ${[...tags].join(',')}\n${JSON.stringify(steps)}`,
+  ).toBe(true);
 }
 
 describe('L0_h2_differential: the own HTTP/2 front against node:http2 on generated frame sequences', () => {
   it('fuzz: frame sequences, valid and invalid, give the same answers or a documented difference', async () => {
-    await fc.assert(
-      fc.asyncProperty(sequence, compare),
-      { numRuns: RUNS },
-    );
+    await fc.assert(fc.asyncProperty(sequence, compare), { numRuns: RUNS });
   }, 120_000);
 
   it('fuzz: valid calls only (any CONTINUATION split, SETTINGS, PING, WINDOW_UPDATE between) answer alike', async () => {
@@ -399,7 +434,10 @@ describe('L0_h2_differential: the own HTTP/2 front against node:http2 on generat
     ]);
     const ours = await exchangeFrames(own.grpcPort, bytes);
     expect(ours.goaway).toBe(H2Error.FRAME_SIZE_ERROR);
-    const after = await exchangeFrames(own.grpcPort, build([{ k: 'req', path: 'live', pick: 'next', end: false, body: true, split: 0 }]).bytes);
+    const after = await exchangeFrames(
+      own.grpcPort,
+      build([{ k: 'req', path: 'live', pick: 'next', end: false, body: true, split: 0 }]).bytes,
+    );
     expect(after.alive).toBe(true);
     expect(after.streams[1]?.blocks.at(-1)).toContain('grpc-status: 0');
   });

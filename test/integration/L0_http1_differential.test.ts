@@ -132,7 +132,7 @@ async function compare(parts: string[], gapMs = 0): Promise<void> {
 // ---- generators ----
 
 /** Mostly the plain value (so most cases are one or two mutations away from a request the front serves), sometimes another. */
-const mostly = <T,>(plain: T, ...others: T[]) =>
+const mostly = <T>(plain: T, ...others: T[]) =>
   fc.oneof({ weight: 12, arbitrary: fc.constant(plain) }, { weight: 1, arbitrary: fc.constantFrom(...others) });
 const eol = mostly('\r\n', '\n', '\r', '\r\r\n');
 const ows = mostly(' ', '', '  ', '\t', ' \t', '\t ');
