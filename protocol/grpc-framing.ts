@@ -9,7 +9,11 @@
 // copy) where the owner allows it; otherwise it is copied once into a buffer
 // from the owner's allocator (the engine passes its receive pool). The hot
 // path allocates nothing beyond that buffer: the 5-byte prefix is read
-// straight from the chunk unless it is itself split across chunks.
+// straight from the chunk unless it is itself split across chunks. A message
+// declared over GROW_FROM bytes is not reserved at its declared size (up to
+// 2 GiB, before a byte of it came): its buffer starts at GROW_FROM and doubles
+// as the bytes arrive, so a client that declares much and sends little holds
+// little (issue 41).
 //
 // Writing: endWithMessage sends the prefix and the message as one corked
 // write, so the message is never copied behind its prefix.
@@ -37,6 +41,9 @@ export function endWithMessage(stream: Writable, prefix: Buffer, message: Uint8A
   stream.end(message);
 }
 
+/** Messages declared up to this size get their whole buffer at once; larger ones grow with their bytes. */
+export const GROW_FROM = 1 << 20;
+
 /** write() took the chunk (whole messages went to onMessage; a part waits for the next chunk). */
 export const READ_OK = 0;
 /** A message declared more than the reader's limit (its length is in `oversize`); the stream is unusable. */
@@ -53,9 +60,11 @@ export abstract class MessageReader {
   /** A prefix split across chunks (allocated only then). */
   private head: Buffer | undefined;
   private headAt = 0;
-  /** The message being assembled, and how much of it has arrived. */
+  /** The message being assembled (possibly only its first part, see `want`), and how much of it has arrived. */
   private buf: Buffer | undefined;
   private at = 0;
+  /** The whole message's bytes (prefix included) while `buf` is smaller and grows. */
+  private want = 0;
   /** The declared length of the message over the limit, after READ_TOO_LARGE. */
   oversize = 0;
 
@@ -99,7 +108,7 @@ export abstract class MessageReader {
             if (!more) return o < n ? READ_EXTRA : READ_OK;
             continue;
           }
-          buf = this.alloc(PREFIX_BYTES + size);
+          buf = this.start(PREFIX_BYTES + size, n - o);
           chunk.copy(buf, 0, o, o + PREFIX_BYTES);
           o += PREFIX_BYTES;
         } else {
@@ -112,21 +121,42 @@ export abstract class MessageReader {
           this.headAt = 0;
           size = head.readUInt32BE(1);
           if (this.maxBytes !== -1 && size > this.maxBytes) return this.tooLarge(size);
-          buf = this.alloc(PREFIX_BYTES + size);
+          buf = this.start(PREFIX_BYTES + size, n - o);
           head.copy(buf, 0);
         }
         this.buf = buf;
         this.at = PREFIX_BYTES;
       }
+      if (this.want > buf.length && this.at + (n - o) > buf.length) buf = this.grow(buf, n - o);
       const k = Math.min(n - o, buf.length - this.at);
       chunk.copy(buf, this.at, o, o + k);
       this.at += k;
       o += k;
-      if (this.at < buf.length) return READ_OK;
+      if (this.at < buf.length || buf.length < this.want) return READ_OK;
       this.buf = undefined;
       if (!this.onMessage(buf, false)) return o < n ? READ_EXTRA : READ_OK;
     }
     return READ_OK;
+  }
+
+  /** The buffer for a message of `bytes` (prefix included), `inHand` of them in the current chunk: whole, or a first part. */
+  private start(bytes: number, inHand: number): Buffer {
+    if (bytes <= GROW_FROM) {
+      this.want = 0;
+      return this.alloc(bytes);
+    }
+    this.want = bytes;
+    const first = Math.min(bytes, Math.max(GROW_FROM, 2 * inHand));
+    return first === bytes ? this.alloc(bytes) : Buffer.allocUnsafeSlow(first);
+  }
+
+  /** A larger buffer for the message in progress, with what has arrived copied over: doubled, or whole once the rest fits. */
+  private grow(buf: Buffer, inHand: number): Buffer {
+    const size = Math.min(this.want, Math.max(2 * buf.length, this.at + inHand));
+    const next = size === this.want ? this.alloc(size) : Buffer.allocUnsafeSlow(size);
+    buf.copy(next, 0, 0, this.at);
+    this.buf = next;
+    return next;
   }
 
   private tooLarge(size: number): ReadResult {

@@ -174,9 +174,7 @@ export class H2ServerConnection implements StreamOwner {
         return;
       case FrameType.GOAWAY:
         if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
-        this.goingAway = true;
-        if (this.streams.size === 0) this.endSoon();
-        return;
+        return this.shutdown(); // answered with our own GOAWAY, as node:http2 does
       case FrameType.WINDOW_UPDATE:
         return this.onWindowUpdate(sid, p);
       default:

@@ -21,7 +21,7 @@
 // headers timeout before the first byte.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { readHead, type Http1Head } from './http1-head.ts';
+import { readHead, restInSubset, type Http1Head } from './http1-head.ts';
 import { replyText, type Http1Reply } from './http1-reply.ts';
 import { log } from '../../common/logger.ts';
 
@@ -186,6 +186,10 @@ class Connection {
     const route = this.front.handler.accepts(head);
     if (route === undefined) return this.handOff();
     const total = head.headBytes + head.contentLength;
+    // Bytes after this request outside the subset (garbage behind a short Content-Length, a bad pipelined request,
+    // anything after Connection: close):
+    // node:http reads from here on, so every answer is the one node:http gives (issue 41).
+    if (this.pending.length > total && (!head.keepAlive || !restInSubset(this.pending.subarray(total)))) return this.handOff();
     if (this.pending.length < total) {
       if (this.peerEnded) return this.handOff();
       this.bodyTimer ??= setTimeout(() => this.handOff(), BODY_WAIT_MS);

@@ -5,7 +5,9 @@
 // and printable-ASCII values, CRLF line ends, each name once, a decimal
 // Content-Length or none, Connection only `keep-alive` / `close`. Anything
 // else (Transfer-Encoding, Expect, Upgrade, obs-fold, bare CR or LF, control
-// or non-ASCII bytes, a repeated field, HTTP/1.0, a head over the limit) is
+// or non-ASCII bytes, a tab anywhere (node:http does not take a tab as
+// whitespace everywhere RFC 9110's OWS allows one, issue 37), a repeated
+// field, HTTP/1.0, a head over the limit) is
 // not an error here: the reader answers `undefined` and the caller hands the
 // bytes, untouched, to node:http, whose parser (llhttp) decides. So no request
 // is ever read two ways: either every byte of it is in the subset, or
@@ -31,12 +33,62 @@ export const MAX_HEAD_BYTES = 8192;
 const MAX_FIELDS = 64;
 const MAX_CONTENT_LENGTH_DIGITS = 9;
 
-const REQUEST_LINE = /^([A-Z]{1,16}) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
-const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?[ \t]*$/;
-/** Any byte a head in the subset never holds: controls other than HT, CR and LF, DEL, and everything above ASCII. */
-const OUTSIDE = /[^\t\r\n\x20-\x7e]/;
+/** Methods in the subset: ones node:http's parser knows (another upper-case word is its 400, not ours to serve). */
+const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'];
+const REQUEST_LINE = new RegExp(`^(${METHODS.join('|')}) (\\/[\\x21-\\x7e]*) HTTP\\/1\\.1$`);
+/** The start of a request line in the subset, cut anywhere. */
+const REQUEST_LINE_START = new RegExp(
+  `^(?:${METHODS.flatMap((m) => [...m].map((_, i) => m.slice(0, i))).join('|')}|(?:${METHODS.join('|')})(?: (?:\\/[\\x21-\\x7e]*(?: (?:H(?:T(?:T(?:P(?:\\/(?:1(?:\\.1?)?)?)?)?)?)?)?)?)?)?)?\\r?$`,
+);
+/** Fields that leave a request to node:http. */
+const REFUSED_FIELDS = ['transfer-encoding', 'expect', 'upgrade'];
+/** The start of a field line in the subset, cut anywhere. */
+const FIELD_START = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]*(?::[\x20-\x7e]*)?\r?$/;
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+): *([\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)? *$/;
+/** Any byte a head in the subset never holds: controls (HT included) other than CR and LF, DEL, and everything above ASCII. */
+const OUTSIDE = /[^\r\n\x20-\x7e]/;
 /** A CR not followed by LF, or an LF not preceded by CR. */
 const BARE_CR_LF = /\r(?!\n)|(?<!\r)\n/;
+
+/**
+ * Whether `buf` (the bytes after a request the front would serve) is a run of
+ * whole requests in the subset, the last possibly cut short anywhere, none
+ * but the last with Connection: close (node:http's parser refuses bytes
+ * after one). Bytes
+ * that are not (garbage behind a short Content-Length, a malformed request
+ * pipelined behind a good one) make node:http's parser fail as soon as it
+ * reads them, before it answers anything of the same read; so the front
+ * hands such a connection to node:http before serving, and the answers are
+ * node:http's.
+ */
+export function restInSubset(buf: Buffer): boolean {
+  let at = 0;
+  while (at < buf.length) {
+    const rest = buf.subarray(at);
+    const h = readHead(rest);
+    if (h === undefined) return false;
+    if (h === 'partial') return startsHead(rest.toString('latin1'));
+    at += h.headBytes + h.contentLength;
+    if (!h.keepAlive && at < buf.length) return false;
+  }
+  return true;
+}
+
+/** A head cut short: its complete lines a head in the subset, its last line the start of one, naming a field the subset takes. */
+function startsHead(text: string): boolean {
+  if (OUTSIDE.test(text)) return false;
+  const cut = text.lastIndexOf('\r\n');
+  const last = text.slice(cut < 0 ? 0 : cut + 2);
+  if (/\n|\r(?!$)/.test(last)) return false;
+  if (cut < 0) return REQUEST_LINE_START.test(last);
+  // node:http's parser refuses some fields by their name alone (Transfer-Encoding beside Content-Length, a repeat).
+  const done = readHead(Buffer.from(`${text.slice(0, cut)}\r\n\r\n`, 'latin1'));
+  if (typeof done !== 'object' || !FIELD_START.test(last)) return false;
+  const colon = last.indexOf(':');
+  if (colon < 0) return true;
+  const name = last.slice(0, colon).toLowerCase();
+  return !done.headers.has(name) && !REFUSED_FIELDS.includes(name);
+}
 
 /**
  * The head at the start of `buf`: `'partial'` while it has not ended (and is
@@ -60,7 +112,7 @@ export function readHead(buf: Buffer): Http1Head | 'partial' | undefined {
     if (headers.has(name)) return undefined;
     headers.set(name, f[2] ?? '');
   }
-  if (headers.has('transfer-encoding') || headers.has('expect') || headers.has('upgrade')) return undefined;
+  for (const name of REFUSED_FIELDS) if (headers.has(name)) return undefined;
   let contentLength = 0;
   const cl = headers.get('content-length');
   if (cl !== undefined) {

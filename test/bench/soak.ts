@@ -12,6 +12,8 @@
 //        --concurrency=3 --pause-ms=20 --reload-minutes=1 (0: no reloads)
 //        --kinds=ensemble,moderated,staged,recommender,async (a subset) --out=FILE (JSON result)
 //        --abuse=pipeline-flood,slow-reader (abusive clients beside the load, soak-abuse.ts; a lost call is an error)
+//        --attacks[=NAME,...] (instead of the load: the HTTP/2 and HTTP/1.1 flood attacks one by one on an engine
+//        whose gRPC port is the own front, soak-attacks.ts; all of them without a list)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +22,7 @@ import { makeJpeg, makeLargeJpeg } from '../fixtures/images.ts';
 import { freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUntil, type Child } from './processes.ts';
 import { spawnProbed } from './soak-spawn.ts';
 import { runAbuse } from './soak-abuse.ts';
+import { runAttacks } from './soak-attacks.ts';
 import { afterWarmup, slopePerMinute, type Sample } from './soak-stats.ts';
 
 interface Args {
@@ -30,6 +33,8 @@ interface Args {
   reloadMinutes: number;
   kinds?: string[];
   abuse: string[];
+  /** --attacks: the attack suite instead of the soak (an empty list: every attack). */
+  attacks?: string[];
   out?: string;
 }
 
@@ -38,7 +43,7 @@ function parse(argv: string[]): Args {
   for (let i = 0; i < argv.length; i++) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]!);
     if (!m) throw new Error(`unexpected argument '${argv[i]}'`);
-    a[m[1]!] = m[2] ?? argv[++i] ?? '';
+    a[m[1]!] = m[2] ?? (m[1] === 'attacks' ? '' : (argv[++i] ?? ''));
   }
   const minutes = Number(a.minutes ?? 5);
   return {
@@ -49,6 +54,7 @@ function parse(argv: string[]): Args {
     reloadMinutes: Number(a['reload-minutes'] ?? 1),
     kinds: a.kinds ? a.kinds.split(',') : undefined,
     abuse: a.abuse ? a.abuse.split(',') : [],
+    attacks: a.attacks === undefined ? undefined : a.attacks.split(',').filter(Boolean),
     out: a.out,
   };
 }
@@ -72,6 +78,7 @@ function lastProbe(file: string): { heapUsed: number; external: number } | undef
 
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
+  if (args.attacks) return runAttacks(args.attacks, args.out);
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'soak-')));
   const prefix = `soak${process.pid}`;
   const [grpcPort, httpPort, metricsPort, gwPort] = [await freePort(), await freePort(), await freePort(), await freePort()];

@@ -11,6 +11,7 @@ import {
   messagePrefix,
   READ_EXTRA,
   READ_OK,
+  GROW_FROM,
   READ_TOO_LARGE,
   UnaryMessageReader,
 } from '../../protocol/grpc-framing.ts';
@@ -103,6 +104,36 @@ describe('MessageReader (many messages)', () => {
         ).toEqual(msgs.map((m) => m.toString('hex')));
         expect(r.partial).toBe(false);
       }
+    }
+  });
+});
+
+describe('MessageReader: a large declared size is not reserved up front (issue 41)', () => {
+  it('a message declared at 1 GiB holds a buffer of GROW_FROM after 10 bytes, not 1 GiB', () => {
+    const prefix = Buffer.from([0, 0x40, 0, 0, 0]); // 1 GiB declared
+    allocs.length = 0;
+    const r = new UnaryMessageReader(-1, counting);
+    expect(r.write(Buffer.concat([prefix, Buffer.alloc(10)]))).toBe(READ_OK);
+    expect(r.partial).toBe(true);
+    expect(allocs).toEqual([]); // the allocator (the receive pool) is asked only for the whole message's buffer
+    const before = process.memoryUsage().arrayBuffers;
+    const many = Array.from({ length: 8 }, () => new UnaryMessageReader(-1, Buffer.allocUnsafeSlow));
+    for (const m of many) m.write(Buffer.concat([prefix, Buffer.alloc(10)]));
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 * 2 * GROW_FROM);
+  });
+
+  it('a large message assembled from chunks of any size is whole and exact, and its final buffer comes from the allocator', () => {
+    const body = Buffer.alloc(3 * GROW_FROM + 12345);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 31) & 0xff;
+    const f = frame(body);
+    for (const step of [1000, 65536, GROW_FROM, GROW_FROM + 1, 2 * GROW_FROM + 7]) {
+      allocs.length = 0;
+      const r = new UnaryMessageReader(-1, counting);
+      let res = READ_OK;
+      for (let at = 0; at < f.length; at += step) res = r.write(f.subarray(at, at + step));
+      expect(res).toBe(READ_OK);
+      expect(r.message?.equals(f), `chunks of ${step}`).toBe(true);
+      expect(allocs).toEqual([f.length]);
     }
   });
 });

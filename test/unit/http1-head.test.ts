@@ -48,6 +48,11 @@ describe('readHead', () => {
     ['two spaces in the request line', 'POST  /fn/x HTTP/1.1\r\n\r\n'],
     ['an absolute target', 'POST http://a/fn/x HTTP/1.1\r\n\r\n'],
     ['an asterisk target', 'OPTIONS * HTTP/1.1\r\n\r\n'],
+    // issue 37: node:http answers 400 to `Content-Length: 7<TAB>` and keeps a `Connection: close<TAB>` connection open
+    ['a tab after a Content-Length value', 'POST /fn/x HTTP/1.1\r\nContent-Length: 2\t\r\n\r\n{}'],
+    ['a tab after Connection: close', 'POST /fn/x HTTP/1.1\r\nConnection: close\t\r\n\r\n'],
+    ['a tab before a value', 'POST /fn/x HTTP/1.1\r\nX:\ta\r\n\r\n'],
+    ['a tab inside a value', 'POST /fn/x HTTP/1.1\r\nX: a\tb\r\n\r\n'],
   ])('%s: left to node:http', (_n, head) => {
     expect(readHead(b(head))).toBeUndefined();
   });
@@ -69,7 +74,7 @@ describe('readHead', () => {
   });
 
   const tchar = fc.constantFrom(..."abcXYZ019-_.!#$%&'*+^`|~");
-  const vchar = fc.constantFrom(...'abc XYZ019-_.,;:/="()<>@[]{}?\t');
+  const vchar = fc.constantFrom(...'abc XYZ019-_.,;:/="()<>@[]{}?');
   const field = fc.tuple(fc.string({ unit: tchar, minLength: 1, maxLength: 10 }), fc.string({ unit: vchar, maxLength: 20 }));
 
   it('fuzz: a head built in the subset reads back field for field', () => {
@@ -83,14 +88,14 @@ describe('readHead', () => {
         if (h === undefined || h === 'partial') throw new Error(`refused: ${JSON.stringify(text)}`);
         expect(h.contentLength).toBe(len);
         expect(h.target).toBe('/a/b?c=d');
-        for (const [n, v] of kept) expect(h.headers.get(n.toLowerCase())).toBe(v.replace(/^[ \t]+|[ \t]+$/g, ''));
+        for (const [n, v] of kept) expect(h.headers.get(n.toLowerCase())).toBe(v.replace(/^ +| +$/g, ''));
       }),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 1000) },
     );
   });
 
   it('fuzz: one byte outside the subset, anywhere in the head, leaves it to node:http', () => {
-    const bad = fc.constantFrom(0x00, 0x01, 0x0b, 0x0d, 0x0a, 0x7f, 0x80, 0xff);
+    const bad = fc.constantFrom(0x00, 0x01, 0x09, 0x0b, 0x0d, 0x0a, 0x7f, 0x80, 0xff);
     fc.assert(
       fc.property(fc.nat({ max: 1000 }), bad, (at, byte) => {
         const text = 'POST /fn/x HTTP/1.1\r\nHost: a\r\nX-Key: k-one\r\nContent-Length: 2\r\n';
