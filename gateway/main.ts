@@ -9,7 +9,7 @@ import { startGateway, type GatewayOptions } from './server.ts';
 import { gatewayLog as log } from '../common/logger.ts';
 
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--engine-http=127.0.0.1:8000] [--functions=functions]
-  [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
+  [--redis-url=URL] [--shm-threshold=65536] [--max-inline-bytes=N] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
   [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
@@ -52,6 +52,9 @@ export function parseArgs(argv: string[]): GatewayOptions {
         break;
       case 'shm-threshold':
         o.shmThreshold = num(k!, v);
+        break;
+      case 'max-inline-bytes':
+        o.maxInlineBytes = num(k!, v);
         break;
       case 'lease-ttl-ms':
         o.leaseTtlMs = num(k!, v);

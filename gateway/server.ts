@@ -57,6 +57,8 @@ export interface GatewayOptions {
   redisUrl?: string;
   /** Bodies above this many bytes are staged through shm. */
   shmThreshold?: number;
+  /** The largest payload sent inline when shared memory is exhausted; above it such a call is refused (503 SHM_EXHAUSTED). Default: the engine's gRPC message limit less 1 MiB. */
+  maxInlineBytes?: number;
   /** OTLP/HTTP traces endpoint for a span per /fn call (default: GATEWAY_OTLP_URL; none = off). */
   otlpTracesUrl?: string;
   leaseTtlMs?: number;
@@ -178,6 +180,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     arena,
     metrics,
     shmThreshold: o.shmThreshold ?? 65536,
+    maxInlineBytes: o.maxInlineBytes,
     tracing,
     delivery: delivery.manager,
     plans: delivery.plans,
@@ -209,6 +212,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
             jobs,
             deployer,
             sampleMs: o.consoleSampleMs,
+            staging: arena ? () => arena.status() : undefined,
             delivery: { rollouts: delivery.store, plans: delivery.plans },
           },
         }),
