@@ -11,7 +11,7 @@ import { gatewayLog as log } from '../common/logger.ts';
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--engine-http=127.0.0.1:8000] [--functions=functions]
   [--redis-url=URL] [--shm-threshold=65536] [--max-inline-bytes=N] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
-  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
+  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--job-journal-max=10000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
   [--direct-route=true|false] [--http1-front=true|false]
   [--max-calls-per-connection=8] [--max-queued-per-connection=4096] [--max-calls-in-flight=1024]`;
@@ -82,6 +82,9 @@ export function parseArgs(argv: string[]): GatewayOptions {
         break;
       case 'job-claim-idle-ms':
         o.jobClaimIdleMs = num(k!, v);
+        break;
+      case 'job-journal-max':
+        o.jobJournalMax = num(k!, v);
         break;
       case 'redis-namespace':
         o.redisNamespace = v;

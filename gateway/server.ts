@@ -32,6 +32,7 @@ import { jobInvoker } from './jobs/job-call.ts';
 import type { JobQueue } from './jobs/job-queue.ts';
 import { MemoryJobQueue } from './jobs/memory-job-queue.ts';
 import { RedisJobQueue } from './jobs/redis-job-queue.ts';
+import { JobJournal } from './jobs/job-journal.ts';
 import { jobDeliverer } from './jobs/job-deliverer.ts';
 import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
 import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
@@ -76,6 +77,8 @@ export interface GatewayOptions {
   jobsConcurrency?: number;
   /** A job held this long by a silent runner is claimed by another (ms). */
   jobClaimIdleMs?: number;
+  /** Accepted jobs kept in memory to put back if Redis restarts empty (jobs/job-journal.ts; default 10,000; 0: no journal). */
+  jobJournalMax?: number;
   /** Redis key namespace of jobs and deployed bundles, shared by all replicas (default `tgw`). */
   redisNamespace?: string;
   /** Serve the web console under /console (default true). */
@@ -159,7 +162,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) })
     : undefined;
   await presence?.start();
-  const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
+  const jobs: JobQueue = redisUrl
+    ? journaled(new RedisJobQueue(redisUrl, { namespace: ns }), redisUrl, ns, o.jobJournalMax)
+    : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
   const deployer = await startDeployer(o, bundles, registry, engine, definitions);
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
@@ -259,6 +264,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     })());
 
   return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
+}
+
+/** The Redis job queue behind a journal of the jobs this gateway accepted (unless max is 0). */
+function journaled(q: RedisJobQueue, url: string, namespace: string, max = 10_000): JobQueue {
+  return max > 0 ? new JobJournal(q, url, { namespace, maxEntries: max }) : q;
 }
 
 /** Leases in Redis when configured (shared by replicas; inline calls until it is reachable), else in this process. */
