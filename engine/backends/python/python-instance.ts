@@ -340,7 +340,7 @@ export class PythonInstance implements ExecutionInstance {
     );
   }
 
-  /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
+  /** The batch `seq`'s stub passed its memory limit while executing: kill it (onExit fails the batch and starts it again). */
   private overMemory(stub: StubProcess, seq: number, limit: number, used: number): void {
     if (this.stub !== stub || this.running?.seq !== seq || this.closed) return;
     this.killStub(stub, overMemoryError(this.ctx.modelName, this.name, limit, used));
@@ -354,6 +354,7 @@ export class PythonInstance implements ExecutionInstance {
     return why;
   }
 
+  /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
   private overrun(stub: StubProcess, seq: number, ms: number): void {
     if (this.stub !== stub || this.running?.seq !== seq || this.closed) return;
     this.killStub(stub, overrunError(this.ctx.modelName, this.name, ms));
