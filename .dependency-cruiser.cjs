@@ -22,10 +22,36 @@ const gatewayWingRules = GATEWAY_WINGS.map((wing, i) => ({
   },
 }));
 
+// The engine's wings in their import order (docs/architecture.md#folder-map,
+// each wing's README): a wing imports only the wings after it; nothing in a
+// wing imports the engine's root (main.ts, node-flags.ts), which starts the
+// process; a folder under engine/ that is not in this list is refused until it
+// is written in. `frontends/` sits high but imports only `api/`
+// (frontends-only-api); `server/` wires the rest.
+const ENGINE_WINGS = ['server', 'frontends', 'repository', 'backends', 'sharing', 'scheduling', 'config', 'tracing', 'shm', 'api'];
+const UNLISTED_ENGINE_WING = `^engine/(?!(?:${ENGINE_WINGS.join('|')})/)[^/]+/`;
+const engineWingRules = [
+  ...ENGINE_WINGS.map((wing, i) => ({
+    name: 'engine-wing-order',
+    severity: 'error',
+    comment: `engine/${wing}/ imports only the wings after it (${ENGINE_WINGS.slice(i + 1).join(', ') || 'none'}), never an earlier wing or the root`,
+    from: { path: `^engine/${wing}/` },
+    to: { path: ['^engine/[^/]+$', UNLISTED_ENGINE_WING, ...ENGINE_WINGS.slice(0, i).map((w) => `^engine/${w}/`)] },
+  })),
+  {
+    name: 'engine-wing-order',
+    severity: 'error',
+    comment: `a folder under engine/ takes part in imports only once it has its place in the engine's wing order (${ENGINE_WINGS.join(' → ')})`,
+    from: { path: UNLISTED_ENGINE_WING },
+    to: { path: '^engine/' },
+  },
+];
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     ...gatewayWingRules,
+    ...engineWingRules,
     {
       // Two processes: the gateway talks to the engine over gRPC only (client/ and protocol/).
       name: 'gateway-not-engine',
@@ -101,6 +127,15 @@ module.exports = {
       name: 'no-circular',
       severity: 'error',
       comment: 'no import cycles anywhere: a cycle makes load order matter and hides which module owns what',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      // Folders too: a folder counts every file beneath it, and its imports are those leaving it.
+      name: 'no-folder-cycle',
+      severity: 'error',
+      comment: 'no import cycles between folders: if folder A imports folder B, nothing in B reaches back into A',
+      scope: 'folder',
       from: {},
       to: { circular: true },
     },

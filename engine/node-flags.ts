@@ -8,10 +8,9 @@
 // limit of ~40 MB). Once the young generation has grown under load (after a
 // burst of inline encoder requests, say), that leaves less room than the
 // young generation's capacity and V8 starts incremental marking on almost
-// every allocation step: measured with 10 MiB inline gRPC requests after
-// such a burst, 166–285 full mark-compacts per ~300 requests and 12.5–25 ms
-// of engine CPU per request, against 14–17 and 8.5–8.6 ms with this flag
-// (/proc CPU, --trace-gc, interleaved). A configured initial size keeps the
-// limit from shrinking to the live heap; it reserves nothing (resident
-// memory after the same loads: 400–430 MB either way).
+// every allocation step, a full mark-compact every few large requests. A
+// configured initial size keeps the limit from shrinking to the live heap; it
+// reserves nothing. The measurements (full mark-compacts, engine CPU per
+// request and resident memory with and without it) are in docs/benchmarks.md,
+// "Request-path CPU per inference".
 export const ENGINE_NODE_FLAGS = ['--initial-old-space-size=128'];

@@ -68,6 +68,13 @@ export interface Backend {
   /** The model file name when the config gives none. */
   readonly defaultModelFilename: string | string[];
   load(ctx: BackendContext): Promise<BackendModel>;
+  /**
+   * The model file's own inputs and outputs, read without loading the model:
+   * the backend's hook for config auto-complete and the checks against the
+   * model at load (engine/config/model-config-loader.ts calls it). Backends
+   * that cannot read their file omit it.
+   */
+  readModelIO?(modelFile: string): { inputs: IOInfo[]; outputs: IOInfo[] };
 }
 
 const registry = new Map<string, Backend>();
@@ -75,6 +82,11 @@ const registry = new Map<string, Backend>();
 /** Register a backend under its name (the config's `backend`). */
 export function registerBackend(b: Backend): void {
   registry.set(b.name, b);
+}
+
+/** The backend registered under `name`, if any. */
+export function registeredBackend(name: string): Backend | undefined {
+  return registry.get(name);
 }
 
 /** The backend serving a normalized config. */

@@ -13,11 +13,11 @@
 //
 // Why not AbortController there: a gRPC ModelInfer built one per request, and
 // Node creates an AbortSignal (an EventTarget, with its internal symbols and
-// listener maps) for each, plus an EventTarget listener per queued request.
-// Profiled under h2load on the tiny recommender (issue 14, round 2) that was
-// ~4 % of the main thread (createAbortSignal alone 6 µs per request) for a
-// signal that almost never fires. The HTTP frontend uses one too
-// (http/request-signal.ts); a real AbortSignal fits the same interface.
+// listener maps) for each, plus an EventTarget listener per queued request: a
+// visible share of the main thread in the profile (docs/benchmarks.md,
+// "Request-path CPU per inference") for a signal that almost never fires. The
+// HTTP frontend uses one too (http/request-signal.ts); a real AbortSignal fits
+// the same interface.
 
 /** The part of AbortSignal the engine uses; an AbortSignal is one. */
 export interface CancelSignal {

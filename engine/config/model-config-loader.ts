@@ -1,12 +1,13 @@
 // Reads one model's configuration: config.pbtxt (or a load-time JSON
 // override), then normalize-and-validate once (model-config-utils.ts), with
-// the ONNX file's own metadata for auto-complete and checks.
+// the model file's own inputs and outputs for auto-complete and checks, read
+// by the backend's hook (`readModelIO`, registered with the backend).
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseModelConfigText } from './model-config-parser.ts';
 import { normalizeModelConfig } from './model-config-utils.ts';
 import type { ModelConfig } from '../api/model-config.ts';
-import { readOnnxIO } from '../backends/onnxruntime/onnx-metadata.ts';
+import { registeredBackend } from '../api/backend.ts';
 import { usableGpuCount } from './gpu-info.ts';
 import { messageType, TO_OBJECT } from '../../protocol/index.ts';
 import { invalidArg } from '../api/status.ts';
@@ -92,16 +93,18 @@ export function effectiveBackendName(raw: ModelConfig, versionDir: string): stri
 export function loadModelConfig(src: ConfigSource, raw: ModelConfig, versionDir: string): ModelConfig {
   const rel = path.relative(src.repository, path.join(src.modelDir, 'config.pbtxt'));
   const inferredBackend = raw.platform || raw.backend ? undefined : inferBackendFromFiles(versionDir, raw.default_model_filename);
-  let onnxIO;
-  if ((inferredBackend ?? backendNameOf(raw)) === 'onnxruntime') {
-    const f = path.join(versionDir, raw.default_model_filename || 'model.onnx');
-    if (fs.existsSync(f)) onnxIO = readOnnxIO(f);
+  const backend = registeredBackend(inferredBackend ?? backendNameOf(raw));
+  let modelIO;
+  if (backend?.readModelIO) {
+    const names = raw.default_model_filename ? [raw.default_model_filename] : [backend.defaultModelFilename].flat();
+    const f = names.map((n) => path.join(versionDir, n)).find((p) => fs.existsSync(p));
+    if (f) modelIO = backend.readModelIO(f);
   }
   return normalizeModelConfig(structuredClone(raw), {
     modelName: src.modelName,
     file: rel,
     strict: src.strict,
-    onnxIO,
+    modelIO,
     gpuCount: usableGpuCount(),
     inferredBackend,
   });

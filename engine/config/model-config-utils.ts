@@ -1,6 +1,6 @@
 // Triton's model_config_utils for this engine: normalize a parsed config
-// (fill defaults, reconcile platform/backend, autocomplete from ONNX metadata
-// when not strict), then validate it, once at load. Errors are INVALID_ARG and
+// (fill defaults, reconcile platform/backend, autocomplete from the model
+// file's tensors when not strict: onnxruntime's rules), then validate it, once at load. Errors are INVALID_ARG and
 // name the config file and the field path. Pure functions; no I/O. The
 // checks themselves live in model-config-validation.ts.
 import { invalidArg } from '../api/status.ts';
@@ -29,8 +29,8 @@ export interface NormalizeOptions {
   file: string;
   /** --strict-model-config: no autocomplete from the model file. */
   strict: boolean;
-  /** Inputs/outputs read from the ONNX model, when the loader has them. */
-  onnxIO?: { inputs: IOInfo[]; outputs: IOInfo[] };
+  /** Inputs/outputs the backend read from the model file (its `readModelIO` hook), when the loader has them. */
+  modelIO?: { inputs: IOInfo[]; outputs: IOInfo[] };
   /** GPUs visible to the engine (default 0: CPU only). */
   gpuCount?: number;
   /** Backend guessed from the version directory's files when the config names none. */
@@ -67,7 +67,7 @@ export function normalizeModelConfig(raw: ModelConfig, opts: NormalizeOptions): 
   c.output ??= [];
   reconcileBackend(c, opts, fail);
 
-  if (!opts.strict && opts.onnxIO && c.backend === 'onnxruntime') autocomplete(c, raw, withoutEngineTensors(c, opts.onnxIO));
+  if (!opts.strict && opts.modelIO && c.backend === 'onnxruntime') autocomplete(c, raw, withoutEngineTensors(c, opts.modelIO));
   c.max_batch_size ??= 0;
   for (const t of [...c.input, ...c.output]) t.dims ??= [];
 
@@ -79,7 +79,7 @@ export function normalizeModelConfig(raw: ModelConfig, opts: NormalizeOptions): 
 
   validateModelConfig(c, opts.file);
   if (c.sequence_batching) sequenceSpecOf(c, opts.file);
-  if (opts.onnxIO) validateAgainstModel(c, withoutEngineTensors(c, opts.onnxIO), fail);
+  if (opts.modelIO) validateAgainstModel(c, withoutEngineTensors(c, opts.modelIO), fail);
   return c;
 }
 

@@ -7,6 +7,7 @@ import type { Scheduler } from '../api/scheduler.ts';
 import type { ModelStatistics } from '../api/model-statistics.ts';
 import type { ModelState } from '../api/server-api.ts';
 import type { InstancePool } from '../scheduling/instance-pool.ts';
+import type { ModelVersion as LoadedVersion } from '../api/model-version.ts';
 import { Lifecycle, type TransitionTable } from '../../common/lifecycle.ts';
 import { log } from '../../common/logger.ts';
 
@@ -58,8 +59,8 @@ export class ModelEntryStatus {
   }
 }
 
-/** A model version that loaded: its config, backend model, scheduler and statistics. */
-export class ModelVersion {
+/** A model version that loaded: its config, backend model, scheduler and statistics (what other wings see of it: engine/api/model-version.ts). */
+export class ModelVersion implements LoadedVersion {
   /** Run once the backend is finalized (e.g. leave the rate limiter). */
   readonly onUnloaded: Array<() => void> = [];
   /** The instance pool its scheduler draws from (absent for ensembles): adaptive instance counts grow and shrink it. */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { InferRequest, InferResponse } from '../api/infer-request.ts';
 import type { ModelRepositoryManager, ControlMode } from '../repository/model-repository-manager.ts';
 import type { SharedMemoryManager, ShmAcquired } from '../shm/shared-memory-manager.ts';
-import type { ModelVersion } from '../repository/model-lifecycle.ts';
+import type { ModelVersion } from '../api/model-version.ts';
 import type { TraceManager } from '../tracing/trace-manager.ts';
 import type { MemoryBudget } from '../sharing/model-memory-budget.ts';
 import type { MemoryRelease } from '../sharing/memory-release.ts';

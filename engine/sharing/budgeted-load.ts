@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelConfig } from '../api/model-config.ts';
-import type { ModelVersion } from '../repository/model-lifecycle.ts';
+import type { ModelVersion } from '../api/model-version.ts';
 import type { EvictionCandidate } from './eviction-decision.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import { selfRssBytes, trimAllocator } from './process-memory.ts';

@@ -5,7 +5,7 @@
 // max_instance_count above its instance_group count and its backend can add
 // instances (onnxruntime). One tick at a time; main thread.
 import os from 'node:os';
-import type { ModelVersion } from '../repository/model-lifecycle.ts';
+import type { ModelVersion } from '../api/model-version.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import type { ModelStatistics } from '../api/server-api.ts';
 import {

@@ -13,7 +13,7 @@
 // It skips a pass while a budgeted load measures its own RSS growth, and counts
 // what a measured load holds until it is charged as that load's, not growth.
 // ENGINE_TRACE=budget traces each pass's figures.
-import type { ModelVersion } from '../repository/model-lifecycle.ts';
+import type { ModelVersion } from '../api/model-version.ts';
 import type { EvictionCandidate } from './eviction-decision.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import { loadsMeasuring } from './budgeted-load.ts';

@@ -4,7 +4,7 @@
 // shared load per model with its timeout, and the eviction candidates as the
 // budget's pure decision sees them.
 import type { EvictionCandidate } from './eviction-decision.ts';
-import type { ModelVersion } from '../repository/model-lifecycle.ts';
+import type { ModelVersion } from '../api/model-version.ts';
 import type { MemoryBudget } from './model-memory-budget.ts';
 import { unavailable } from '../api/status.ts';
 import type { InferRequest } from '../api/infer-request.ts';

@@ -71,7 +71,15 @@ describe('usage plans', () => {
   it('a 50 rps plan gets 429s past its rate from either gateway, with Retry-After and RateLimit headers', async () => {
     const set = await admin(A, 'PUT', `/admin/plans/${keyId(RATE_KEY)}`, { name: 'fifty', rps: 50, burst: 50 });
     expect(set.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 300)); // B re-reads plans every 100 ms
+    // B re-reads plans every 100 ms: wait until it knows this one (a loaded machine can stretch that).
+    for (const deadline = Date.now() + 10_000; ; ) {
+      const seen = (await (await fetch(url(B, '/usage'), { headers: { 'X-API-Key': RATE_KEY } })).json()) as {
+        plan: { name: string } | null;
+      };
+      if (seen.plan?.name === 'fifty') break;
+      if (Date.now() > deadline) throw new Error('gateway B did not read the plan within 10 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const t0 = performance.now();
     const res = await Promise.all(Array.from({ length: 200 }, (_, i) => callF(i % 2 ? A : B, { 'X-API-Key': RATE_KEY })));
     const elapsedS = (performance.now() - t0) / 1000;

@@ -7,7 +7,7 @@
 // for room beside the never-idle hot model until its on-demand timeout.)
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
-import type { ModelVersion } from '../../engine/repository/model-lifecycle.ts';
+import type { ModelVersion } from '../../engine/api/model-version.ts';
 import { budgetedLoad, type BudgetedLoadContext } from '../../engine/sharing/budgeted-load.ts';
 import { MemoryMonitor } from '../../engine/sharing/memory-monitor.ts';
 import { MemoryBudget } from '../../engine/sharing/model-memory-budget.ts';

@@ -138,6 +138,54 @@ describe('layering (dependency-cruiser)', () => {
       from: 'gateway/console/console-api.ts',
       files: { 'gateway/console/console-api.ts': "import { x } from '../app.ts';\nexport const y = x;\n", 'gateway/app.ts': leaf },
     },
+    // The engine's wings: each imports only the wings after it (server, frontends, repository, backends, sharing,
+    // scheduling, config, tracing, shm, api), never an earlier one or the root; issue 38's two examples
+    // first. (The edges fixed with these rules, sharing → repository and config → backends, fail 'the project itself'.)
+    {
+      rule: 'engine-wing-order',
+      from: 'engine/scheduling/dynamic-batch-scheduler.ts',
+      files: {
+        'engine/scheduling/dynamic-batch-scheduler.ts': "import { x } from '../server/inference-server.ts';\nexport const y = x;\n",
+        'engine/server/inference-server.ts': leaf,
+      },
+    },
+    {
+      rule: 'engine-wing-order',
+      from: 'engine/config/model-config-loader.ts',
+      files: {
+        'engine/config/model-config-loader.ts': "import type { x } from '../frontends/http/http-server.ts';\nexport type Y = typeof x;\n",
+        'engine/frontends/http/http-server.ts': leaf,
+      },
+    },
+    {
+      rule: 'engine-wing-order',
+      from: 'engine/server/server.ts',
+      files: { 'engine/server/server.ts': "import { x } from '../node-flags.ts';\nexport const y = x;\n", 'engine/node-flags.ts': leaf },
+    },
+    {
+      rule: 'engine-wing-order',
+      from: 'engine/tracing/trace-manager.ts',
+      files: {
+        'engine/tracing/trace-manager.ts': "import { x } from '../transport/socket.ts';\nexport const y = x;\n",
+        'engine/transport/socket.ts': leaf,
+      },
+    },
+    {
+      rule: 'engine-wing-order',
+      from: 'engine/transport/socket.ts',
+      files: { 'engine/transport/socket.ts': "import { x } from '../api/status.ts';\nexport const y = x;\n", 'engine/api/status.ts': leaf },
+    },
+    // A folder cycle made of files that form no file cycle: a → b → c → d with a and d in one folder, b and c in another.
+    {
+      rule: 'no-folder-cycle',
+      from: 'protocol/wire',
+      files: {
+        'protocol/wire/a.ts': "import { b } from '../codec/b.ts';\nexport const a = b;\n",
+        'protocol/codec/b.ts': "import { c } from './c.ts';\nexport const b = c;\n",
+        'protocol/codec/c.ts': "import { d } from '../wire/d.ts';\nexport const c = d;\n",
+        'protocol/wire/d.ts': 'export const d = 1;\n',
+      },
+    },
     {
       rule: 'no-circular',
       from: 'engine/config/a.ts',
@@ -158,12 +206,31 @@ describe('layering (dependency-cruiser)', () => {
     });
   }
 
-  it('the allowed imports pass: frontends → api/protocol/common, backends → api, gateway → client/protocol/common, gateway wings → later wings', () => {
+  it('the planted folder cycle is no file cycle: only no-folder-cycle fires', () => {
+    const c = cases.find((x) => x.rule === 'no-folder-cycle')!;
+    const r = cruise(plant(c.files), ['protocol']);
+    expect(r.out).not.toContain('no-circular');
+    expect(r.out).toContain('error no-folder-cycle: protocol/codec');
+  });
+
+  it('the allowed imports pass: frontends → api/protocol/common, backends → api, engine wings → later wings, gateway → client/protocol/common, gateway wings → later wings', () => {
     const dir = plant({
       'engine/frontends/http/routes.ts':
         "import { a } from '../../api/status.ts';\nimport { p } from '../../../protocol/index.ts';\nimport { c } from '../../../common/logger.ts';\nexport const r = [a, p, c];\n",
       'engine/backends/js/js-backend.ts': "import { a } from '../../api/status.ts';\nexport const r = a;\n",
       'engine/api/status.ts': 'export const a = 1;\n',
+      'engine/main.ts': "import { s } from './server/server.ts';\nexport const m = s;\n",
+      'engine/server/server.ts':
+        "import { r } from '../../engine/frontends/http/routes.ts';\nimport { l } from '../repository/loader.ts';\nexport const s = [r, l];\n",
+      'engine/repository/loader.ts':
+        "import { e } from '../backends/ensemble/ensemble-backend.ts';\nimport { b } from '../sharing/budget.ts';\nimport { m } from '../shm/manager.ts';\nexport const l = [e, b, m];\n",
+      'engine/backends/ensemble/ensemble-backend.ts':
+        "import { q } from '../../scheduling/ensemble-scheduler.ts';\nimport { b } from '../../sharing/budget.ts';\nexport const e = [q, b];\n",
+      'engine/sharing/budget.ts': "import type { a } from '../api/status.ts';\nexport const b = 1 as unknown as typeof a;\n",
+      'engine/scheduling/ensemble-scheduler.ts': "import { p } from '../config/plan.ts';\nexport const q = p;\n",
+      'engine/config/plan.ts': "import { t } from '../tracing/trace.ts';\nexport const p = t;\n",
+      'engine/tracing/trace.ts': "import { m } from '../shm/manager.ts';\nexport const t = m;\n",
+      'engine/shm/manager.ts': "import { a } from '../api/status.ts';\nexport const m = a;\n",
       'protocol/index.ts': 'export const p = 1;\n',
       'common/logger.ts': 'export const c = 1;\n',
       'client/grpc-client.ts': "import { p } from '../protocol/index.ts';\nexport const g = p;\n",

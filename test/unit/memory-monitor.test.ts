@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryBudget } from '../../engine/sharing/model-memory-budget.ts';
 import { MemoryMonitor } from '../../engine/sharing/memory-monitor.ts';
-import type { ModelVersion } from '../../engine/repository/model-lifecycle.ts';
+import type { ModelVersion } from '../../engine/api/model-version.ts';
 import { rssBytesOf } from '../../engine/sharing/process-memory.ts';
 
 const MiB = 2 ** 20;

@@ -90,7 +90,7 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
   });
 
   it('adds inputs/outputs, max_batch_size 4 and a dynamic batcher for a batchable model', () => {
-    const c = load('backend: "onnxruntime"', { strict: false, onnxIO: io(true) });
+    const c = load('backend: "onnxruntime"', { strict: false, modelIO: io(true) });
     expect(c.max_batch_size).toBe(4);
     expect(c.input).toEqual([{ name: 'x', data_type: 'TYPE_FP32', dims: [3, 224, 224] }]);
     expect(c.output).toEqual([{ name: 'y', data_type: 'TYPE_INT64', dims: [10] }]);
@@ -98,13 +98,13 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
   });
 
   it('keeps max_batch_size 0 for a model without a dynamic first dim, and an explicit 0', () => {
-    const fixed = load('backend: "onnxruntime"', { strict: false, onnxIO: io(false) });
+    const fixed = load('backend: "onnxruntime"', { strict: false, modelIO: io(false) });
     expect(fixed.max_batch_size).toBe(0);
     expect(fixed.input[0]!.dims).toEqual([3, 224, 224]);
     expect(fixed.dynamic_batching).toBeUndefined();
     const explicit = load('backend: "onnxruntime" max_batch_size: 0', {
       strict: false,
-      onnxIO: { inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }], outputs: [] },
+      modelIO: { inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }], outputs: [] },
     });
     expect(explicit.max_batch_size).toBe(0);
     expect(explicit.input[0]!.dims).toEqual([-1, 3]);
@@ -113,29 +113,29 @@ describe('autocomplete from ONNX metadata (strict=false)', () => {
   it('completes a partly declared input and adds the missing one', () => {
     const c = load('backend: "onnxruntime" max_batch_size: 2 input { name: "x" data_type: TYPE_FP32 }', {
       strict: false,
-      onnxIO: io(true),
+      modelIO: io(true),
     });
     expect(c.input).toEqual([{ name: 'x', data_type: 'TYPE_FP32', dims: [3, 224, 224] }]);
     expect(c.output.map((o) => o.name)).toEqual(['y']);
   });
 
   it('strict mode does not autocomplete but checks names, types and shapes against the model', () => {
-    expect(errorOf('backend: "onnxruntime"', { onnxIO: io(true) })).toBe(
+    expect(errorOf('backend: "onnxruntime"', { modelIO: io(true) })).toBe(
       "simple/config.pbtxt: input: the model file's input 'x' is missing from the config",
     );
     const good =
       'backend: "onnxruntime" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: [3,224,224] } output { name: "y" data_type: TYPE_INT64 dims: [10] }';
-    expect(load(good, { onnxIO: io(true) }).max_batch_size).toBe(4);
-    expect(errorOf(good.replace('name: "x"', 'name: "image"'), { onnxIO: io(true) })).toBe(
+    expect(load(good, { modelIO: io(true) }).max_batch_size).toBe(4);
+    expect(errorOf(good.replace('name: "x"', 'name: "image"'), { modelIO: io(true) })).toBe(
       "simple/config.pbtxt: input[0].name: 'image' is not an input of the model file (it has: x)",
     );
-    expect(errorOf(good.replace('TYPE_INT64', 'TYPE_INT32'), { onnxIO: io(true) })).toBe(
+    expect(errorOf(good.replace('TYPE_INT64', 'TYPE_INT32'), { modelIO: io(true) })).toBe(
       "simple/config.pbtxt: output[0].data_type: 'y' is TYPE_INT64 in the model file, config says TYPE_INT32",
     );
-    expect(errorOf(good.replace('[3,224,224]', '[3,224,225]'), { onnxIO: io(true) })).toMatch(
+    expect(errorOf(good.replace('[3,224,224]', '[3,224,225]'), { modelIO: io(true) })).toMatch(
       /input\[0\]\.dims: \[3,224,225\] does not match \[3,224,224\]/,
     );
-    expect(errorOf(good, { onnxIO: io(false) })).toMatch(
+    expect(errorOf(good, { modelIO: io(false) })).toMatch(
       /^simple\/config\.pbtxt: max_batch_size: 4 but input 'x' has no dynamic batch dim/,
     );
   });

@@ -3,7 +3,7 @@
 // the request's `timeout` parameter.
 import { describe, expect, it } from 'vitest';
 import { readyOnDemand } from '../../engine/sharing/on-demand-loading.ts';
-import type { ModelVersion } from '../../engine/repository/model-lifecycle.ts';
+import type { ModelVersion } from '../../engine/api/model-version.ts';
 import type { InferRequest } from '../../engine/api/infer-request.ts';
 
 function repo() {

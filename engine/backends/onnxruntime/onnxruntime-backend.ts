@@ -12,6 +12,7 @@ import { OnnxInstance } from './onnxruntime-instance.ts';
 import type { Backend, BackendContext, BackendModel, IOInfo } from '../../api/backend.ts';
 import type { WireMeta } from './onnxruntime-messages.ts';
 import { datatypeOfOrt } from './ort-types.ts';
+import { readOnnxIO } from './onnx-metadata.ts';
 import { invalidArg } from '../../api/status.ts';
 import type { ModelConfig } from '../../api/model-config.ts';
 
@@ -94,6 +95,7 @@ function modelPath(ctx: BackendContext): string {
 export const onnxruntimeBackend: Backend = {
   name: 'onnxruntime',
   defaultModelFilename: 'model.onnx',
+  readModelIO: readOnnxIO,
   async load(ctx: BackendContext): Promise<BackendModel> {
     const file = modelPath(ctx);
     const groups = ctx.config.instance_group ?? [];
