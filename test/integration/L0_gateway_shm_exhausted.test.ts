@@ -182,6 +182,19 @@ describe.skipIf(why)('a full /dev/shm at staging (issue 41)', () => {
     expect(overview.staging.shmExhausted).toBe(true);
   });
 
+  it('posix_fallocate itself answers ENOSPC on the full tmpfs, and the half-made object is unlinked', () => {
+    // The arena checks statfs first (no reservation tried while the room plainly lacks); this is the reservation underneath.
+    const script =
+      "import { createSharedMemoryRegion } from './client/shared-memory.ts';" +
+      "try { createSharedMemoryRegion('r', '/" +
+      prefix +
+      "_probe', 8 * 1024 * 1024, { exclusive: true, reserve: true }); console.log('made'); }" +
+      'catch (e) { console.log(`${e.errno} ${e.syscall}`); }';
+    const out = inNs([`--wd=${ROOT}`, process.execPath, '--import', 'tsx', '--input-type=module', '-e', script]);
+    expect(out.trim()).toBe('ENOSPC posix_fallocate');
+    expect(inNs(['ls', '/dev/shm']).split('\n')).not.toContain(`${prefix}_probe`);
+  });
+
   it('once space is freed the arena reserves its regions on a heartbeat and calls are staged again', async () => {
     inNs(['rm', '/dev/shm/filler']);
     await waitFor(
