@@ -3,7 +3,7 @@
 // 600 MB under `stub_memory_limit` 256MiB fails that request with an error
 // naming the model, the limit and the usage; its stub is killed and started
 // again, and the next request works. Without the limit (before it existed)
-// the same request succeeded with the stub holding ~650 MB.
+// the same request succeeded with the stub holding the 600 MB.
 import { describe, expect, it } from 'vitest';
 import { httpJson } from './helpers.ts';
 import { pythonRepo, pythonEngine } from './python-support.ts';

@@ -22,9 +22,9 @@ describe('stub_memory_limit', () => {
     expect(() => stubMemoryLimitBytes(cfg('1MiB'), undefined, 1)).toThrow(/parameter stub_memory_limit must be a size of at least 16MiB/);
     expect(() => stubMemoryLimitBytes(cfg('x'), undefined, 1)).toThrow(/got 'x'/);
   });
-  it('without it: the budget shared by the model stubs, or no limit without a budget', () => {
-    expect(stubMemoryLimitBytes(cfg(), 2 ** 30, 4)).toBe(2 ** 28);
+  it('without it: twice the budget shared by the model stubs, or no limit without a budget', () => {
+    expect(stubMemoryLimitBytes(cfg(), 2 ** 30, 4)).toBe(2 ** 29);
     expect(stubMemoryLimitBytes(cfg(), undefined, 4)).toBeUndefined();
-    expect(stubMemoryLimitBytes(cfg(''), 2 ** 30, 1)).toBe(2 ** 30);
+    expect(stubMemoryLimitBytes(cfg(''), 2 ** 30, 1)).toBe(2 ** 31);
   });
 });

@@ -1,19 +1,22 @@
 // The python backend's per-stub memory limit (ours):
 // `parameters { key: "stub_memory_limit" value: { string_value: "512MiB" } }`.
-// Enforced by watching the stub's peak resident set (VmHWM in /proc, so a
-// spike between two reads is not missed) every 20 ms while it executes and
-// once more when its execute returns. A stub past its limit is killed; the
+// Enforced by reading the stub's resident set (VmRSS in /proc) every 20 ms
+// while it executes and once more when its execute returns: what the stub
+// holds, not its peak (VmHWM would keep counting a transient spike of
+// initialize() against every later execute, and kill the stub forever). A stub past its limit is killed; the
 // requests of that batch fail with an error naming the model, the limit and
 // the usage, and the stub starts again for the next request. RLIMIT_AS is no
 // use here (numpy and the allocator reserve far more address space than they
 // touch); a cgroup needs privileges the engine may not have.
 //
-// Default: with --model-memory-budget, the budget's share per stub of this
-// model (budget / its instance count), so one model's stubs cannot together
-// pass the budget; without one, no limit.
-import fs from 'node:fs';
+// Default: with --model-memory-budget, twice the budget's share per stub of
+// this model (2 x budget / its instance count): the budget itself is kept by
+// evicting idle models, and a stub may pass its share for a moment (a copy
+// made in execute); one holding twice that is past what eviction can make
+// room for. Without a budget, no limit.
 import type { ModelConfig } from '../../api/model-config.ts';
 import { invalidArg, unavailable, type StatusError } from '../../api/status.ts';
+import { rssBytesOf } from '../../sharing/process-memory.ts';
 
 /** The config parameter's name. */
 export const STUB_MEMORY_LIMIT_PARAM = 'stub_memory_limit';
@@ -32,7 +35,7 @@ export function parseBytes(text: string): number | undefined {
 /** The limit of each stub of `config` in bytes, or undefined for none; INVALID_ARG naming the parameter when malformed. */
 export function stubMemoryLimitBytes(config: ModelConfig, budgetBytes: number | undefined, stubs: number): number | undefined {
   const raw = config.parameters?.[STUB_MEMORY_LIMIT_PARAM]?.string_value;
-  if (raw === undefined || raw.trim() === '') return budgetBytes ? Math.floor(budgetBytes / Math.max(1, stubs)) : undefined;
+  if (raw === undefined || raw.trim() === '') return budgetBytes ? Math.floor((2 * budgetBytes) / Math.max(1, stubs)) : undefined;
   const n = parseBytes(raw);
   if (n === undefined || n < 16 * 2 ** 20) {
     throw invalidArg(
@@ -40,17 +43,6 @@ export function stubMemoryLimitBytes(config: ModelConfig, budgetBytes: number | 
     );
   }
   return n;
-}
-
-/** Peak resident set (VmHWM) of `pid` in bytes; undefined when it cannot be read (the process is gone). */
-export function peakRssOf(pid: number): number | undefined {
-  try {
-    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    // gone: the exit handler reports it
-    return undefined;
-  }
 }
 
 const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
@@ -65,12 +57,12 @@ export function overMemoryError(model: string, instance: string, limit: number, 
 
 /**
  * Watch one execute of the stub `pid`: `onOver(used)` at most once when its
- * peak passes `limit`. stop() reads once more and returns the peak when over.
+ * resident set passes `limit`. stop() reads once more and returns it when over.
  */
 export function watchStubMemory(pid: number, limit: number, onOver: (used: number) => void, everyMs = 20): { stop(): number | undefined } {
   let fired = false;
   const read = () => {
-    const used = peakRssOf(pid);
+    const used = rssBytesOf(pid);
     return used !== undefined && used > limit ? used : undefined;
   };
   const timer = setInterval(() => {
