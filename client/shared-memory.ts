@@ -5,7 +5,17 @@
 // never engine internals.
 import { readdirSync, statSync } from 'node:fs';
 import { elementCount as countOf, elementSize, isDatatype, serializeBytes, typedView, type TypedArray } from '../protocol/tensor-codec.ts';
-import { pageSize, shmClose, shmMap, shmOpen, shmSize, shmTruncate, shmUnlinkIfExists, type ShmMapping } from '../native/index.ts';
+import {
+  pageSize,
+  shmClose,
+  shmMap,
+  shmOpen,
+  shmReserve,
+  shmSize,
+  shmTruncate,
+  shmUnlinkIfExists,
+  type ShmMapping,
+} from '../native/index.ts';
 
 /** A region this process created or opened and mapped whole. */
 export interface ShmRegionHandle {
@@ -23,13 +33,15 @@ const mappings = new WeakMap<ShmRegionHandle, ShmMapping>();
 /**
  * shm_open(O_CREAT) `key`, grow it to `byteSize` (never shrink: someone else
  * may have it mapped), map it whole. `touch` pre-faults every page now (first
- * touch is slow on some VMs); `exclusive` fails if the key exists.
+ * touch is slow on some VMs); `exclusive` fails if the key exists; `reserve`
+ * allocates every page first (posix_fallocate), so a full /dev/shm throws
+ * ShmSysError ENOSPC here instead of a later write raising SIGBUS.
  */
 export function createSharedMemoryRegion(
   name: string,
   key: string,
   byteSize: number,
-  opts: { touch?: boolean; exclusive?: boolean } = {},
+  opts: { touch?: boolean; exclusive?: boolean; reserve?: boolean } = {},
 ): ShmRegionHandle {
   if (!Number.isSafeInteger(byteSize) || byteSize <= 0) {
     throw new RangeError(`shared memory region '${name}': byte_size must be a positive integer, got ${byteSize}`);
@@ -40,6 +52,7 @@ export function createSharedMemoryRegion(
   try {
     oldSize = shmSize(fd);
     if (oldSize < byteSize) shmTruncate(fd, byteSize);
+    if (opts.reserve) shmReserve(fd, 0, byteSize);
     mapping = shmMap(fd, 0, byteSize);
   } catch (err) {
     if (opts.exclusive) shmUnlinkIfExists(key);

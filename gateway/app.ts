@@ -114,6 +114,8 @@ async function readiness(deps: AppDeps, calls: CallCount): Promise<{ body: Recor
       ? {
           enabled: staging.staging,
           reason: staging.reason,
+          shmExhausted: staging.shmExhausted,
+          regions: staging.regions,
           leasesHeld: staging.leasesHeld,
           bytesInUse: staging.bytesInUse,
           capacity: staging.capacity,

@@ -10,9 +10,9 @@ import { gatewayLog as log } from '../common/logger.ts';
 import { GATEWAY_TRANSPORT_FLAGS, gatewayTransportFrom } from './core/transport-options.ts';
 
 const USAGE = `usage: gateway [--port=8080] [--host=0.0.0.0] [--engine=127.0.0.1:8001] [--engine-local-socket=PATH] [--engine-http=127.0.0.1:8000] [--functions=functions]
-  [--redis-url=URL] [--shm-threshold=65536] [--lease-ttl-ms=10000] [--shm=true|false]
+  [--redis-url=URL] [--shm-threshold=65536] [--max-inline-bytes=N] [--lease-ttl-ms=10000] [--shm=true|false]
   [--arena-regions=2] [--arena-region-bytes=33554432] [--prefix=tgw] [--lease-namespace=tgw:<host>] [--drain-ms=10000]
-  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--redis-namespace=tgw] [--console=true|false]
+  [--jobs-concurrency=4] [--job-claim-idle-ms=30000] [--job-journal-max=10000] [--redis-namespace=tgw] [--console=true|false]
   [--presence-ttl-ms=3*lease-ttl] [--header-timeout-ms=15000] [--body-timeout-ms=120000] [--idle-timeout-ms=5000]
   [--direct-route=true|false] [--http1-front=true|false] [--engine-grpc-direct=true|false]
   [--max-calls-per-connection=8] [--max-queued-per-connection=4096] [--max-calls-in-flight=1024]`;
@@ -54,6 +54,9 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
       case 'shm-threshold':
         o.shmThreshold = num(k!, v);
         break;
+      case 'max-inline-bytes':
+        o.maxInlineBytes = num(k!, v);
+        break;
       case 'lease-ttl-ms':
         o.leaseTtlMs = num(k!, v);
         break;
@@ -80,6 +83,9 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
         break;
       case 'job-claim-idle-ms':
         o.jobClaimIdleMs = num(k!, v);
+        break;
+      case 'job-journal-max':
+        o.jobJournalMax = num(k!, v);
         break;
       case 'redis-namespace':
         o.redisNamespace = v;

@@ -32,6 +32,7 @@ import { jobInvoker } from './jobs/job-call.ts';
 import type { JobQueue } from './jobs/job-queue.ts';
 import { MemoryJobQueue } from './jobs/memory-job-queue.ts';
 import { RedisJobQueue } from './jobs/redis-job-queue.ts';
+import { JobJournal } from './jobs/job-journal.ts';
 import { jobDeliverer } from './jobs/job-deliverer.ts';
 import { MemoryBundleStore, type BundleStore } from './deploy/bundle-store.ts';
 import { RedisBundleStore } from './deploy/redis-bundle-store.ts';
@@ -56,6 +57,8 @@ export interface GatewayOptions {
   redisUrl?: string;
   /** Bodies above this many bytes are staged through shm. */
   shmThreshold?: number;
+  /** The largest payload sent inline when shared memory is exhausted; above it such a call is refused (503 SHM_EXHAUSTED). Default: the engine's gRPC message limit less 1 MiB. */
+  maxInlineBytes?: number;
   /** OTLP/HTTP traces endpoint for a span per /fn call (default: GATEWAY_OTLP_URL; none = off). */
   otlpTracesUrl?: string;
   leaseTtlMs?: number;
@@ -73,6 +76,8 @@ export interface GatewayOptions {
   jobsConcurrency?: number;
   /** A job held this long by a silent runner is claimed by another (ms). */
   jobClaimIdleMs?: number;
+  /** Accepted jobs kept in memory to put back if Redis restarts empty (jobs/job-journal.ts; default 10,000; 0: no journal). */
+  jobJournalMax?: number;
   /** Redis key namespace of jobs and deployed bundles, shared by all replicas (default `tgw`). */
   redisNamespace?: string;
   /** Serve the web console under /console (default true). */
@@ -154,7 +159,9 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     ? new GatewayPresence(redisUrl, { namespace: ns, ownerId, leaseNamespace, ttlMs: o.presenceTtlMs ?? Math.max(3 * leaseTtlMs, 1000) })
     : undefined;
   await presence?.start();
-  const jobs: JobQueue = redisUrl ? new RedisJobQueue(redisUrl, { namespace: ns }) : new MemoryJobQueue();
+  const jobs: JobQueue = redisUrl
+    ? journaled(new RedisJobQueue(redisUrl, { namespace: ns }), redisUrl, ns, o.jobJournalMax)
+    : new MemoryJobQueue();
   const bundles: BundleStore = redisUrl ? new RedisBundleStore(redisUrl, { namespace: ns }) : new MemoryBundleStore();
   const deployer = await startDeployer(o, bundles, registry, engine, definitions);
   const otlpUrl = o.otlpTracesUrl ?? process.env.GATEWAY_OTLP_URL;
@@ -175,6 +182,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     arena,
     metrics,
     shmThreshold: o.shmThreshold ?? 65536,
+    maxInlineBytes: o.maxInlineBytes,
     tracing,
     delivery: delivery.manager,
     plans: delivery.plans,
@@ -206,6 +214,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
             jobs,
             deployer,
             sampleMs: o.consoleSampleMs,
+            staging: arena ? () => arena.status() : undefined,
             delivery: { rollouts: delivery.store, plans: delivery.plans },
           },
         }),
@@ -252,6 +261,11 @@ export async function startGateway(o: GatewayOptions = {}): Promise<RunningGatew
     })());
 
   return { port, http1Front: front, admission, ownerId, arena, store, engine, registry, jobs, runner, deployer, presence, delivery, stop };
+}
+
+/** The Redis job queue behind a journal of the jobs this gateway accepted (unless max is 0). */
+function journaled(q: RedisJobQueue, url: string, namespace: string, max = 10_000): JobQueue {
+  return max > 0 ? new JobJournal(q, url, { namespace, maxEntries: max }) : q;
 }
 
 /** Leases in Redis when configured (shared by replicas; inline calls until it is reachable), else in this process. */

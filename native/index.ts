@@ -117,6 +117,19 @@ export function shmTruncate(fd: ShmFd, size: number): void {
   sys(() => addon.ftruncate(fd, size));
 }
 
+/**
+ * Reserve [offset, offset+length) of the object now (posix_fallocate): on a
+ * full tmpfs this throws ENOSPC here rather than the first write to a page
+ * raising SIGBUS later. Grows the object if it ends short of offset+length.
+ */
+export function shmReserve(fd: ShmFd, offset: number, length: number): void {
+  checkFd(fd);
+  checkCount(offset, 'offset');
+  checkCount(length, 'length');
+  if (length === 0) return;
+  sys(() => addon.fallocate(fd, offset, length));
+}
+
 /** The object's current size (fstat st_size). */
 export function shmSize(fd: ShmFd): number {
   checkFd(fd);

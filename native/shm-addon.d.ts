@@ -12,6 +12,8 @@ export interface ShmAddon {
   open(key: string, flags: number, mode: number): number;
   /** ftruncate(fd, size). */
   ftruncate(fd: number, size: number): void;
+  /** posix_fallocate(fd, offset, length): reserve the pages now (ENOSPC on a full tmpfs). */
+  fallocate(fd: number, offset: number, length: number): void;
   /** fstat(fd).st_size. */
   fstatSize(fd: number): number;
   /** mmap(MAP_SHARED) of [offset, offset+length); offset page-aligned; an external ArrayBuffer, unmapped by its finalizer. */

@@ -28,6 +28,8 @@ export interface BackendContext {
   lookupConfig: (name: string, version: number) => ModelConfig | undefined;
   /** Engine-wide backend settings by backend name (Triton's --backend-config=<backend>,<key>=<value>). */
   backendConfig?: Record<string, Record<string, string>>;
+  /** --model-memory-budget in bytes, when set (the python backend's default stub memory limit). */
+  memoryBudgetBytes?: number;
   /** Load, unload and readiness of other models (Triton's pb_utils.load_model / unload_model / is_model_ready). */
   modelControl?: ModelControl;
 }

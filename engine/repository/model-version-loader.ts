@@ -55,6 +55,7 @@ export async function loadModelVersion(src: ConfigSource, raw: ModelConfig, vers
     modelControl: deps.modelControl,
     lookupConfig: deps.lookupConfig,
     backendConfig: deps.backendConfig,
+    memoryBudgetBytes: deps.instances?.().budgetBytes,
   });
   const backendNs = Number(process.hrtime.bigint() - tBackend);
   const stats = new ModelStatistics(src.modelName, String(version), deps.chargedBytes ?? (() => bm.memoryBytes?.() ?? 0));

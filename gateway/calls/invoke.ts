@@ -33,6 +33,7 @@ import { replyJsonText } from './reply-text.ts';
 import type { StagingArena, StagingSlice } from '../staging/staging-arena.ts';
 import { elementCount, elementSize } from './tensor-data.ts';
 import { tracer } from '../../common/logger.ts';
+import { onNoSlice } from './staging-fallback.ts';
 import type { CallMeta, CallRouter, PlanGate } from './call-route.ts';
 
 const trace = tracer('invoke');
@@ -44,6 +45,8 @@ export interface InvokeDeps {
   metrics?: GatewayMetrics;
   /** Bodies above this many bytes are staged through shm. */
   shmThreshold: number;
+  /** The largest payload sent inline when no staging slice is free while shm is exhausted (staging-fallback.ts); default the engine's gRPC limit less 1 MiB. */
+  maxInlineBytes?: number;
   /** OpenTelemetry spans per call (GATEWAY_OTLP_URL); absent = no tracing. */
   tracing?: GatewayTracing;
   /** Canary split, gates and shadow traffic (gateway/delivery/); absent = every call on the function as resolved. */
@@ -108,6 +111,7 @@ export async function readInputs(
       const t = bytesInput(fn, spec, slice.bytes.subarray(prefix));
       return { inputs: [{ spec, shape: t.shape, bytes: slice.bytes, at: { region: slice.region, offset: slice.offset } }] };
     }
+    onNoSlice(deps, len + prefix, false); // refuse before reading a body that cannot go inline either; runOnEngine counts the fallback
   }
   return { inputs: [bytesInput(fn, spec, await readBody(c, limit, fn.name))] };
 }
@@ -252,7 +256,10 @@ async function runOnEngine(
 ): Promise<{ outputs: OutputTensor[]; transfer: 'inline' | 'shm' }> {
   const total = inputs.reduce((n, t) => n + t.bytes.byteLength, 0);
   let staged = inputs.some((t) => t.at) || (total > deps.shmThreshold && !!deps.arena);
-  if (staged) staged = stageInputs(inputs, slices);
+  if (staged) {
+    staged = stageInputs(inputs, slices);
+    if (!staged) onNoSlice(deps, total, true);
+  }
   slices.transfer = staged ? 'shm' : 'inline';
   const timeoutMs = fn.definition.limits.timeoutMs;
   let { requested, at } = placeOutputs(fn, specs, inputs, staged, slices);

@@ -1,5 +1,5 @@
 // The console's JSON endpoints, polled by its client script:
-//   GET /console/api/overview  engine health, every model (state, config digest, memory, cold loads and
+//   GET /console/api/overview  engine health, staging (shm exhausted or not), every model (state, config digest, memory, cold loads and
 //                              evictions from the engine's HTTP index, engine-loads.ts), every function
 //   GET /console/api/series    chart points (rates and means per interval, see stats-series.ts)
 //   GET /console/api/deploys   the active bundle and the activation history
@@ -34,6 +34,8 @@ export interface ConsoleApiDeps {
   jobs?: JobQueue;
   deployer?: FunctionDeployer;
   sampler: ConsoleSampler;
+  /** The staging arena's state (absent: shm off); the overview shows it, shared memory exhaustion first. */
+  staging?: () => { staging: boolean; reason?: string; shmExhausted: boolean; regions: number; bytesInUse: number; capacity: number };
 }
 
 // instance_group.kind as Triton numbers it, for decoders that keep enums numeric.
@@ -142,6 +144,7 @@ export function mountConsoleApi(app: Hono<GatewayEnv>, d: ConsoleApiDeps): void 
     return c.json({
       engine: { address: d.engine.address, up: d.engine.up, ready, error: engineError, loadsError },
       bundleVersion: d.registry.version,
+      staging: d.staging ? d.staging() : null,
       models,
       functions: functions.map(functionRow),
       unavailable,

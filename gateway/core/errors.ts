@@ -52,6 +52,11 @@ export const ERROR_CATALOG = {
     status: 503,
     message: 'this gateway has {limit} calls in flight or waiting per {scope} already; retry after {retryAfterS} s',
   },
+  SHM_EXHAUSTED: {
+    status: 503,
+    message:
+      "shared memory for staging is exhausted on this gateway's host and the payload of {size} bytes is over the engine's inline limit of {limit} bytes; retry later",
+  },
   GATEWAY_SHUTTING_DOWN: { status: 503, message: 'this gateway is shutting down; retry on another replica' },
   ROUTE_NOT_FOUND: { status: 404, message: 'no route for {method} {path}' },
   ASYNC_DISABLED: { status: 400, message: "function '{name}' does not accept asynchronous calls" },

@@ -6,7 +6,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface MetricsSources {
-  arena?: () => { leasesHeld: number; bytesInUse: number; capacity: number; staging: boolean };
+  arena?: () => { leasesHeld: number; bytesInUse: number; capacity: number; staging: boolean; shmExhausted: boolean };
   engineUp: () => boolean;
   storeUp: () => boolean;
   reaped?: () => number;
@@ -22,6 +22,8 @@ export class GatewayMetrics {
   readonly latency: Histogram<'function' | 'transfer'>;
   readonly stagedBytes: Counter<'direction'>;
   readonly inlineBytes: Counter<'direction'>;
+  readonly stagingFallback: Counter<'reason'>;
+  readonly shmExhausted: Counter<'outcome'>;
 
   constructor(src: MetricsSources, defaults = false) {
     const registers = [this.registry];
@@ -49,6 +51,26 @@ export class GatewayMetrics {
       help: 'Bytes that travelled to/from the engine inline in gRPC messages',
       labelNames: ['direction'],
       registers,
+    });
+    this.stagingFallback = new Counter({
+      name: 'gateway_staging_fallback_inline_total',
+      help: 'Calls above the staging threshold sent inline because no staging slice was free, by why (shm_exhausted, unavailable, no_room)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.shmExhausted = new Counter({
+      name: 'gateway_shm_exhausted_total',
+      help: 'Calls that wanted staging while shared memory was exhausted, by outcome (inline: sent inline; refused: 503 SHM_EXHAUSTED)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'gateway_staging_shm_exhausted',
+      help: '1 while a staging region could not be reserved because shared memory (/dev/shm) is full',
+      registers,
+      collect() {
+        this.set(src.arena?.().shmExhausted ? 1 : 0);
+      },
     });
     new Gauge({
       name: 'gateway_leases_held',

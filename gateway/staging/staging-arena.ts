@@ -4,11 +4,16 @@
 // Each region is leased in the lease store and renewed by heartbeat; staging
 // is offered only while the region is registered, its lease held and fresh,
 // the store reachable and the engine up. Otherwise calls go inline.
+// Regions are reserved page by page at creation (posix_fallocate): a full
+// /dev/shm is found here (ENOSPC), never as a region the engine reads as
+// shrunk. Regions that could not be reserved are retried every heartbeat;
+// meanwhile the arena reports shared memory exhausted.
 //
 // Ownership: owns its regions (mappings, keys, registrations, leases) and
 // the heartbeat timer. Slices are owned by the call that allocated them until
 // it calls release(). Event loop only.
-import { createSharedMemoryRegion, destroySharedMemoryRegion, type ShmRegionHandle } from '../../client/shared-memory.ts';
+import { destroySharedMemoryRegion, type ShmRegionHandle } from '../../client/shared-memory.ts';
+import { reserveRegions } from './region-reserve.ts';
 import type { EngineApi } from '../upstream/engine-client.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { leaseTransition, regionName, type RegionLeaseState } from './region-lease.ts';
@@ -25,6 +30,9 @@ export interface StagingArenaOptions {
   regionBytes: number;
   leaseTtlMs: number;
 }
+
+/** Why a call that wanted a slice got none. */
+export type NoSliceReason = 'shm_exhausted' | 'unavailable' | 'no_room';
 
 /** A piece of one region handed to one call. */
 export interface StagingSlice {
@@ -52,6 +60,8 @@ export class StagingArena {
   private stopping = false;
   private renewing: Promise<void> | undefined;
   private registering: Promise<void> | undefined;
+  /** Set while some region could not be reserved because shared memory is full; cleared once every region exists. */
+  private exhausted: { since: number; error: string } | undefined;
   private readonly onEngineUp = () => {
     // The engine was away: it may have restarted and forgotten every region.
     for (const r of this.regions) r.registered = false;
@@ -73,17 +83,7 @@ export class StagingArena {
   /** Create, touch, register and lease every region; start the heartbeat. */
   async start(): Promise<void> {
     try {
-      for (let n = 0; n < this.opts.regionCount; n++) {
-        const name = regionName(this.prefix, this.ownerId, n);
-        const handle = createSharedMemoryRegion(name, `/${name}`, this.opts.regionBytes, { touch: true, exclusive: true });
-        this.regions.push({
-          handle,
-          alloc: new SliceAllocator(this.opts.regionBytes),
-          registered: false,
-          lease: 'unleased',
-          validUntil: 0,
-        });
-      }
+      this.createMissing();
     } catch (e) {
       for (const r of this.regions.splice(0)) destroySharedMemoryRegion(r.handle);
       throw e;
@@ -95,8 +95,43 @@ export class StagingArena {
     this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseTtlMs / 3)));
     this.heartbeat.unref();
     log.info(
-      `staging arena: ${this.regions.length} x ${this.opts.regionBytes} bytes under '${this.prefix}_${this.ownerId}_*' (${this.store.kind} leases)`,
+      `staging arena: ${this.regions.length} of ${this.opts.regionCount} x ${this.opts.regionBytes} bytes under '${this.prefix}_${this.ownerId}_*' (${this.store.kind} leases)`,
     );
+  }
+
+  /**
+   * Create the regions not created yet, in order, each reserved whole. Stops
+   * at the first that shared memory cannot hold (ENOSPC / ENOMEM: the arena is
+   * then exhausted until a later try succeeds); any other error is thrown.
+   */
+  private createMissing(): void {
+    const { regionCount: count, regionBytes: bytes } = this.opts;
+    const got = reserveRegions(this.prefix, this.ownerId, this.regions.length, count, bytes);
+    for (const handle of got.handles) {
+      this.regions.push({ handle, alloc: new SliceAllocator(bytes), registered: false, lease: 'unleased', validUntil: 0 });
+    }
+    if (got.full && !this.exhausted) {
+      log.warn(
+        `shared memory exhausted: could not reserve ${bytes} bytes for staging region ${this.regions.length} (${got.full.message}); ` +
+          `${this.regions.length} of ${count} regions, large calls go inline; retried every heartbeat`,
+      );
+      this.exhausted = { since: Date.now(), error: got.full.errno };
+    } else if (!got.full && this.exhausted) {
+      log.info(`shared memory available again: all ${count} staging regions reserved`);
+      this.exhausted = undefined;
+    }
+  }
+
+  /** Whether some region is missing because shared memory is full. */
+  get shmExhausted(): boolean {
+    return this.exhausted !== undefined;
+  }
+
+  /** Why alloc() just returned null: shared memory full, staging off (engine, store, leases), or every region busy. */
+  whyNoSlice(): NoSliceReason {
+    if (this.exhausted) return 'shm_exhausted';
+    const now = Date.now();
+    return this.regions.some((r) => this.usable(r, now)) ? 'no_room' : 'unavailable';
   }
 
   /** Region names and shm keys of this arena. */
@@ -105,7 +140,15 @@ export class StagingArena {
   }
 
   /** Whether staging is possible right now, and if not, why. */
-  status(): { staging: boolean; reason?: string; leasesHeld: number; bytesInUse: number; capacity: number } {
+  status(): {
+    staging: boolean;
+    reason?: string;
+    shmExhausted: boolean;
+    regions: number;
+    leasesHeld: number;
+    bytesInUse: number;
+    capacity: number;
+  } {
     const now = Date.now();
     const usable = this.regions.filter((r) => this.usable(r, now)).length;
     const bytesInUse = this.regions.reduce((n, r) => n + r.alloc.bytesInUse, 0);
@@ -115,8 +158,10 @@ export class StagingArena {
     if (this.stopping) reason = 'shutting down';
     else if (this.store.state !== 'up') reason = `${this.store.kind} lease store unreachable`;
     else if (!this.engine.up) reason = 'engine unavailable';
+    else if (this.exhausted)
+      reason = `shared memory exhausted: ${this.regions.length} of ${this.opts.regionCount} staging regions could be reserved (${this.exhausted.error})`;
     else if (!usable) reason = 'no region is registered with a held lease';
-    return { staging: usable > 0, reason, leasesHeld, bytesInUse, capacity };
+    return { staging: usable > 0, reason, shmExhausted: !!this.exhausted, regions: this.regions.length, leasesHeld, bytesInUse, capacity };
   }
 
   /** A slice of `size` bytes, or null when staging is off or no region has room (the caller goes inline). */
@@ -179,7 +224,15 @@ export class StagingArena {
   }
 
   private async renewOnce(): Promise<void> {
-    if (this.stopping || !this.regions.length) return;
+    if (this.stopping) return;
+    if (this.exhausted) {
+      try {
+        this.createMissing();
+      } catch (e) {
+        log.warn(`could not create a staging region: ${(e as Error).message}`);
+      }
+    }
+    if (!this.regions.length) return;
     const started = Date.now();
     let held: string[];
     try {

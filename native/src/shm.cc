@@ -1,5 +1,5 @@
 // POSIX shared memory for Node: flat functions shaped like the syscalls
-// (shm_open, ftruncate, fstat, mmap, munmap, close, shm_unlink) plus a SIGBUS
+// (shm_open, ftruncate, posix_fallocate, fstat, mmap, munmap, close, shm_unlink) plus a SIGBUS
 // guard. Argument defaults, errno names and messages live in native/index.ts.
 //
 // Ownership: every mapping made here is one external ArrayBuffer whose
@@ -108,6 +108,20 @@ Napi::Value Ftruncate(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// fallocate(fd, offset, length): posix_fallocate, so a full tmpfs answers
+// ENOSPC now instead of SIGBUS when a page is first touched. It returns the
+// error number rather than setting errno.
+Napi::Value Fallocate(const Napi::CallbackInfo& info) {
+  if (!CheckArgs(info, "nnn")) return info.Env().Undefined();
+  const off_t offset = static_cast<off_t>(info[1].As<Napi::Number>().Int64Value());
+  const off_t length = static_cast<off_t>(info[2].As<Napi::Number>().Int64Value());
+  int r;
+  do r = posix_fallocate(FdArg(info, 0), offset, length);
+  while (r == EINTR);
+  if (r != 0) return ThrowErrno(info.Env(), r, "posix_fallocate");
+  return info.Env().Undefined();
+}
+
 // fstatSize(fd) -> st_size
 Napi::Value FstatSize(const Napi::CallbackInfo& info) {
   if (!CheckArgs(info, "n")) return info.Env().Undefined();
@@ -211,6 +225,7 @@ Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open, "open"));
   exports.Set("ftruncate", Napi::Function::New(env, Ftruncate, "ftruncate"));
+  exports.Set("fallocate", Napi::Function::New(env, Fallocate, "fallocate"));
   exports.Set("fstatSize", Napi::Function::New(env, FstatSize, "fstatSize"));
   exports.Set("mmap", Napi::Function::New(env, Mmap, "mmap"));
   exports.Set("munmap", Napi::Function::New(env, Munmap, "munmap"));

@@ -2,7 +2,9 @@
 // - pipeline-flood: every second, one connection writes `--flood-calls` (2,000) /fn calls in one write and reads
 //   every reply; each must be 200 or 503 GATEWAY_BUSY (the gateway's in-flight bounds), and all must come;
 // - slow-reader: every second, one connection pipelines 500 calls, reads nothing for 2 s, then reads them all.
-// A reply that never comes (20 s) counts as a lost call.
+// A reply that never comes (20 s) counts as a lost call; `cutConnections` counts the connections the
+// gateway closed before every reply came, `lateConnections` those still open at the 20 s mark, and
+// `slowestMs` the longest a connection took to get all its replies.
 import net from 'node:net';
 
 export interface AbuseCounts {
@@ -11,6 +13,9 @@ export interface AbuseCounts {
   busy: number;
   other: number;
   lost: number;
+  cutConnections: number;
+  lateConnections: number;
+  slowestMs: number;
 }
 
 export const ABUSE_KINDS = ['pipeline-flood', 'slow-reader'] as const;
@@ -20,8 +25,15 @@ function oneConnection(port: number, request: string, count: number, pauseMs: nu
     const s = net.connect(port, '127.0.0.1');
     let text = '';
     let seen = 0;
-    const done = () => {
+    let finished = false;
+    const t0 = Date.now();
+    const done = (why: 'all' | 'late' | 'cut') => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
+      if (why === 'late') c.lateConnections++;
+      if (why === 'cut' && seen < count) c.cutConnections++;
+      if (why === 'all') c.slowestMs = Math.max(c.slowestMs, Date.now() - t0);
       const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
       for (const st of statuses) {
         if (st === '200') c.ok++;
@@ -32,13 +44,14 @@ function oneConnection(port: number, request: string, count: number, pauseMs: nu
       s.destroy();
       resolve();
     };
-    const timer = setTimeout(done, 20_000);
+    const timer = setTimeout(() => done('late'), 20_000);
     s.setEncoding('latin1');
-    s.on('error', done);
+    s.on('error', () => done('cut'));
+    s.on('close', () => done('cut'));
     s.on('data', (d: string) => {
       text += d;
       seen = (text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length;
-      if (seen >= count && text.endsWith('}')) done();
+      if (seen >= count && text.endsWith('}')) done('all');
     });
     s.once('connect', () => {
       c.connections++;
@@ -66,7 +79,7 @@ export async function runAbuse(
   const out: Record<string, AbuseCounts> = {};
   await Promise.all(
     kinds.map(async (k, i) => {
-      const c = (out[k] = { connections: 0, ok: 0, busy: 0, other: 0, lost: 0 });
+      const c = (out[k] = { connections: 0, ok: 0, busy: 0, other: 0, lost: 0, cutConnections: 0, lateConnections: 0, slowestMs: 0 });
       for (let n = 0; Date.now() < end; n++) {
         if (k === 'pipeline-flood') await oneConnection(port, n % 2 ? handed : req, floodCalls, 0, c);
         else if (k === 'slow-reader') await oneConnection(port, req, 500, 2000, c);

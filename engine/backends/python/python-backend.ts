@@ -10,6 +10,7 @@ import { PythonInstance } from './python-instance.ts';
 import { resolveInterpreter } from './interpreter.ts';
 import { sweepStaleShm } from './tensor-transfer.ts';
 import { executeTimeoutMs } from './execution-limit.ts';
+import { stubMemoryLimitBytes } from './stub-memory-limit.ts';
 import { rssOfPids } from '../../sharing/process-memory.ts';
 import { log } from '../../../common/logger.ts';
 
@@ -42,6 +43,11 @@ export const pythonBackend: Backend = {
     const limitMs = executeTimeoutMs(ctx.config);
     const { stubTimeoutMs, arenaBytes } = pythonBackendSettings(ctx.backendConfig?.python);
     const groups = ctx.config.instance_group ?? [{ name: ctx.modelName, kind: 'KIND_CPU' as const, count: 1 }];
+    const memoryLimitBytes = stubMemoryLimitBytes(
+      ctx.config,
+      ctx.memoryBudgetBytes,
+      groups.reduce((n, g) => n + g.count, 0),
+    );
     const instances: PythonInstance[] = [];
     for (const g of groups) {
       for (let i = 0; i < g.count; i++) {
@@ -53,6 +59,7 @@ export const pythonBackend: Backend = {
             kind: g.kind === 'KIND_GPU' ? 'GPU' : g.kind === 'KIND_MODEL' ? 'MODEL' : 'CPU',
             deviceId: g.gpus?.[i % g.gpus.length] ?? 0,
             executeTimeoutMs: limitMs,
+            memoryLimitBytes,
             stubTimeoutMs,
             arenaBytes,
           }),

@@ -28,6 +28,7 @@ import { ReadinessProbe } from './readiness-probe.ts';
 import { DecoupledStreams } from './decoupled-streams.ts';
 import { requestBatchInputs, scatterRequestOutputs } from '../ragged-requests.ts';
 import { overrunError, unloadedBeforeRun, unloadedWhileExecuting } from './execution-limit.ts';
+import { overMemoryError, watchStubMemory } from './stub-memory-limit.ts';
 
 const trace = tracer('python');
 const FINAL = 1;
@@ -41,6 +42,8 @@ export interface PythonInstanceOptions {
   deviceId: number;
   /** The model's execute_timeout_secs in ms: a longer execute gets its stub killed. */
   executeTimeoutMs?: number;
+  /** The model's stub_memory_limit in bytes (stub-memory-limit.ts): a stub past it is killed. */
+  memoryLimitBytes?: number;
   /** --backend-config=python,stub-timeout-seconds in ms: how long a new stub may take to come up (default 30 s). */
   stubTimeoutMs?: number;
   /** --backend-config=python,shm-default-byte-size: the input arena's size from the start (default 1 MiB). */
@@ -235,8 +238,14 @@ export class PythonInstance implements ExecutionInstance {
     stub.send(frame);
     const limit = this.opts.executeTimeoutMs;
     const watchdog = limit ? setTimeout(() => this.overrun(stub, seq, limit), limit) : undefined;
-    const returned = await done;
+    const cap = this.opts.memoryLimitBytes;
+    const memory =
+      cap && stub.child.pid ? watchStubMemory(stub.child.pid, cap, (used) => this.overMemory(stub, seq, cap, used)) : undefined;
+    let returned = await done;
     clearTimeout(watchdog);
+    const over = memory?.stop(); // the batch returned, but its stub passed the limit meanwhile: fail it and restart the stub
+    if (over !== undefined && !returned && this.stub === stub)
+      returned = this.killStub(stub, overMemoryError(this.ctx.modelName, this.name, cap!, over));
     const t2 = process.hrtime.bigint();
     const timing = { computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: 0 };
     if (returned) this.streams.fail(seq, returned);
@@ -331,12 +340,24 @@ export class PythonInstance implements ExecutionInstance {
     );
   }
 
+  /** The batch `seq`'s stub passed its memory limit while executing: kill it (onExit fails the batch and starts it again). */
+  private overMemory(stub: StubProcess, seq: number, limit: number, used: number): void {
+    if (this.stub !== stub || this.running?.seq !== seq || this.closed) return;
+    this.killStub(stub, overMemoryError(this.ctx.modelName, this.name, limit, used));
+  }
+
+  /** Kill the stub for `why` (logged; the exit fails what it held with it and starts the stub again). */
+  private killStub(stub: StubProcess, why: StatusError): StatusError {
+    this.killedFor = why;
+    log.error(why.message);
+    stub.kill();
+    return why;
+  }
+
   /** The batch `seq` is still executing past the model's limit: kill the stub (onExit fails the batch and starts it again). */
   private overrun(stub: StubProcess, seq: number, ms: number): void {
     if (this.stub !== stub || this.running?.seq !== seq || this.closed) return;
-    this.killedFor = overrunError(this.ctx.modelName, this.name, ms);
-    log.error(this.killedFor.message);
-    stub.kill();
+    this.killStub(stub, overrunError(this.ctx.modelName, this.name, ms));
   }
 
   /** The stub is gone: fail what it held (start or batch), drop its shm objects. */

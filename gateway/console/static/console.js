@@ -119,24 +119,34 @@
   async function overview() {
     const { body } = await api('/console/api/overview');
     const e = body.engine;
-    document
-      .getElementById('engine')
-      .replaceChildren(
-        el('dt', { text: 'State' }),
-        el(
-          'dd',
-          {},
-          el('span', { class: e.ready ? 'ok' : 'bad', text: e.ready ? 'Ready' : 'Not ready' }),
-          e.error ? el('span', { class: 'reason', text: e.error }) : null,
-        ),
-        el('dt', { text: 'Address (gRPC)' }),
-        el('dd', {}, el('code', { text: e.address })),
-        ...(e.loadsError ? [el('dt', { text: 'Cold loads' }), el('dd', {}, el('span', { class: 'reason', text: e.loadsError }))] : []),
-        el('dt', { text: 'Function bundle' }),
-        el('dd', {}, el('code', { text: body.bundleVersion || '—' })),
-        el('dt', { text: 'Models' }),
-        el('dd', { text: `${body.models.filter((m) => m.state === 'READY').length} ready of ${body.models.length}` }),
-      );
+    document.getElementById('engine').replaceChildren(
+      el('dt', { text: 'State' }),
+      el(
+        'dd',
+        {},
+        el('span', { class: e.ready ? 'ok' : 'bad', text: e.ready ? 'Ready' : 'Not ready' }),
+        e.error ? el('span', { class: 'reason', text: e.error }) : null,
+      ),
+      el('dt', { text: 'Address (gRPC)' }),
+      el('dd', {}, el('code', { text: e.address })),
+      ...(e.loadsError ? [el('dt', { text: 'Cold loads' }), el('dd', {}, el('span', { class: 'reason', text: e.loadsError }))] : []),
+      el('dt', { text: 'Staging (shm)' }),
+      el(
+        'dd',
+        {},
+        body.staging
+          ? el('span', {
+              class: body.staging.shmExhausted ? 'bad' : body.staging.staging ? 'ok' : 'reason',
+              text: body.staging.shmExhausted ? 'Shared memory exhausted' : body.staging.staging ? 'On' : 'Off',
+            })
+          : el('span', { class: 'reason', text: 'off (shm disabled)' }),
+        body.staging?.reason ? el('span', { class: 'reason', text: body.staging.reason }) : null,
+      ),
+      el('dt', { text: 'Function bundle' }),
+      el('dd', {}, el('code', { text: body.bundleVersion || '—' })),
+      el('dt', { text: 'Models' }),
+      el('dd', { text: `${body.models.filter((m) => m.state === 'READY').length} ready of ${body.models.length}` }),
+    );
     document.querySelector('#models tbody').replaceChildren(
       ...body.models.map((m) =>
         el(
