@@ -2,6 +2,7 @@
 // models, shared memory) and its gRPC, HTTP and metrics frontends.
 import { InferenceServer, type InferenceServerOptions } from './inference-server.ts';
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
+import type { StreamPacing } from '../frontends/grpc/stream-response-pacer.ts';
 import type { H2Limits } from '../../protocol/h2-limits.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
@@ -31,6 +32,8 @@ export interface EngineOptions extends InferenceServerOptions {
   streamMaxQueuedBytes?: number;
   /** --grpc-h2-limit: the own HTTP/2 front's bounds on what one client may make it spend (protocol/h2-limits.ts). */
   grpcH2Limits?: H2Limits;
+  /** --grpc-max-response-pool-size and TRITONSERVER_DELAY_GRPC_RESPONSE: how ModelStreamInfer paces its writes. */
+  grpcStreamPacing?: StreamPacing;
 }
 
 export interface RunningEngine {
@@ -59,6 +62,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
           restricted: opts.grpcRestricted,
           streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
           h2Limits: opts.grpcH2Limits,
+          streamPacing: opts.grpcStreamPacing,
         });
   const http =
     opts.httpPort === -1

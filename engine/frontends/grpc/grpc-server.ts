@@ -25,6 +25,7 @@ import { RequestCancel } from '../../api/cancel-signal.ts';
 import type { H2Limits } from '../../../protocol/h2-limits.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
+import type { StreamPacing } from './stream-response-pacer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
 import { restricted } from './grpc-restricted.ts';
 
@@ -104,6 +105,7 @@ const toLogSettingValue = (v: boolean | number | string): LogSettingValue =>
 function handlers(
   api: ServerApi,
   streamMaxQueuedBytes: number,
+  streamPacing?: StreamPacing,
 ): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
@@ -176,7 +178,7 @@ function handlers(
         else replyError(cb, err);
       });
     },
-    ModelStreamInfer: modelStreamInfer(api, streamMaxQueuedBytes, traceparentOf),
+    ModelStreamInfer: modelStreamInfer(api, streamMaxQueuedBytes, traceparentOf, streamPacing),
   };
 }
 
@@ -211,12 +213,14 @@ export async function startGrpcServer(
     restricted?: RestrictedFeatures;
     streamMaxQueuedBytes?: number;
     h2Limits?: H2Limits;
+    /** --grpc-max-response-pool-size and TRITONSERVER_DELAY_GRPC_RESPONSE (stream-response-pacer.ts). */
+    streamPacing?: StreamPacing;
   },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(
     withReceivedBuffer(inferenceService()),
-    restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted),
+    restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES, opts.streamPacing), opts.restricted),
   );
   const health: { Check: grpc.handleUnaryCall<HealthCheckRpc['req'], HealthCheckRpc['res']> } = {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),
