@@ -225,7 +225,9 @@ export function parseEngineArgs(
     grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
     grpcStreamPacing: {
       maxResponsePoolSize:
-        values['grpc-max-response-pool-size'] === undefined ? undefined : positive(values['grpc-max-response-pool-size'], 0, 'grpc-max-response-pool-size'),
+        values['grpc-max-response-pool-size'] === undefined
+          ? undefined
+          : positive(values['grpc-max-response-pool-size'], 0, 'grpc-max-response-pool-size'),
       // Triton's test hook, read once at start as Triton does (a count of ms; anything else is none).
       delayMs: Math.max(0, Math.trunc(Number(env.TRITONSERVER_DELAY_GRPC_RESPONSE ?? 0)) || 0),
     },

@@ -48,7 +48,9 @@ export function modelStreamInfer(
   pacing?: StreamPacing,
 ) {
   return (call: Call): void => {
-    const pacer = pacingActive(pacing) ? new StreamResponsePacer<ModelStreamInferResponse>(pacing, (m, taken) => call.write(m, taken)) : undefined;
+    const pacer = pacingActive(pacing)
+      ? new StreamResponsePacer<ModelStreamInferResponse>(pacing, (m, taken) => call.write(m, taken))
+      : undefined;
     const send = (m: ModelStreamInferResponse, taken?: () => void): void => {
       if (pacer) pacer.push(m, taken ?? (() => undefined));
       else call.write(m, taken);

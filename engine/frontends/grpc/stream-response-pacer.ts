@@ -20,7 +20,8 @@ export interface StreamPacing {
 }
 
 /** True when `p` changes anything (a stream without it writes straight through). */
-export const pacingActive = (p: StreamPacing | undefined): p is StreamPacing => !!p && ((p.delayMs ?? 0) > 0 || (p.maxResponsePoolSize ?? 0) > 0);
+export const pacingActive = (p: StreamPacing | undefined): p is StreamPacing =>
+  !!p && ((p.delayMs ?? 0) > 0 || (p.maxResponsePoolSize ?? 0) > 0);
 
 export class StreamResponsePacer<M> {
   private readonly queue: Array<{ m: M; taken: () => void }> = [];
