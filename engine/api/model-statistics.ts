@@ -44,15 +44,15 @@ export class ModelStatistics implements StatsSink {
     this.s.queue.ns += Math.max(0, Math.round(ns));
   }
 
-  executed(batchSize: number, requestCount: number, t: ExecutionTiming): void {
+  executed(batchSize: number, requestCount: number, t: ExecutionTiming, paddedBatchSize = batchSize): void {
     this.executionCount++;
     this.inferenceCount += batchSize;
     // Triton charges each request of a batch the batch's compute time.
     add(this.s.compute_input, t.computeInputNs * requestCount, requestCount);
     add(this.s.compute_infer, t.computeInferNs * requestCount, requestCount);
     add(this.s.compute_output, t.computeOutputNs * requestCount, requestCount);
-    let b = this.batch.get(batchSize);
-    if (!b) this.batch.set(batchSize, (b = { compute_input: dur(), compute_infer: dur(), compute_output: dur() }));
+    let b = this.batch.get(paddedBatchSize);
+    if (!b) this.batch.set(paddedBatchSize, (b = { compute_input: dur(), compute_infer: dur(), compute_output: dur() }));
     add(b.compute_input, t.computeInputNs);
     add(b.compute_infer, t.computeInferNs);
     add(b.compute_output, t.computeOutputNs);

@@ -68,8 +68,12 @@ export function failureReasonOf(err: StatusError, fallback: FailureReason): Fail
 export interface StatsSink {
   /** A request left the queue after waiting this long. */
   queued(ns: number): void;
-  /** One execution of `batchSize` (sum of request batch sizes, or request count when not batching). */
-  executed(batchSize: number, requestCount: number, timing: ExecutionTiming): void;
+  /**
+   * One execution of `batchSize` (sum of request batch sizes, or request count when not batching).
+   * `paddedBatchSize`: the batch as the model ran it, null requests of the sequence batcher included
+   * (Triton's batch statistics count those; its inference count does not).
+   */
+  executed(batchSize: number, requestCount: number, timing: ExecutionTiming, paddedBatchSize?: number): void;
   /** A request finished; total ns from arrival. */
   succeeded(ns: number): void;
   /** A request failed; total ns from arrival, and why (OTHER when not said). */

@@ -33,6 +33,8 @@ export interface SequenceSpec {
   strategy: 'direct' | 'oldest';
   maxIdleNs: bigint;
   maxQueueDelayNs: bigint;
+  /** direct: minimum_slot_utilization (with maxQueueDelayNs, how full a batch waits to be). */
+  minSlotUtilization: number;
   /** oldest: sequences batched at once (others wait in the backlog). */
   maxCandidates: number;
   preferredSizes: number[];
@@ -45,7 +47,7 @@ export const DEFAULT_MAX_SEQUENCE_IDLE_US = 1_000_000;
 
 type RawSeq = {
   max_sequence_idle_microseconds?: number;
-  direct?: { max_queue_delay_microseconds?: number };
+  direct?: { max_queue_delay_microseconds?: number; minimum_slot_utilization?: number };
   oldest?: { max_candidate_sequences?: number; preferred_batch_size?: number[]; max_queue_delay_microseconds?: number };
   control_input?: Array<{
     name: string;
@@ -162,6 +164,7 @@ export function sequenceSpecOf(
     strategy: oldest ? 'oldest' : 'direct',
     maxIdleNs: us(sb.max_sequence_idle_microseconds || DEFAULT_MAX_SEQUENCE_IDLE_US),
     maxQueueDelayNs: us(oldest ? oldest.max_queue_delay_microseconds : sb.direct?.max_queue_delay_microseconds),
+    minSlotUtilization: oldest ? 0 : Number(sb.direct?.minimum_slot_utilization ?? 0),
     maxCandidates: Math.max(1, Number(oldest?.max_candidate_sequences ?? 0) || Math.max(1, config.max_batch_size)),
     preferredSizes: (oldest?.preferred_batch_size ?? []).map(Number),
     controls,
@@ -236,12 +239,14 @@ function scalarBytes(datatype: Datatype, value: number | bigint | boolean | stri
 
 /**
  * The control tensors for one request: shape [1] per batch row ([batch, 1]
- * when the model batches). READY is always true for a request that runs.
+ * when the model batches). READY is true for a request that runs, false for
+ * the null request that pads an idle batch slot (direct strategy).
  */
 export function controlTensors(
   spec: SequenceSpec,
   flags: { id: CorrelationId; start: boolean; end: boolean },
   batched: boolean,
+  ready = true,
 ): InferInput[] {
   return spec.controls.map((c) => {
     let value: number | bigint | boolean | string;
@@ -251,7 +256,7 @@ export function controlTensors(
         throw invalidArg(`sequence_id '${flags.id}' is a string but the model's CONTROL_SEQUENCE_CORRID '${c.name}' is ${c.datatype}`);
       else value = flags.id;
     } else {
-      const on = c.kind === 'CONTROL_SEQUENCE_START' ? flags.start : c.kind === 'CONTROL_SEQUENCE_END' ? flags.end : true;
+      const on = c.kind === 'CONTROL_SEQUENCE_START' ? flags.start : c.kind === 'CONTROL_SEQUENCE_END' ? flags.end : ready;
       value = c.falseTrue[on ? 1 : 0];
     }
     return { name: c.name, datatype: c.datatype, shape: batched ? [1, 1] : [1], data: scalarBytes(c.datatype, value, 1) };
@@ -273,8 +278,9 @@ export function withSequenceInputs(
   state: Map<string, Tensor> | undefined,
   batched: boolean,
   allOutputs: string[],
+  ready = true,
 ): InferRequest {
-  const inputs: InferInput[] = [...req.inputs, ...controlTensors(spec, flags, batched)];
+  const inputs: InferInput[] = [...req.inputs, ...controlTensors(spec, flags, batched, ready)];
   for (const s of spec.states) {
     const prev = flags.start ? undefined : state?.get(s.outputName);
     const t = prev ?? initialState(s, batched);

@@ -1,8 +1,9 @@
+// over 300 lines: one state machine (admission, both strategies, padding, implicit state, idle release); its decisions are in sequence-direct-batch.ts, dynamic-batch-decision.ts and sequence-slots.ts
 // Triton's sequence batcher for stateful models. Requests carry a correlation
 // ID (sequence_id) and START/END flags; each sequence's requests run one at a
 // time, in order. Direct strategy: a sequence is pinned to one batch slot of
-// one instance until it ends, and an instance batches the ready requests of
-// its slots. Oldest strategy: up to max_candidate_sequences sequences compete
+// one instance until it ends, and an instance runs its slots 0..k as one
+// batch, idle slots padded with null requests (decideDirectBatch). Oldest strategy: up to max_candidate_sequences sequences compete
 // and any free instance batches the oldest ready requests (decideBatch, as
 // the dynamic batcher). The engine adds the configured control tensors and
 // carries implicit state from a request's output to the next request's input.
@@ -12,6 +13,7 @@
 import { batchShapeKey, decideBatch, type BatchPolicy, type PendingItem } from './dynamic-batch-decision.ts';
 import { finalOutcomes, runOnInstance } from './instance-run.ts';
 import { delaySchedulerFromEnv } from './dynamic-batch-scheduler.ts';
+import { backlogDelayFromEnv, decideDirectBatch, schedulerHeld, type DirectPolicy } from './sequence-direct-batch.ts';
 import type { InferRequest, InferResponse, Tensor } from '../api/infer-request.ts';
 import type { ModelConfig } from '../api/model-config.ts';
 import type { ExecutionInstance, Scheduler, StatsSink } from '../api/scheduler.ts';
@@ -21,6 +23,8 @@ import { OneShotTimer, SchedulerCore } from './scheduler-core.ts';
 import type { InstancePool } from './instance-pool.ts';
 import { sequenceFlagsOf, sequenceKey, sequenceSpecOf, withSequenceInputs, type SequenceSpec } from '../config/sequence-config.ts';
 import { SequenceSlots, type LiveSequence } from './sequence-slots.ts';
+import { nullRequest } from './sequence-null-request.ts';
+import { isDecoupled } from '../api/decoupled.ts';
 import { cancelled, invalidArg, StatusError } from '../api/status.ts';
 import { log, tracer } from '../../common/logger.ts';
 
@@ -37,8 +41,10 @@ export interface SequenceBatchSchedulerOptions {
   clock?: Clock;
   /** The bytes of each implicit state's initial_state data_file, by the name the config gives (the loader reads them). */
   initialStates?: ReadonlyMap<string, Uint8Array>;
-  /** Test hook, Triton's TRITONSERVER_DELAY_SCHEDULER: start nothing until this many requests were queued (default: that variable). */
+  /** Test hook, Triton's TRITONSERVER_DELAY_SCHEDULER: start nothing until this many requests wait in slots (default: that variable). */
   delayUntilQueued?: number;
+  /** Test hook, Triton's TRITONSERVER_BACKLOG_DELAY_SCHEDULER: ... and this many in the backlog (default: that variable). */
+  delayUntilBacklogged?: number;
 }
 
 interface Pending {
@@ -71,8 +77,9 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly policy: BatchPolicy;
   private readonly batchTimer: OneShotTimer;
   private readonly idleTimer: OneShotTimer;
-  /** TRITONSERVER_DELAY_SCHEDULER: requests still to queue before the first batch (0: no hold). */
-  private holdFor: number;
+  private readonly direct: DirectPolicy;
+  /** The delay hooks' counts (requests in slots, in the backlog) until the first batch; undefined once released. */
+  private hold: { slotted: number; backlogged: number } | undefined;
 
   constructor(opts: SequenceBatchSchedulerOptions) {
     this.modelName = opts.modelName;
@@ -92,7 +99,12 @@ export class SequenceBatchScheduler implements Scheduler {
             true,
           )
         : new SequenceSlots<SeqData>([this.spec.maxCandidates], false);
-    this.holdFor = opts.delayUntilQueued ?? delaySchedulerFromEnv();
+    const hold = {
+      slotted: opts.delayUntilQueued ?? delaySchedulerFromEnv(),
+      backlogged: opts.delayUntilBacklogged ?? backlogDelayFromEnv(),
+    };
+    this.hold = hold.slotted > 0 || hold.backlogged > 0 ? hold : undefined;
+    this.direct = { slotCount: perInstance, maxQueueDelayNs: this.spec.maxQueueDelayNs, minSlotUtilization: this.spec.minSlotUtilization };
     this.policy = {
       maxBatchSize: opts.config.max_batch_size,
       preferredSizes: this.spec.strategy === 'oldest' ? this.spec.preferredSizes : [],
@@ -143,7 +155,6 @@ export class SequenceBatchScheduler implements Scheduler {
     const { start, end } = flags;
     return new Promise<InferResponse>((resolve, reject) => {
       seq.data.queue.push({ request, start, end, enqueuedNs: now, resolve, reject });
-      if (this.holdFor > 0) this.holdFor--;
       this.core.accept();
       this.schedule();
       // An enqueue only pushes idle deadlines later: an armed timer stays right.
@@ -153,14 +164,18 @@ export class SequenceBatchScheduler implements Scheduler {
 
   /** Start every batch that can start now; arm a timer for the earliest one that must wait. */
   private schedule(): void {
-    if (this.holdFor > 0) return;
+    if (this.held()) return;
     const now = this.core.clock.nowNs();
     let waitUntil: bigint | undefined;
     for (let i = 0; i < this.instances.length; i++) {
       if (!this.pool.isFree(this.instances[i]!)) continue;
-      const pinned = this.spec.strategy === 'direct' ? i : undefined;
+      if (this.spec.strategy === 'direct') {
+        const at = this.scheduleDirect(i, now);
+        if (at !== undefined && (waitUntil === undefined || at < waitUntil)) waitUntil = at;
+        continue;
+      }
       const ready = this.slots
-        .inSlots(pinned)
+        .inSlots()
         .filter((s) => !s.data.running && s.data.queue.length > 0)
         .sort((a, b) => (a.data.queue[0]!.enqueuedNs < b.data.queue[0]!.enqueuedNs ? -1 : 1));
       if (!ready.length) continue;
@@ -176,17 +191,52 @@ export class SequenceBatchScheduler implements Scheduler {
     if (waitUntil !== undefined) this.batchTimer.armBy(waitUntil, now);
   }
 
-  private async run(instanceIndex: number, seqs: Seq[]): Promise<void> {
+  /** The delay hooks hold the scheduler until enough requests wait (Triton counts slots' queues and the backlog apart). */
+  private held(): boolean {
+    if (!this.hold) return false;
+    const waiting = (seqs: ReadonlyArray<Seq>) => seqs.reduce((n, s) => n + s.data.queue.length, 0);
+    if (schedulerHeld(waiting(this.slots.inSlots()), waiting(this.slots.backlogged()), this.hold.slotted, this.hold.backlogged))
+      return true;
+    this.hold = undefined;
+    return false;
+  }
+
+  /** Direct strategy on free instance `i`: run its slots as one padded batch, or say until when to wait. */
+  private scheduleDirect(i: number, now: bigint): bigint | undefined {
+    const bySlot: Array<Seq | undefined> = Array.from({ length: this.direct.slotCount });
+    for (const s of this.slots.inSlots(i)) bySlot[s.slot!.index] = s;
+    const views = bySlot.map((s) => {
+      const head = s && !s.data.running ? s.data.queue[0] : undefined;
+      if (!head) return { ready: false };
+      return { ready: true, shapeKey: batchShapeKey(head.request, this.config.max_batch_size), enqueuedNs: head.enqueuedNs };
+    });
+    const d = decideDirectBatch(views, this.direct, now);
+    if (d.action === 'wait') return d.untilNs;
+    if (d.action === 'send' && this.pool.claim(this.instances[i]!))
+      void this.run(
+        i,
+        d.slots.map((x, k) => (x === 'run' ? bySlot[k] : undefined)),
+      );
+    return undefined;
+  }
+
+  /** Run one batch: `seqs` in batch order, undefined for a slot padded with a null request (direct). */
+  private async run(instanceIndex: number, seqs: Array<Seq | undefined>): Promise<void> {
     const instance = this.instances[instanceIndex]!;
     const now = this.core.clock.nowNs();
     const batched = this.config.max_batch_size > 0;
     const allOutputs = this.config.output.map((o) => o.name);
-    const items: Array<{ seq: Seq; p: Pending; req: InferRequest }> = [];
+    const items: Array<{ seq: Seq; p: Pending; req: InferRequest } | undefined> = [];
     for (const seq of seqs) {
+      if (!seq) {
+        items.push(undefined);
+        continue;
+      }
       const p = seq.data.queue.shift()!;
       seq.data.running = true;
       if (p.request.signal?.aborted) {
         this.settle(seq, p, cancelled(`request for model '${this.modelName}' was cancelled`));
+        items.push(undefined);
         continue;
       }
       this.stats.queued(Number(now - p.enqueuedNs));
@@ -202,23 +252,28 @@ export class SequenceBatchScheduler implements Scheduler {
         items.push({ seq, p, req });
       } catch (err) {
         this.settle(seq, p, err as StatusError);
+        items.push(undefined);
       }
     }
-    if (items.length) {
-      trace(`model '${this.modelName}' executing ${items.length} sequence request(s) on '${instance.name}'`, items[0]!.p.request.id);
-      const result = await runOnInstance(
-        instance,
-        items.map((x) => x.req),
-        this.modelName,
-      );
+    const real = items.filter((x) => x !== undefined);
+    if (real.length) {
+      // Padding keeps each sequence in its batch row (up to the highest slot with a request, as
+      // Triton). A decoupled model is not padded: a null request's responses would have no reader.
+      const batch = isDecoupled(this.config) ? real : items;
+      const rep = real[0]!.p.request;
+      const reqs = batch.map((x) => x?.req ?? nullRequest(rep, this.spec, batched, allOutputs));
+      trace(`model '${this.modelName}' executing ${real.length} sequence request(s) (batch ${reqs.length}) on '${instance.name}'`, rep.id);
+      const result = await runOnInstance(instance, reqs, this.modelName);
       if (result instanceof StatusError) {
-        for (const x of items) this.settle(x.seq, x.p, result);
+        for (const x of real) this.settle(x.seq, x.p, result);
       } else {
-        const size = items.reduce((n, x) => n + requestBatchSize(x.p.request, this.config.max_batch_size), 0);
-        this.stats.executed(size, items.length, result.timing);
+        // Triton's batch statistics count the null requests in the batch size, not in the inference count.
+        const size = (rs: InferRequest[]) => rs.reduce((n, r) => n + requestBatchSize(r, this.config.max_batch_size), 0);
+        this.stats.executed(size(real.map((x) => x.p.request)), real.length, result.timing, size(reqs));
         // A decoupled sequence model keeps its instance until its streams end: the sequence's order holds.
-        const outcomes = await finalOutcomes(result, items.length, instance.name, this.modelName);
-        items.forEach((x, k) => {
+        const outcomes = await finalOutcomes(result, reqs.length, instance.name, this.modelName);
+        batch.forEach((x, k) => {
+          if (!x) return;
           x.p.request.onExecuted?.(result.timing);
           this.settle(x.seq, x.p, this.keepState(x.seq, x.p, outcomes[k]!));
         });

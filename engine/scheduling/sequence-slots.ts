@@ -62,7 +62,7 @@ export class SequenceSlots<T> {
       this.idleReleased.delete(key);
       seq = { key, id, lastNs: nowNs, ended: false, data: data() };
       this.byKey.set(key, seq);
-      const slot = this.free.shift();
+      const slot = this.takeFree();
       if (slot) {
         seq.slot = slot;
         this.slotted.add(seq);
@@ -75,6 +75,16 @@ export class SequenceSlots<T> {
       this.byKey.delete(key);
     }
     return { seq, restarted };
+  }
+
+  /** The free slot with the lowest index (then instance), as Triton's ready-slot queue: batches grow evenly and stay small. */
+  private takeFree(): Slot | undefined {
+    let best = -1;
+    this.free.forEach((s, i) => {
+      const b = this.free[best];
+      if (!b || s.index < b.index || (s.index === b.index && s.instance < b.instance)) best = i;
+    });
+    return best < 0 ? undefined : this.free.splice(best, 1)[0];
   }
 
   /** A drained, ended (or idle) sequence gives its slot back; returns the backlog sequence that took it. */
@@ -118,6 +128,11 @@ export class SequenceSlots<T> {
   /** Sequences holding a slot (on `instance` for direct). */
   inSlots(instance?: number): Array<LiveSequence<T>> {
     return [...this.slotted].filter((s) => instance === undefined || s.slot!.instance === instance);
+  }
+
+  /** Sequences waiting for a slot, oldest first. */
+  backlogged(): ReadonlyArray<LiveSequence<T>> {
+    return this.backlog;
   }
 
   get liveCount(): number {

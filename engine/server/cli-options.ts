@@ -70,6 +70,9 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 slow clients on the HTTP and metrics ports are dropped (ours)
   --stream-max-queued-bytes=67108864  responses one generate_stream / ModelStreamInfer stream may hold for a
                                 client that is not reading; past it the stream's requests are cancelled (ours)
+  --grpc-max-response-pool-size=N  ModelStreamInfer responses handed to HTTP/2 and not yet taken, per stream, at
+                                most (Triton's; default: no bound); TRITONSERVER_DELAY_GRPC_RESPONSE=MS (Triton's
+                                test hook) delays each stream write by MS
   --grpc-h2-limit=NAME=VALUE    a bound of the own HTTP/2 front (repeatable; ours, docs/engine/h2-front.md):
                                 max-header-list-bytes=65536 max-header-fields=128 max-continuations=8
                                 max-concurrent-streams=1000 reset-burst=1000 resets-per-second=33
@@ -153,6 +156,7 @@ export const ENGINE_FLAGS = {
   'stream-max-queued-bytes': s,
   'grpc-h2-limit': { type: 'string', multiple: true },
   'grpc-front': s,
+  'grpc-max-response-pool-size': s,
   'max-instances-per-model': s,
   'max-instances-total': s,
 } as const;
@@ -225,6 +229,14 @@ export function parseEngineArgs(
     streamMaxQueuedBytes: positive(values['stream-max-queued-bytes'], DEFAULT_STREAM_MAX_QUEUED_BYTES, 'stream-max-queued-bytes'),
     grpcH2Limits: parseH2Limits(values['grpc-h2-limit'] ?? []),
     transport: engineTransportFrom(values, env),
+    grpcStreamPacing: {
+      maxResponsePoolSize:
+        values['grpc-max-response-pool-size'] === undefined
+          ? undefined
+          : positive(values['grpc-max-response-pool-size'], 0, 'grpc-max-response-pool-size'),
+      // Triton's test hook, read once at start as Triton does (a count of ms; anything else is none).
+      delayMs: Math.max(0, Math.trunc(Number(env.TRITONSERVER_DELAY_GRPC_RESPONSE ?? 0)) || 0),
+    },
   };
 }
 

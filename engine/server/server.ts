@@ -3,6 +3,7 @@
 import { InferenceServer, type InferenceServerOptions } from './inference-server.ts';
 import { startGrpcServer } from '../frontends/grpc/grpc-server.ts';
 import type { H2Limits } from '../../net/h2/h2-limits.ts';
+import type { StreamPacing } from '../frontends/grpc/stream-response-pacer.ts';
 import { startHttpServer } from '../frontends/http/http-server.ts';
 import { startMetricsServer } from '../frontends/metrics/metrics.ts';
 import { startLocalServer } from '../frontends/local/local-server.ts';
@@ -34,6 +35,8 @@ export interface EngineOptions extends InferenceServerOptions {
   grpcH2Limits?: H2Limits;
   /** Transport choices (frontends/transport-options.ts), built once by cli-options.ts; defaults where not given. */
   transport?: Partial<EngineTransport>;
+  /** --grpc-max-response-pool-size and TRITONSERVER_DELAY_GRPC_RESPONSE: how ModelStreamInfer paces its writes. */
+  grpcStreamPacing?: StreamPacing;
 }
 
 export interface RunningEngine {
@@ -63,6 +66,7 @@ export async function startEngine(opts: EngineOptions): Promise<RunningEngine> {
           streamMaxQueuedBytes: opts.streamMaxQueuedBytes,
           h2Limits: opts.grpcH2Limits,
           transport: opts.transport,
+          streamPacing: opts.grpcStreamPacing,
         });
   const http =
     opts.httpPort === -1

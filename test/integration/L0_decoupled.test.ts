@@ -7,8 +7,17 @@
 // its expectation: every response, in order, with OUT and IDX; none for an
 // empty IN; the interleaving of two requests on one instance that each case
 // of test_response_order names; unary infer refused; a shape mismatch named.
-// Times are Triton's scaled down (each case says by how much) so the suite
-// runs in a minute; the orders they produce are the same.
+// Times are Triton's scaled down (each case says by how much); the orders
+// they produce are the same.
+//
+// Each DecoupledTest case runs at once on every variant Triton's test.sh
+// runs it on, each an engine of its own (its own single repeat_int32
+// instance, so the variants do not touch each other's timings): the JS
+// models, the same with --grpc-max-response-pool-size=1 (Triton's rerun),
+// and both again with repeat_int32 and square_int32 as python models
+// (Triton's `python` trial). test_one_to_multi_many runs on two more engines
+// whose ModelStreamInfer writes wait TRITONSERVER_DELAY_GRPC_RESPONSE's delay
+// (the option the engine reads that variable into).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync } from 'node:fs';
@@ -16,26 +25,64 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { writeDecoupledRepository } from '../fixtures/decoupled-repeat-models.ts';
+import type { StreamPacing } from '../../engine/frontends/grpc/stream-response-pacer.ts';
 import { grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, toI32, type ProtoClient } from './helpers.ts';
 
 const REPEAT_LIKE = ['repeat_int32', 'simple_repeat', 'sequence_repeat'];
 const SQUARES = ['repeat_square', 'nested_square'];
 
-let repo: string;
-let eng: RunningEngine;
-let client: ProtoClient;
+interface Variant {
+  label: string;
+  backend: 'js' | 'python';
+  pacing?: StreamPacing;
+  repo?: string;
+  eng?: RunningEngine;
+  client?: ProtoClient;
+}
+/** Triton's write delay (2000 ms) ÷ 50: long enough that a response's lateness shows it (the other times are ÷ 200). */
+const WRITE_DELAY_MS = 40;
+const VARIANTS: Variant[] = [
+  { label: 'js', backend: 'js' },
+  { label: 'js, --grpc-max-response-pool-size=1', backend: 'js', pacing: { maxResponsePoolSize: 1 } },
+  { label: 'python', backend: 'python' },
+  { label: 'python, --grpc-max-response-pool-size=1', backend: 'python', pacing: { maxResponsePoolSize: 1 } },
+];
+const DELAYED: Variant[] = [
+  { label: 'js, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'js', pacing: { delayMs: WRITE_DELAY_MS } },
+  { label: 'python, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'python', pacing: { delayMs: WRITE_DELAY_MS } },
+];
 
 beforeAll(async () => {
-  repo = mkdtempSync(path.join(os.tmpdir(), 'l0-decoupled-'));
-  writeDecoupledRepository(repo);
-  eng = await startTestEngine({ modelRepository: repo });
-  client = protoLoaderClient(eng.grpcPort);
-}, 60_000);
+  await Promise.all(
+    [...VARIANTS, ...DELAYED].map(async (v) => {
+      v.repo = mkdtempSync(path.join(os.tmpdir(), 'l0-decoupled-'));
+      writeDecoupledRepository(v.repo, true, v.backend);
+      v.eng = await startTestEngine({ modelRepository: v.repo, grpcStreamPacing: v.pacing });
+      v.client = protoLoaderClient(v.eng.grpcPort);
+    }),
+  );
+}, 120_000);
 afterAll(async () => {
-  client?.close();
-  await eng?.stop();
-  removeDir(repo);
+  await Promise.all(
+    [...VARIANTS, ...DELAYED].map(async (v) => {
+      v.client?.close();
+      await v.eng?.stop();
+      removeDir(v.repo);
+    }),
+  );
 });
+
+/** Run `fn` on each variant at once; a failure names its variant. */
+async function onEach(variants: Variant[], fn: (v: Variant) => Promise<void>): Promise<void> {
+  await Promise.all(
+    variants.map((v) =>
+      fn(v).catch((e: Error) => {
+        e.message = `[${v.label}] ${e.message}`;
+        throw e;
+      }),
+    ),
+  );
+}
 
 const u32 = (v: number[]) => Buffer.from(Uint32Array.from(v).buffer);
 const i32 = (v: number[]) => Buffer.from(Int32Array.from(v).buffer);
@@ -51,7 +98,7 @@ interface Run {
   outputs?: string[];
 }
 /** One response as the client saw it, in arrival order. */
-type Got = { id: string; out?: number; idx?: number; final: boolean; error?: string };
+type Got = { id: string; out?: number; idx?: number; final: boolean; error?: string; at: number };
 type StreamMsg = {
   error_message: string;
   infer_response: {
@@ -62,13 +109,13 @@ type StreamMsg = {
   };
 };
 
-/** decoupled_test.py's _decoupled_infer on one stream, times in ms as given: every message the stream carried. */
-function run(model: string, r: Run): Promise<Got[]> {
+/** decoupled_test.py's _decoupled_infer on one stream of `v`, times in ms as given: every message the stream carried. */
+function run(v: Variant, model: string, r: Run): Promise<Got[]> {
   const repeat = r.repeatCount ?? 1;
   const values = Array.from({ length: repeat }, (_, i) => 100 + i);
   const got: Got[] = [];
   return new Promise((resolve, reject) => {
-    const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+    const call = v.client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
     call.on('data', (m) => {
       const res = m.infer_response;
       const at = (name: string) => {
@@ -80,6 +127,7 @@ function run(model: string, r: Run): Promise<Got[]> {
         out: at('OUT'),
         idx: at('IDX'),
         final: res.parameters?.triton_final_response?.bool_param === true,
+        at: performance.now(),
         ...(m.error_message ? { error: m.error_message } : {}),
       });
     });
@@ -88,7 +136,8 @@ function run(model: string, r: Run): Promise<Got[]> {
     void (async () => {
       let delay = r.delay ?? 100;
       for (let i = 0; i < r.requestCount; i++) {
-        await new Promise((s) => setTimeout(s, r.requestDelay ?? 0));
+        // Triton sleeps before the first request too; that shifts every time alike, so it is not waited here.
+        if (i > 0) await new Promise((s) => setTimeout(s, r.requestDelay ?? 0));
         call.write({
           model_name: model,
           id: String(i),
@@ -154,40 +203,65 @@ function expectFan(got: Got[], r: Run): void {
  * repeat-like ones also with the empty final response (Triton's second
  * helper; for time, not the fan and square ones, whose responses it does not change).
  */
-async function everyTrial(r: Run): Promise<void> {
+async function everyTrial(v: Variant, r: Run): Promise<void> {
   for (const emptyFinal of [false, true]) {
-    for (const m of REPEAT_LIKE) expectRepeated(await run(m, { ...r, emptyFinal }), { ...r, emptyFinal });
+    for (const m of REPEAT_LIKE) expectRepeated(await run(v, m, { ...r, emptyFinal }), { ...r, emptyFinal });
   }
-  expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
-  for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
+  expectFan(await run(v, 'fan_repeat', { ...r, outputs: ['OUT'] }), r);
+  for (const m of SQUARES) expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r);
 }
 
-// Triton's times are these × 20 (delay 1000 ms, waits 500 / 2000 / 10000 ms).
+// Triton's times ÷ 100 or ÷ 200 (delay 1000 ms, waits 500 / 2000 / 10000 ms): each case keeps their proportions,
+// and what these cases check (each request's responses, in order) does not hang on the times.
 describe('L0_decoupled: DecoupledTest', () => {
   it('test_one_to_none: no response for an empty IN', async () => {
-    for (const requestCount of [1, 5]) {
-      for (const m of [...REPEAT_LIKE, 'fan_repeat', ...SQUARES]) {
-        const got = await run(m, { requestCount, repeatCount: 0, outputs: REPEAT_LIKE.includes(m) ? undefined : ['OUT'] });
-        expect(got.filter((g) => g.out !== undefined || g.error)).toEqual([]);
+    await onEach(VARIANTS, async (v) => {
+      for (const requestCount of [1, 5]) {
+        for (const m of [...REPEAT_LIKE, 'fan_repeat', ...SQUARES]) {
+          const got = await run(v, m, { requestCount, repeatCount: 0, outputs: REPEAT_LIKE.includes(m) ? undefined : ['OUT'] });
+          expect(got.filter((g) => g.out !== undefined || g.error)).toEqual([]);
+        }
       }
-    }
-  });
+    });
+  }, 60_000);
 
   it('test_one_to_one: one response each, released before or after it is sent', async () => {
-    for (const requestCount of [1, 5]) for (const wait of [25, 100]) await everyTrial({ requestCount, delay: 50, wait });
+    await onEach(VARIANTS, async (v) => {
+      for (const requestCount of [1, 5]) for (const wait of [5, 20]) await everyTrial(v, { requestCount, delay: 10, wait });
+    });
   }, 60_000);
 
   it('test_one_to_many: five responses each, released before, during or after them', async () => {
-    for (const requestCount of [1, 5])
-      for (const wait of [25, 100, 500]) await everyTrial({ requestCount, repeatCount: 5, delay: 50, wait });
+    await onEach(VARIANTS, async (v) => {
+      for (const requestCount of [1, 5])
+        for (const wait of [3, 10, 50]) await everyTrial(v, { requestCount, repeatCount: 5, delay: 5, wait });
+    });
+  }, 120_000);
+
+  // Triton's waits 500 / 8000 / 20000 (one request) and 500 / 3000 / 10000 ms (five), ÷ 200; every write waits WRITE_DELAY_MS.
+  it('test_one_to_multi_many: five responses each, written behind a delayed write (TRITONSERVER_DELAY_GRPC_RESPONSE)', async () => {
+    await onEach(DELAYED, async (v) => {
+      // The hook is on: a response the model sends at once reaches the client no sooner than the write delay
+      // (the least of three warm runs: without the hook it takes a few ms).
+      const once = { requestCount: 1, repeatCount: 1, delay: 0, wait: 0 };
+      const lateness: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const t0 = performance.now();
+        const [first] = await run(v, 'repeat_int32', once);
+        if (i > 0) lateness.push(first!.at - t0);
+      }
+      expect(Math.min(...lateness)).toBeGreaterThanOrEqual(WRITE_DELAY_MS - 1);
+      for (const wait of [3, 40, 100]) await everyTrial(v, { requestCount: 1, repeatCount: 5, delay: 5, wait });
+      for (const wait of [3, 15, 50]) await everyTrial(v, { requestCount: 5, repeatCount: 5, delay: 5, wait });
+    });
   }, 120_000);
 
   // The arrival order of the 8 responses of two requests on one instance is each case's expectation.
-  // Triton's times × 0.2 (the first three), × 0.05 (the last two): each keeps ≥ 40 ms between the responses it orders.
+  // Triton's times × 0.1 (the first three), × 0.025 (the last two): each keeps ≥ 50 ms between the responses it orders.
   it.each([
     [
       'interleaved',
-      { requestDelay: 100, delay: 200, wait: 100 },
+      { requestDelay: 50, delay: 100, wait: 50 },
       [
         [0, 2, 4, 6],
         [1, 3, 5, 7],
@@ -195,7 +269,7 @@ describe('L0_decoupled: DecoupledTest', () => {
     ],
     [
       'the second request first',
-      { requestDelay: 100, delay: 400, delayFactor: 0.1, wait: 100 },
+      { requestDelay: 50, delay: 200, delayFactor: 0.1, wait: 50 },
       [
         [4, 5, 6, 7],
         [0, 1, 2, 3],
@@ -203,7 +277,7 @@ describe('L0_decoupled: DecoupledTest', () => {
     ],
     [
       'the second inside the first',
-      { requestDelay: 500, delay: 400, delayFactor: 0.1, wait: 100 },
+      { requestDelay: 250, delay: 200, delayFactor: 0.1, wait: 50 },
       [
         [0, 5, 6, 7],
         [1, 2, 3, 4],
@@ -211,7 +285,7 @@ describe('L0_decoupled: DecoupledTest', () => {
     ],
     [
       'the first before the second (sent early)',
-      { requestDelay: 5, delay: 25, delayFactor: 10, wait: 25 },
+      { requestDelay: 2, delay: 12, delayFactor: 10, wait: 12 },
       [
         [0, 1, 2, 3],
         [4, 5, 6, 7],
@@ -219,7 +293,7 @@ describe('L0_decoupled: DecoupledTest', () => {
     ],
     [
       'the first before the second (sent late)',
-      { requestDelay: 37, delay: 25, delayFactor: 10, wait: 25 },
+      { requestDelay: 18, delay: 12, delayFactor: 10, wait: 12 },
       [
         [0, 1, 2, 3],
         [4, 5, 6, 7],
@@ -229,9 +303,11 @@ describe('L0_decoupled: DecoupledTest', () => {
     'test_response_order: %s',
     async (_, times, order) => {
       const r = { requestCount: 2, repeatCount: 4, ...times };
-      for (const m of REPEAT_LIKE) expectRepeated(await run(m, r), r, order);
-      expectFan(await run('fan_repeat', { ...r, outputs: ['OUT'] }), r);
-      for (const m of SQUARES) expectSquares(await run(m, { ...r, outputs: ['OUT'] }), r);
+      await onEach(VARIANTS, async (v) => {
+        for (const m of REPEAT_LIKE) expectRepeated(await run(v, m, r), r, order);
+        expectFan(await run(v, 'fan_repeat', { ...r, outputs: ['OUT'] }), r);
+        for (const m of SQUARES) expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r);
+      });
     },
     60_000,
   );
@@ -242,35 +318,39 @@ describe('L0_decoupled: DecoupledTest', () => {
       { name: 'DELAY', datatype: 'UINT32', shape: [1] },
       { name: 'WAIT', datatype: 'UINT32', shape: [1] },
     ];
-    const e = await grpcError(
-      client.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }),
-    );
-    expect(e.details).toContain("doesn't support models with decoupled transaction policy");
-    const http = await httpJson(eng.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
-      inputs: inputs.map((t, k) => ({ ...t, data: [[100], [100], [200]][k] })),
+    await onEach(VARIANTS, async (v) => {
+      const e = await grpcError(
+        v.client!.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }),
+      );
+      expect(e.details).toContain("doesn't support models with decoupled transaction policy");
+      const http = await httpJson(v.eng!.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
+        inputs: inputs.map((t, k) => ({ ...t, data: [[100], [100], [200]][k] })),
+      });
+      expect(String(http.json.error)).toContain("doesn't support models with decoupled transaction policy");
     });
-    expect(String(http.json.error)).toContain("doesn't support models with decoupled transaction policy");
   });
 
   it('test_wrong_shape: IN and DELAY of different shapes are named', async () => {
-    const got: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
-      call.on('data', (m) => got.push(m.error_message));
-      call.on('error', reject);
-      call.on('end', resolve);
-      call.write({
-        model_name: 'repeat_int32',
-        inputs: [
-          { name: 'IN', datatype: 'INT32', shape: [1] },
-          { name: 'DELAY', datatype: 'UINT32', shape: [2] },
-          { name: 'WAIT', datatype: 'UINT32', shape: [1] },
-        ],
-        raw_input_contents: [i32([100]), u32([100, 100]), u32([200])],
+    await onEach(VARIANTS, async (v) => {
+      const got: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        const call = v.client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+        call.on('data', (m) => got.push(m.error_message));
+        call.on('error', reject);
+        call.on('end', resolve);
+        call.write({
+          model_name: 'repeat_int32',
+          inputs: [
+            { name: 'IN', datatype: 'INT32', shape: [1] },
+            { name: 'DELAY', datatype: 'UINT32', shape: [2] },
+            { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+          ],
+          raw_input_contents: [i32([100]), u32([100, 100]), u32([200])],
+        });
+        call.end();
       });
-      call.end();
+      expect(got).toEqual(['expected IN and DELAY shape to match, got [1] and [2]']);
     });
-    expect(got).toEqual(['expected IN and DELAY shape to match, got [1] and [2]']);
   });
 });
 

@@ -1,4 +1,4 @@
-// Differential test of the engine's own HTTP/2 front (protocol/h2-*.ts,
+// Differential test of the engine's own HTTP/2 front (net/h2/h2-*.ts,
 // ENGINE_GRPC_FRONT=own) against node:http2 (the TCP port's default), issue
 // 37: fast-check generates frame sequences, valid and invalid (SETTINGS,
 // HEADERS with good and bad header lists, CONTINUATION, DATA, WINDOW_UPDATE,

@@ -6,6 +6,9 @@
 // unchanged; a good one choosing version 2); file overrides (refused
 // without a config; under another name; under the model's own name). The
 // model (ours) answers the checks that failed; an empty list is a pass.
+// Triton's rerun with a `model_warmup` added to the config: the load (whose
+// warm-up runs execute after the initialize that loads and unloads another
+// model) answers 200.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -93,10 +96,20 @@ input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]
 output [ { name: "FAILED", data_type: TYPE_STRING, dims: [ -1 ] }, { name: "RAN", data_type: TYPE_INT32, dims: [ 1 ] } ]
 `;
 
+const WARMUP_CONFIG = `${CONFIG.replace('"bls_model_loading"', '"bls_model_loading_warmup"')}model_warmup [ {
+  name: "regular sample"
+  batch_size: 1
+  inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 1 ] random_data: true } }
+} ]
+`;
+
 let eng: RunningEngine;
 pythonEngine(
   () => {
-    const repo = pythonRepo('l0-py-model-loading', [], { bls_model_loading: { config: CONFIG, model: MODEL } });
+    const repo = pythonRepo('l0-py-model-loading', [], {
+      bls_model_loading: { config: CONFIG, model: MODEL },
+      bls_model_loading_warmup: { config: WARMUP_CONFIG, model: MODEL },
+    });
     const config = SIMPLE_CONFIG.replace('name: "simple"', `name: "${TARGET}"`) + 'version_policy: { all { } }\n';
     writeModel(repo, TARGET, config, {});
     rmSync(path.join(repo, TARGET, '1'), { recursive: true });
@@ -113,16 +126,20 @@ pythonEngine(
 );
 
 describe("L0_python_model_loading (pb_utils.load_model, after Triton's bls_model_loading)", () => {
-  it('loading the model runs the three cases in its initialize; every check passes', async () => {
-    const load = await httpJson(eng.httpPort, 'POST', '/v2/repository/models/bls_model_loading/load', {});
+  it.each([
+    ['loading the model runs the three cases in its initialize; every check passes', 'bls_model_loading'],
+    ["Triton's rerun with model_warmup: the load answers 200, every check passes", 'bls_model_loading_warmup'],
+  ])('%s', async (_, model) => {
+    const load = await httpJson(eng.httpPort, 'POST', `/v2/repository/models/${model}/load`, {});
     expect([load.status, load.json]).toEqual([200, {}]);
-    const { status, json } = await httpJson(eng.httpPort, 'POST', '/v2/models/bls_model_loading/infer', {
+    const { status, json } = await httpJson(eng.httpPort, 'POST', `/v2/models/${model}/infer`, {
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [1] }],
     });
     expect(status).toBe(200);
     const out = Object.fromEntries(json.outputs.map((o: { name: string; data: unknown[] }) => [o.name, o.data]));
     expect(out).toEqual({ FAILED: [''], RAN: [3] });
     const index = (await httpJson(eng.httpPort, 'POST', '/v2/repository/index', {})).json;
-    expect(index.filter((m: { state: string }) => m.state === 'READY').map((m: { name: string }) => m.name)).toEqual(['bls_model_loading']);
+    expect(index.filter((m: { state: string }) => m.state === 'READY').map((m: { name: string }) => m.name)).toEqual([model]);
+    expect((await httpJson(eng.httpPort, 'POST', `/v2/repository/models/${model}/unload`, {})).status).toBe(200);
   });
 });

@@ -101,6 +101,14 @@ describe('parseEngineArgs', () => {
     expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=reset-burst=0'])).toThrow(/reset-burst/);
   });
 
+  it("takes Triton's --grpc-max-response-pool-size (no bound by default) and reads TRITONSERVER_DELAY_GRPC_RESPONSE", () => {
+    expect(parseEngineArgs(['--model-repository=/m'], {}).grpcStreamPacing).toEqual({ maxResponsePoolSize: undefined, delayMs: 0 });
+    const p = parseEngineArgs(['--model-repository=/m', '--grpc-max-response-pool-size=1'], { TRITONSERVER_DELAY_GRPC_RESPONSE: '2000' });
+    expect(p.grpcStreamPacing).toEqual({ maxResponsePoolSize: 1, delayMs: 2000 });
+    expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-max-response-pool-size=0'])).toThrow(/grpc-max-response-pool-size/);
+    expect(parseEngineArgs(['--model-repository=/m'], { TRITONSERVER_DELAY_GRPC_RESPONSE: 'x' }).grpcStreamPacing!.delayMs).toBe(0);
+  });
+
   it('takes --stream-max-queued-bytes (64 MiB by default), refusing non-positive values', () => {
     expect(parseEngineArgs(['--model-repository=/m']).streamMaxQueuedBytes).toBe(64 * 1024 * 1024);
     expect(parseEngineArgs(['--model-repository=/m', '--stream-max-queued-bytes=1048576']).streamMaxQueuedBytes).toBe(1048576);

@@ -37,7 +37,7 @@ describe('SequenceBatchScheduler', () => {
       stats,
       clock,
     });
-    // Two slots per instance: sequences 1, 2 on i0; 3 on i1.
+    // Two slots per instance, the lowest free slot index first (Triton's order): sequence 1 on i0, 2 on i1, 3 on i0's second slot.
     const done = [
       s.enqueue(req('a1', 1, true)),
       s.enqueue(req('b1', 2, true)),
@@ -45,12 +45,12 @@ describe('SequenceBatchScheduler', () => {
       s.enqueue(req('a2', 1, false, true)),
     ];
     await flush();
-    // No queue delay: a1 left at once; c1 went to its own instance, not to i0's queue.
+    // No queue delay: a1 left at once; b1 went to its own instance, not to i0's queue.
     expect(i0.batches).toEqual([['a1']]);
-    expect(i1.batches).toEqual([['c1']]);
+    expect(i1.batches).toEqual([['b1']]);
     await i0.complete();
-    // b1 and a2 batch together; a2 waited for a1 (one request of a sequence at a time).
-    expect([...i0.batches[1]!].sort()).toEqual(['a2', 'b1']);
+    // a2 and c1 batch together in slot order; a2 waited for a1 (one request of a sequence at a time).
+    expect(i0.batches[1]).toEqual(['a2', 'c1']);
     await i0.complete();
     await i1.complete();
     expect((await Promise.all(done)).map((r) => r.id)).toEqual(['a1', 'b1', 'c1', 'a2']);

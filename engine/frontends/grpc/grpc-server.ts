@@ -1,3 +1,4 @@
+// over 300 lines: past 300 only with the stream pacing option (issue 42); to be split when the transport options become one object
 // The KServe v2 / Triton gRPC frontend: inference.GRPCInferenceService (all
 // 20 RPCs) and grpc.health.v1.Health over the engine's ServerApi. Handlers
 // check, translate, call the engine and reply; every failure leaves through
@@ -26,6 +27,7 @@ import type { H2Limits } from '../../../net/h2/h2-limits.ts';
 import { removeStaleSocket } from '../../../net/unix-socket.ts';
 import { DEFAULT_STREAM_MAX_QUEUED_BYTES } from '../stream-queue-bound.ts';
 import { modelStreamInfer } from './model-stream-infer.ts';
+import type { StreamPacing } from './stream-response-pacer.ts';
 import type { RestrictedFeatures } from '../restricted-api.ts';
 import { restricted } from './grpc-restricted.ts';
 
@@ -105,6 +107,7 @@ const toLogSettingValue = (v: boolean | number | string): LogSettingValue =>
 function handlers(
   api: ServerApi,
   streamMaxQueuedBytes: number,
+  streamPacing?: StreamPacing,
 ): UnaryHandlers & { ModelStreamInfer: grpc.handleBidiStreamingCall<StreamInferRpc['req'], StreamInferRpc['res']> } {
   return {
     ServerLive: unary(() => ({ live: api.isLive() })),
@@ -177,7 +180,7 @@ function handlers(
         else replyError(cb, err);
       });
     },
-    ModelStreamInfer: modelStreamInfer(api, streamMaxQueuedBytes, traceparentOf),
+    ModelStreamInfer: modelStreamInfer(api, streamMaxQueuedBytes, traceparentOf, streamPacing),
   };
 }
 
@@ -213,13 +216,15 @@ export async function startGrpcServer(
     streamMaxQueuedBytes?: number;
     h2Limits?: H2Limits;
     transport?: Partial<EngineTransport> /** transport-options.ts; defaults where not given */;
+    /** --grpc-max-response-pool-size and TRITONSERVER_DELAY_GRPC_RESPONSE (stream-response-pacer.ts). */
+    streamPacing?: StreamPacing;
   },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const transport = { ...DEFAULT_ENGINE_TRANSPORT, ...opts.transport };
   const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.enable_channelz': 0 });
   server.addService(
     withReceivedBuffer(inferenceService()),
-    restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES), opts.restricted),
+    restricted(handlers(api, opts.streamMaxQueuedBytes ?? DEFAULT_STREAM_MAX_QUEUED_BYTES, opts.streamPacing), opts.restricted),
   );
   const health: { Check: grpc.handleUnaryCall<HealthCheckRpc['req'], HealthCheckRpc['res']> } = {
     Check: unary(() => ({ status: api.isReady() ? 'SERVING' : 'NOT_SERVING' })),

@@ -15,6 +15,9 @@
 // error's gRPC status (a model's error: INTERNAL with its message) instead
 // of an error message inside the stream; the stream's other requests are
 // cancelled and anything sent on it afterwards is ignored.
+//
+// --grpc-max-response-pool-size and the TRITONSERVER_DELAY_GRPC_RESPONSE
+// test hook pace the writes (stream-response-pacer.ts).
 import type * as grpc from '@grpc/grpc-js';
 import type { ServerApi } from '../../api/server-api.ts';
 import type { ModelInferRequest } from '../../../protocol/kserve-messages.ts';
@@ -24,6 +27,7 @@ import { grpcFailure } from './model-infer-call.ts';
 import { RequestCancel } from '../../api/cancel-signal.ts';
 import { StreamQueueBound } from '../stream-queue-bound.ts';
 import { toInferRequest, toInferResponse } from './grpc-tensors.ts';
+import { pacingActive, StreamResponsePacer, type StreamPacing } from './stream-response-pacer.ts';
 
 type Call = grpc.ServerDuplexStream<StreamInferRpc['req'], StreamInferRpc['res']>;
 type ModelStreamInferResponse = StreamInferRpc['res'];
@@ -37,8 +41,20 @@ function messageBytes(m: ModelStreamInferResponse): number {
 }
 
 /** The ModelStreamInfer handler over `api`; `maxQueuedBytes` bounds what waits for each stream's client. */
-export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, traceparentOf: (md: grpc.Metadata) => string | undefined) {
+export function modelStreamInfer(
+  api: ServerApi,
+  maxQueuedBytes: number,
+  traceparentOf: (md: grpc.Metadata) => string | undefined,
+  pacing?: StreamPacing,
+) {
   return (call: Call): void => {
+    const pacer = pacingActive(pacing)
+      ? new StreamResponsePacer<ModelStreamInferResponse>(pacing, (m, taken) => call.write(m, taken))
+      : undefined;
+    const send = (m: ModelStreamInferResponse, taken?: () => void): void => {
+      if (pacer) pacer.push(m, taken ?? (() => undefined));
+      else call.write(m, taken);
+    };
     const statusOnError = String(call.metadata.get('triton_grpc_error')[0] ?? '').toLowerCase() === 'true';
     let pending = 0;
     let ended = false; // the client half-closed
@@ -60,11 +76,10 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
       if (!bound.add(bytes)) {
         const notice = overflowNotice;
         overflowNotice = undefined;
-        if (notice)
-          call.write({ ...notice, infer_response: { model_name: m.infer_response?.model_name ?? '', id: m.infer_response?.id ?? '' } });
+        if (notice) send({ ...notice, infer_response: { model_name: m.infer_response?.model_name ?? '', id: m.infer_response?.id ?? '' } });
         return;
       }
-      call.write(m, () => bound.taken(bytes));
+      send(m, () => bound.taken(bytes));
     };
     // triton_grpc_error: the first error ends the stream with its status (grpc-js sends it once queued writes are out).
     const endWithStatus = (err: unknown): void => {
@@ -77,14 +92,20 @@ export function modelStreamInfer(api: ServerApi, maxQueuedBytes: number, tracepa
     const maybeEnd = () => {
       if (finished || pending > 0 || !(ended || bound.overflowed)) return;
       finished = true;
-      call.end();
+      // Responses the pacer still holds go first.
+      if (pacer) pacer.whenIdle(() => call.end());
+      else call.end();
     };
     // Queued requests leave their queue; a python model's request.is_cancelled() turns true.
     call.on('cancelled', () => {
       cancelAll();
       bound.close();
+      pacer?.close();
     });
-    call.on('close', () => bound.close());
+    call.on('close', () => {
+      bound.close();
+      pacer?.close();
+    });
     call.on('data', (m: ModelInferRequest) => {
       if (finished) return; // the stream ended with an error status: later requests are not run
       pending++;
