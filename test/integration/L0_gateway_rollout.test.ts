@@ -20,7 +20,7 @@ let A: RunningGateway;
 let B: RunningGateway;
 
 const GATES = { minCalls: 20, maxErrorRate: 0.05, maxP95Ratio: 2 };
-/** Calls of the split test: 1,000 in npm test (the split is exact per gateway, so still within 1 point); CI runs 10,000 (ROLLOUT_SPLIT_CALLS). */
+/** Calls of the split test: 1,000 in npm test (the split is exact per gateway, so still within 1 point); ROLLOUT_SPLIT_CALLS=10000 runs the 10,000. */
 const SPLIT_CALLS = Number(process.env.ROLLOUT_SPLIT_CALLS ?? 1000);
 
 beforeAll(async () => {

@@ -94,9 +94,11 @@ describe('L0_signal_during_startup', () => {
       /started GRPCInferenceService/,
       (pid) => {
         // The stub is being started (its initialize sleeps): wait for it, then signal.
+        // Keep the scan that found it: a second scan can land inside the stub's exec (a pyenv shim execs python), when
+        // its /proc cmdline reads empty for a moment.
         const t0 = Date.now();
-        while (stubChildren(pid).length === 0 && Date.now() - t0 < 10_000) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
-        stubs = stubChildren(pid);
+        while ((stubs = stubChildren(pid)).length === 0 && Date.now() - t0 < 10_000)
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
       },
     );
     expect(r.stderr).toContain('SIGTERM during start-up');
