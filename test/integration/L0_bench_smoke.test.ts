@@ -120,7 +120,6 @@ const TARGET_TOOLS: Array<[string, Tool[], Tool | undefined]> = [
   ['10 MiB inline gRPC from grpc-js vs one 10 MiB copy', [], 'h2load'],
   ['10 MiB inline HTTP vs one 10 MiB copy', ['wrk'], 'wrk'],
   ['tiny model over gRPC (ms per inference)', ['h2load'], 'h2load'],
-  ['tiny model over gRPC with grpc-js serving ModelInfer', ['h2load'], undefined],
   ['tiny model over HTTP (ms per inference)', ['wrk'], 'wrk'],
 ];
 
@@ -152,14 +151,13 @@ function expectCpuSection(report: string, present: Tool[]): void {
     'product_recommender_model (256 B in), dynamic batching, over gRPC',
     'over HTTP (binary extension)',
     '10 MiB',
-    'direct path off',
   ]) {
     expect(
       labels.some((l) => l.includes(want)),
       `CPU row '${want}' missing: ${labels.join(' / ')}`,
     ).toBe(true);
   }
-  expect(engine.length).toBe(11);
+  expect(engine.length).toBe(9);
   for (const [label, ...cells] of engine)
     expectRow(label!, cells, label!.includes('(Node client)') ? undefined : label!.includes('over gRPC') ? 'h2load' : 'wrk');
 
