@@ -3,6 +3,7 @@
 import { parseEngineArgs } from './server/cli-options.ts';
 import { startEngine } from './server/server.ts';
 import { log, setLogVerbose } from '../common/logger.ts';
+import { startAllocatorTrim } from '../native/allocator-trim.ts';
 import { StatusError, type StatusCode } from './api/status.ts';
 import { RESTRICTED_ENV } from './frontends/restricted-api.ts';
 
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   running = await startEngine(opts);
+  startAllocatorTrim(opts.allocatorTrimSecs * 1000);
   const index = running.server.repositoryIndex(false);
   for (const m of index) log.info(`model ${m.name}${m.version ? `:${m.version}` : ''} ${m.state}${m.reason ? ` (${m.reason})` : ''}`);
   // Ready is said only once SIGTERM/SIGINT are handled (they are from the start): a supervisor that stops the engine on this line gets a drain, not a kill.

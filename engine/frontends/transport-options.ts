@@ -8,13 +8,14 @@
 /**
  * Which HTTP/2 server answers the gRPC listeners (`--grpc-front`); either
  * way a plain unary ModelInfer is read by the same DirectInferCall:
- * - `default`: the TCP port on node:http2 (grpc-js, with the direct
- *   ModelInfer route), the `--grpc-unix-socket` on the own front. The TCP
- *   port faces any client that reaches it; node:http2 stays its server until
- *   the own front passes the attack suite and the differential tests
- *   (issue 37, docs/engine/h2-front.md#conformance-and-defences).
- * - `own`: both listeners on the own front (net/h2/).
- * - `grpc-js`: both on node:http2.
+ * - `default`, `own`: the TCP port and the `--grpc-unix-socket` on the own
+ *   front (net/h2/), every bound a named setting (--grpc-h2-limit), held to
+ *   node:http2 by the differential tests and the attack suite (issue 37,
+ *   docs/engine/h2-front.md#conformance-and-defences). Until issue 37 the
+ *   TCP port's default was node:http2; it changed because node:http2 on
+ *   Node 20 aborts the whole process on a client's GOAWAY + HEADERS + a
+ *   frame of a wrong length, and does not cut a stream flood.
+ * - `grpc-js`: both on node:http2 (grpc-js, with the direct ModelInfer route).
  */
 export type GrpcFrontMode = 'default' | 'own' | 'grpc-js';
 

@@ -77,8 +77,12 @@ export const USAGE = `Usage: npm run engine -- --model-repository=DIR [options]
                                 max-header-list-bytes=65536 max-header-fields=128 max-continuations=8
                                 max-concurrent-streams=1000 reset-burst=1000 resets-per-second=33
                                 max-queued-control=1000 max-buffered-bytes=67108864 idle-timeout-ms=300000 (0: none)
-  --grpc-front=default          default | own | grpc-js: which HTTP/2 server answers the gRPC listeners (ours;
-                                ENGINE_GRPC_FRONT; docs/reference.md#transport-options)
+                                max-control-without-data=1000 frames-per-turn=64 header-bytes-per-turn=16384
+  --grpc-front=default          default | own | grpc-js: which HTTP/2 server answers the gRPC listeners: the
+                                own front (default, own) or node:http2 (grpc-js) (ours; ENGINE_GRPC_FRONT;
+                                docs/reference.md#transport-options)
+  --allocator-trim-secs=60      return the allocator's free memory to the kernel this often (glibc malloc_trim;
+                                ours; 0: never; docs/reliability.md#what-grows-in-a-soak-issue-41-2026-12-06)
 `;
 
 const bool = (v: string | undefined, dflt: boolean, flag: string): boolean => {
@@ -159,13 +163,14 @@ export const ENGINE_FLAGS = {
   'grpc-max-response-pool-size': s,
   'max-instances-per-model': s,
   'max-instances-total': s,
+  'allocator-trim-secs': s,
 } as const;
 
 /** Parse argv (without node and script) into engine options and the log verbosity. */
 export function parseEngineArgs(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
-): EngineOptions & { logVerbose: number; backendDirectory?: string } {
+): EngineOptions & { logVerbose: number; backendDirectory?: string; allocatorTrimSecs: number } {
   const { values } = parseArgs({
     args: argv,
     options: ENGINE_FLAGS,
@@ -191,6 +196,7 @@ export function parseEngineArgs(
     controlMode: mode,
     loadModels,
     repositoryPollSecs: int(values['repository-poll-secs'], 15, 'repository-poll-secs'),
+    allocatorTrimSecs: nonNegative(values['allocator-trim-secs'], 60, 'allocator-trim-secs'),
     strictModelConfig: bool(values['strict-model-config'], false, 'strict-model-config'),
     strictReadiness: bool(values['strict-readiness'], true, 'strict-readiness'),
     allowClientShm: bool(values['allow-client-shm'], false, 'allow-client-shm'),

@@ -158,22 +158,31 @@ export function buildRequest(
   };
 }
 
+type OutputPlaces = ReadonlyMap<string, { slice: StagingSlice; offset: number; size: number }>;
+/** An inline call's places: none (one empty map for every such call). */
+const NO_PLACES: OutputPlaces = new Map();
+
 /** Requested outputs; for a staged call, those of predictable size land in one output slice. */
-function placeOutputs(fn: ResolvedFunction, specs: TensorSpec[], inputs: Placed[], staged: boolean, slices: CallSlices) {
+function placeOutputs(
+  fn: ResolvedFunction,
+  specs: TensorSpec[],
+  inputs: Placed[],
+  staged: boolean,
+  slices: CallSlices,
+): { requested: InferRequestedOutputTensor[]; at: OutputPlaces } {
+  if (!staged) return { requested: specs.map((s) => ({ name: s.tensor })), at: NO_PLACES };
   const at = new Map<string, { slice: StagingSlice; offset: number; size: number }>();
-  if (staged) {
-    const sizes = specs.map((s) => predictOutputBytes(fn, s, inputs));
-    const aligned = (n: number) => Math.ceil(n / 64) * 64;
-    const total = sizes.reduce((n, s) => n + (s > 0 ? aligned(s) : 0), 0);
-    const slice = total > 0 ? slices.alloc(total) : null;
-    if (slice) {
-      let off = 0;
-      specs.forEach((s, i) => {
-        if (sizes[i]! <= 0) return;
-        at.set(s.tensor, { slice, offset: off, size: sizes[i]! });
-        off += aligned(sizes[i]!);
-      });
-    }
+  const sizes = specs.map((s) => predictOutputBytes(fn, s, inputs));
+  const aligned = (n: number) => Math.ceil(n / 64) * 64;
+  const total = sizes.reduce((n, s) => n + (s > 0 ? aligned(s) : 0), 0);
+  const slice = total > 0 ? slices.alloc(total) : null;
+  if (slice) {
+    let off = 0;
+    specs.forEach((s, i) => {
+      if (sizes[i]! <= 0) return;
+      at.set(s.tensor, { slice, offset: off, size: sizes[i]! });
+      off += aligned(sizes[i]!);
+    });
   }
   const requested: InferRequestedOutputTensor[] = specs.map((s) => {
     const p = at.get(s.tensor);
@@ -182,12 +191,10 @@ function placeOutputs(fn: ResolvedFunction, specs: TensorSpec[], inputs: Placed[
   return { requested, at };
 }
 
-export function collectOutputs(
-  res: ModelInferResponse,
-  specs: TensorSpec[],
-  at: Map<string, { slice: StagingSlice; offset: number; size: number }>,
-): OutputTensor[] {
-  const byTensor = new Map(specs.map((s) => [s.tensor, s]));
+export function collectOutputs(res: ModelInferResponse, specs: TensorSpec[], at: OutputPlaces): OutputTensor[] {
+  // A call asks for a few outputs: a scan of them costs less than a map built per call.
+  const byTensor: { get(name: string): TensorSpec | undefined } =
+    specs.length > 8 ? new Map(specs.map((s) => [s.tensor, s])) : { get: (name) => specs.find((s) => s.tensor === name) };
   const raw = res.raw_output_contents ?? [];
   const aligned = raw.length === res.outputs.length;
   let next = 0;
@@ -280,12 +287,9 @@ async function runOnEngine(
   }
   const outputs = collectOutputs(res, specs, at);
   if (deps.metrics) {
-    const dir = staged ? deps.metrics.stagedBytes : deps.metrics.inlineBytes;
-    dir.inc({ direction: 'in' }, total);
-    dir.inc(
-      { direction: 'out' },
-      outputs.reduce((n, o) => n + o.bytes.byteLength, 0),
-    );
+    let out = 0;
+    for (const o of outputs) out += o.bytes.byteLength;
+    deps.metrics.payloadBytes(staged, total, out);
   }
   return { outputs, transfer: staged ? 'shm' : 'inline' };
 }

@@ -74,6 +74,7 @@ export const ERROR_CATALOG = {
   },
   JOB_KEY_INVALID: { status: 403, message: "the API key does not give access to job '{id}'" },
   JOBS_UNAVAILABLE: { status: 503, message: 'the job queue is unavailable; retry later' },
+  JOBS_FULL: { status: 503, message: "this gateway's in-memory job store holds {limit} of unfinished jobs already; retry later" },
   WEBHOOK_SIGNATURE_INVALID: { status: 401, message: "the webhook signature for function '{name}' is not valid: {reason}" },
   WEBHOOK_SECRET_MISSING: {
     status: 500,

@@ -64,106 +64,34 @@ export class GatewayMetrics {
       labelNames: ['outcome'],
       registers,
     });
-    new Gauge({
-      name: 'gateway_staging_shm_exhausted',
-      help: '1 while a staging region could not be reserved because shared memory (/dev/shm) is full',
-      registers,
-      collect() {
-        this.set(src.arena?.().shmExhausted ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_leases_held',
-      help: 'Region leases this gateway holds',
-      registers,
-      collect() {
-        this.set(src.arena?.().leasesHeld ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_arena_bytes_in_use',
-      help: 'Bytes of the staging arena handed out to calls',
-      registers,
-      collect() {
-        this.set(src.arena?.().bytesInUse ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_arena_capacity_bytes',
-      help: 'Total bytes of the staging arena',
-      registers,
-      collect() {
-        this.set(src.arena?.().capacity ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_staging_enabled',
-      help: '1 while large payloads are staged through shm, 0 while they go inline',
-      registers,
-      collect() {
-        this.set(src.arena?.().staging ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_engine_up',
-      help: '1 while the engine answers',
-      registers,
-      collect() {
-        this.set(src.engineUp() ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_lease_store_up',
-      help: '1 while the lease store is reachable',
-      registers,
-      collect() {
-        this.set(src.storeUp() ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_regions_reaped',
-      help: 'Regions of dead owners this gateway has cleaned up',
-      registers,
-      collect() {
-        this.set(src.reaped?.() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'gateway_engine_local_channel_calls',
-      help: 'ModelInfer calls sent to the engine over its local channel (the rest went over gRPC)',
-      registers,
-      collect() {
-        this.set(src.localCalls?.() ?? 0);
-      },
-    });
-    const admission = src.admission;
-    if (admission) {
-      new Gauge({
-        name: 'gateway_calls_in_flight',
-        help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)',
-        registers,
-        collect() {
-          this.set(admission.inFlight);
-        },
-      });
-      new Gauge({
-        name: 'gateway_calls_refused_busy',
-        help: 'Requests refused with 503 GATEWAY_BUSY, by the bound that refused them (per connection queue, or per gateway)',
-        labelNames: ['scope'],
-        registers,
-        collect() {
-          this.set({ scope: 'connection' }, admission.refused.connection);
-          this.set({ scope: 'gateway' }, admission.refused.total);
-        },
-      });
-    }
+    registerSourceGauges(src, registers);
+    if (src.admission) registerAdmissionGauges(src.admission, registers);
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'gateway_' });
   }
 
-  /** Record one finished call. */
   /** The labelled children per (function, code, transfer), so a call does not hash its labels twice (prom-client's labels()). */
   private readonly children = new Map<string, { calls: { inc(): void }; latency: { observe(v: number): void } }>();
 
+  /** The byte counters' children by transfer and direction, made at first use (a series appears with its first call, as before). */
+  private readonly byteChildren: Record<string, { inc(v: number): void }> = {};
+
+  /** Bytes one call sent to (`inBytes`) and received from (`outBytes`) the engine, staged or inline. */
+  payloadBytes(staged: boolean, inBytes: number, outBytes: number): void {
+    this.byteChild(staged, 'in').inc(inBytes);
+    this.byteChild(staged, 'out').inc(outBytes);
+  }
+
+  private byteChild(staged: boolean, direction: 'in' | 'out'): { inc(v: number): void } {
+    const k = `${staged ? 'shm' : 'inline'}-${direction}`;
+    let c = this.byteChildren[k];
+    if (!c) {
+      c = (staged ? this.stagedBytes : this.inlineBytes).labels({ direction });
+      this.byteChildren[k] = c;
+    }
+    return c;
+  }
+
+  /** Record one finished call. */
   observe(fn: string, code: number, transfer: string, seconds: number): void {
     const key = `${fn}\u0000${code}\u0000${transfer}`;
     let c = this.children.get(key);
@@ -177,4 +105,72 @@ export class GatewayMetrics {
     c.calls.inc();
     c.latency.observe(seconds);
   }
+}
+
+/** A gauge read at scrape from one of the gateway's parts. */
+interface SourceGauge {
+  name: string;
+  help: string;
+  read(src: MetricsSources): number;
+}
+
+/** The gauges every gateway has, in the order /metrics lists them. */
+const SOURCE_GAUGES: readonly SourceGauge[] = [
+  {
+    name: 'gateway_staging_shm_exhausted',
+    help: '1 while a staging region could not be reserved because shared memory (/dev/shm) is full',
+    read: (s) => (s.arena?.().shmExhausted ? 1 : 0),
+  },
+  { name: 'gateway_leases_held', help: 'Region leases this gateway holds', read: (s) => s.arena?.().leasesHeld ?? 0 },
+  { name: 'gateway_arena_bytes_in_use', help: 'Bytes of the staging arena handed out to calls', read: (s) => s.arena?.().bytesInUse ?? 0 },
+  { name: 'gateway_arena_capacity_bytes', help: 'Total bytes of the staging arena', read: (s) => s.arena?.().capacity ?? 0 },
+  {
+    name: 'gateway_staging_enabled',
+    help: '1 while large payloads are staged through shm, 0 while they go inline',
+    read: (s) => (s.arena?.().staging ? 1 : 0),
+  },
+  { name: 'gateway_engine_up', help: '1 while the engine answers', read: (s) => (s.engineUp() ? 1 : 0) },
+  { name: 'gateway_lease_store_up', help: '1 while the lease store is reachable', read: (s) => (s.storeUp() ? 1 : 0) },
+  { name: 'gateway_regions_reaped', help: 'Regions of dead owners this gateway has cleaned up', read: (s) => s.reaped?.() ?? 0 },
+  {
+    name: 'gateway_engine_local_channel_calls',
+    help: 'ModelInfer calls sent to the engine over its local channel (the rest went over gRPC)',
+    read: (s) => s.localCalls?.() ?? 0,
+  },
+];
+
+/** Register each of SOURCE_GAUGES, reading `src` at scrape. */
+function registerSourceGauges(src: MetricsSources, registers: Registry[]): void {
+  for (const g of SOURCE_GAUGES) {
+    new Gauge({
+      name: g.name,
+      help: g.help,
+      registers,
+      collect() {
+        this.set(g.read(src));
+      },
+    });
+  }
+}
+
+/** In-flight calls and busy refusals, read from call admission at scrape. */
+function registerAdmissionGauges(admission: NonNullable<MetricsSources['admission']>, registers: Registry[]): void {
+  new Gauge({
+    name: 'gateway_calls_in_flight',
+    help: '/fn calls in flight in this gateway (both HTTP/1.1 fronts)',
+    registers,
+    collect() {
+      this.set(admission.inFlight);
+    },
+  });
+  new Gauge({
+    name: 'gateway_calls_refused_busy',
+    help: 'Requests refused with 503 GATEWAY_BUSY, by the bound that refused them (per connection queue, or per gateway)',
+    labelNames: ['scope'],
+    registers,
+    collect() {
+      this.set({ scope: 'connection' }, admission.refused.connection);
+      this.set({ scope: 'gateway' }, admission.refused.total);
+    },
+  });
 }

@@ -13,7 +13,7 @@ import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { GatewayEnv } from '../core/gateway-env.ts';
 import { checkApiKey, presentedKey } from '../calls/api-key.ts';
 import { readBody } from '../calls/body-reader.ts';
-import { gatewayError } from '../core/errors.ts';
+import { GatewayError, gatewayError } from '../core/errors.ts';
 import type { ResolvedFunction } from '../calls/function-registry.ts';
 import { AsyncSchema, type FunctionDefinition } from '../calls/function-schema.ts';
 import { CallSlices, type InvokeDeps } from '../calls/invoke.ts';
@@ -79,6 +79,7 @@ async function accept(
   try {
     rec = await deps.queue.enqueue({ id, fn: fn.name, payload: call, callback, retentionMs: a.resultTtlMs, keyHash });
   } catch (e) {
+    if (e instanceof GatewayError) throw e; // JOBS_FULL: the in-memory store's bound
     throw gatewayError('JOBS_UNAVAILABLE', {}, e);
   }
   const statusUrl = new URL(`/jobs/${rec.id}`, c.req.url).toString();

@@ -22,6 +22,8 @@ export interface JobQueue {
   update(rec: JobRecord, to: JobState | null, patch?: Partial<JobRecord>): Promise<JobRecord | null>;
   /** Up to `max` new jobs for `consumer`, waiting up to waitMs for one. */
   take(consumer: string, max: number, waitMs: number): Promise<Taken[]>;
+  /** End a waiting take now, with what is there (a runner stopping); a queue that cannot cut a wait short lets it run out. */
+  interruptTake?(): void;
   /** Up to `max` jobs whose owner has not touched them for minIdleMs (dead runner), now owned by `consumer`. */
   reclaim(consumer: string, minIdleMs: number, max: number): Promise<Taken[]>;
   /** Heartbeat: the consumer still holds these entries. */

@@ -90,6 +90,8 @@ export class JobRunner {
   async stop(timeoutMs = 10_000): Promise<void> {
     this.running = false;
     this.wake?.();
+    // A take waiting for new jobs would hold the stop up to its poll (1 s); what it returns goes back to the queue.
+    this.q.interruptTake?.();
     const all = Promise.allSettled([...this.inHand.values()]);
     await Promise.race([all, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
     if (this.heartbeat) clearInterval(this.heartbeat);

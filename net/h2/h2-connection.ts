@@ -65,6 +65,8 @@ export class H2ServerConnection implements StreamOwner {
   private block: { stream: number; flags: number; parts: Buffer[]; bytes: number; frames: number } | undefined;
   /** Control-frame replies written while the socket already held CONTROL_SLACK unsent bytes. */
   private queuedControl = 0;
+  /** PING and SETTINGS frames to answer since the last HEADERS or DATA (limits.maxControlWithoutData). */
+  private controlWithoutData = 0;
   peerMaxFrame = DEFAULT_MAX_FRAME;
   private peerInitialWindow = DEFAULT_WINDOW;
   private sendWindow = DEFAULT_WINDOW;
@@ -92,6 +94,8 @@ export class H2ServerConnection implements StreamOwner {
       opts.maxFrameSize,
       (t, f, sid, p) => this.onFrame(t, f, sid, p),
       (code, why) => this.fail(code, why),
+      { frames: l.framesPerTurn, headerBytes: l.headerBytesPerTurn },
+      () => this.onBacklog(),
     );
     socket.setNoDelay(true);
     this.out(
@@ -106,11 +110,26 @@ export class H2ServerConnection implements StreamOwner {
     if (l.idleTimeoutMs > 0) this.idle = setTimeout(() => this.streams.size === 0 && this.shutdown(), l.idleTimeoutMs).unref();
     if (opts.connectionWindow > DEFAULT_WINDOW) this.out(windowUpdateFrame(0, opts.connectionWindow - DEFAULT_WINDOW));
     socket.on('data', (chunk: Buffer) => {
-      if (!this.dead) this.reader.push(chunk, () => this.dead);
+      if (!this.dead) this.reader.push(chunk, this.stopReading);
     });
     socket.on('error', () => undefined); // 'close' follows
     socket.on('close', () => this.gone());
     socket.on('drain', () => (this.queuedControl = 0));
+  }
+
+  private readonly stopReading = () => this.dead;
+
+  /**
+   * One turn's budget of frames is spent with more read: the socket stops reading (so the backlog is all that is
+   * buffered) and the rest is handled a turn later, after the event loop has served other sockets.
+   */
+  private onBacklog(): void {
+    this.socket.pause();
+    setImmediate(() => {
+      if (!this.dead) this.reader.resume(this.stopReading);
+      // A dead connection reads on (and ignores) what comes until the peer closes, as it did before the pause.
+      if (this.dead || !this.reader.backlog) this.socket.resume();
+    });
   }
 
   /** Graceful close: GOAWAY (no new streams), then the socket ends once the open streams have. */
@@ -129,8 +148,10 @@ export class H2ServerConnection implements StreamOwner {
     if (this.block && type !== FrameType.CONTINUATION) return this.fail(H2Error.PROTOCOL_ERROR, 'expected CONTINUATION');
     switch (type) {
       case FrameType.DATA:
+        this.controlWithoutData = 0;
         return this.onDataFrame(flags, sid, p);
       case FrameType.HEADERS: {
+        this.controlWithoutData = 0;
         if (sid === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on stream 0');
         const prio = (flags & Flag.PRIORITY) !== 0;
         const body = unpad(flags, p, prio ? 5 : 0);
@@ -170,8 +191,9 @@ export class H2ServerConnection implements StreamOwner {
       case FrameType.PING:
         if (p.length !== 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING frame not 8 bytes');
         if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
-        if (!(flags & Flag.ACK)) this.controlReply(FrameType.PING, Buffer.from(p));
-        return;
+        if (flags & Flag.ACK) return;
+        if (this.controlFlood()) return;
+        return this.controlReply(FrameType.PING, Buffer.from(p));
       case FrameType.GOAWAY:
         if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
         return this.shutdown(); // answered with our own GOAWAY, as node:http2 does
@@ -272,6 +294,17 @@ export class H2ServerConnection implements StreamOwner {
     this.out(rstStreamFrame(sid, code));
   }
 
+  /**
+   * One more PING or SETTINGS to answer; true (and the connection cut: GOAWAY ENHANCE_YOUR_CALM, then the socket
+   * closed at once, as a flooding peer may not read) past maxControlWithoutData of them with no HEADERS or DATA.
+   */
+  private controlFlood(): boolean {
+    if (++this.controlWithoutData <= this.limits.maxControlWithoutData) return false;
+    this.fail(H2Error.ENHANCE_YOUR_CALM, `more than ${this.limits.maxControlWithoutData} PING and SETTINGS frames without a request`);
+    setImmediate(() => this.socket.destroy());
+    return true;
+  }
+
   /** A PING or SETTINGS ACK; a peer that lets too many queue behind its unread bytes is dropped. */
   private controlReply(type: number, payload?: Buffer): void {
     this.sendFrame(type, Flag.ACK, 0, payload);
@@ -284,6 +317,7 @@ export class H2ServerConnection implements StreamOwner {
     if (sid !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if (flags & Flag.ACK) return p.length ? this.fail(H2Error.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload') : undefined;
     if (p.length % 6 !== 0) return this.fail(H2Error.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6 bytes');
+    if (this.controlFlood()) return;
     for (let i = 0; i < p.length; i += 6) {
       const id = p.readUInt16BE(i);
       const v = p.readUInt32BE(i + 2);

@@ -4,7 +4,9 @@
 // are no looser than node:http2's and nghttp2's where they have one:
 // nghttp2 allows 8 CONTINUATION frames per header block, a burst of 1000
 // stream resets refilled at 33 per second, and 1000 queued control-frame
-// replies; node:http2 128 header fields and 64 KiB of header list.
+// replies; node:http2 128 header fields and 64 KiB of header list. The two
+// per-turn budgets bound how long one connection's bytes hold the event loop
+// (neither server has one: each handles a whole read at once).
 
 export interface H2Limits {
   /** Decoded header list bytes (RFC 9113 §6.5.2: name + value + 32 per field), checked field by field while decoding; advertised. */
@@ -21,10 +23,19 @@ export interface H2Limits {
   resetsPerSecond: number;
   /** Control-frame replies (PING and SETTINGS ACKs) queued behind a client that does not read; past it the connection is dropped. */
   maxQueuedControl: number;
+  /**
+   * PING and SETTINGS frames (the ones we must answer) a client may send with no HEADERS or DATA between them (as
+   * gRPC C-core's ping strikes, more lenient); past it GOAWAY ENHANCE_YOUR_CALM and the close.
+   */
+  maxControlWithoutData: number;
   /** Bytes one connection may hold queued for its socket; past it the connection is dropped. */
   maxBufferedBytes: number;
   /** A connection with no open stream this long gets GOAWAY and is closed (0: never). */
   idleTimeoutMs: number;
+  /** Frames handled in one turn of the event loop; the rest of the read waits a turn (setImmediate), the socket paused. */
+  framesPerTurn: number;
+  /** HEADERS and CONTINUATION payload bytes (HPACK to decode) handled in one turn; past it, likewise (a frame is never split). */
+  headerBytesPerTurn: number;
 }
 
 export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
@@ -35,8 +46,11 @@ export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
   resetBurst: 1000,
   resetsPerSecond: 33,
   maxQueuedControl: 1000,
+  maxControlWithoutData: 1000,
   maxBufferedBytes: 64 << 20,
   idleTimeoutMs: 300_000,
+  framesPerTurn: 64,
+  headerBytesPerTurn: 16 << 10,
 });
 
 /** The setting names as the flag spells them. */
@@ -48,8 +62,11 @@ export const H2_LIMIT_NAMES: Readonly<Record<string, keyof H2Limits>> = Object.f
   'reset-burst': 'resetBurst',
   'resets-per-second': 'resetsPerSecond',
   'max-queued-control': 'maxQueuedControl',
+  'max-control-without-data': 'maxControlWithoutData',
   'max-buffered-bytes': 'maxBufferedBytes',
   'idle-timeout-ms': 'idleTimeoutMs',
+  'frames-per-turn': 'framesPerTurn',
+  'header-bytes-per-turn': 'headerBytesPerTurn',
 });
 
 /** `NAME=VALUE` flags over the defaults; a name not listed or a value not a non-negative integer throws naming it. */

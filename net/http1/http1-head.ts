@@ -62,16 +62,28 @@ const BARE_CR_LF = /\r(?!\n)|(?<!\r)\n/;
  * node:http's.
  */
 export function restInSubset(buf: Buffer): boolean {
+  return subsetPrefix(buf) >= 0;
+}
+
+/**
+ * restInSubset's answer with how far it got: -1 when `buf` is not in the subset; else the offset where the
+ * requests not yet known whole and kept alive start (a head cut short, one with Connection: close, or the end of
+ * the last whole request, which may lie past `buf`'s end when its body is still to come). Bytes before that offset
+ * stay in the subset whatever follows them, so a connection checks only what comes after it again (a pipelined
+ * batch is read once, not once per request served).
+ */
+export function subsetPrefix(buf: Buffer): number {
   let at = 0;
   while (at < buf.length) {
     const rest = buf.subarray(at);
     const h = readHead(rest);
-    if (h === undefined) return false;
-    if (h === 'partial') return startsHead(rest.toString('latin1'));
-    at += h.headBytes + h.contentLength;
-    if (!h.keepAlive && at < buf.length) return false;
+    if (h === undefined) return -1;
+    if (h === 'partial') return startsHead(rest.toString('latin1')) ? at : -1;
+    const end = at + h.headBytes + h.contentLength;
+    if (!h.keepAlive) return end >= buf.length ? at : -1;
+    at = end;
   }
-  return true;
+  return at;
 }
 
 /** A head cut short: its complete lines a head in the subset, its last line the start of one, naming a field the subset takes. */

@@ -3,6 +3,7 @@
 // the status line, the given fields in order, Date, then Connection and
 // Keep-Alive unless the reply set Connection itself.
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 
 export interface Http1Reply {
   status: number;
@@ -36,4 +37,16 @@ export function replyText(reply: Http1Reply, keepAlive: boolean, idleMs: number)
   if (!ownConnection)
     text += keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(idleMs / 1000)}\r\n` : 'Connection: close\r\n';
   return typeof reply.body === 'string' ? `${text}\r\n${reply.body}` : `${text}\r\n`;
+}
+
+/** Writes a reply made by replyText: a string body is in `text` already; a Buffer body goes in one writev with the head. */
+export function writeReply(socket: Socket, text: string, body: string | Buffer): void {
+  if (typeof body === 'string') {
+    socket.write(text);
+    return;
+  }
+  socket.cork();
+  socket.write(text, 'latin1');
+  socket.write(body);
+  socket.uncork();
 }

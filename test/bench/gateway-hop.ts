@@ -9,7 +9,8 @@
 // noise falls on every row alike. Each row: calls/s, p99, CPU ms per call of
 // the front process and of the engine (/proc). --image adds the image
 // pipeline (image_search, a JPEG body) through both gateways. --profile=DIR
-// runs the two gateways under --cpu-prof (profiles land in DIR at exit).
+// runs the gateways under --cpu-prof (profiles land in DIR at exit) and the
+// engine too (its threads' profiles in DIR/engine).
 // --ab-flags adds a row gw-local-ab: a second local-channel gateway started
 // with those Node flags, measured in the same rounds (an A/B of the flags);
 // --ab-dist=DIR starts that gateway from another build's DIR/gateway/main.js
@@ -21,6 +22,10 @@
 // --warmup=SECS: how long each row is driven before the rounds (default 2;
 // V8 keeps optimising the Node rows' call path for 10-30 s, so steady-state
 // figures want 15 or more).
+// BENCH_COMPILED=1 runs the engine and the gateways from dist/ (`npm run
+// build`), as `npm start` does: issue 37's bar is measured that way (under
+// tsx each closure a call creates is wrapped in __name(), ~14 % more gateway
+// CPU per call; docs/gateway/performance.md).
 // Prints a Markdown table with the machine and the load average.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -193,12 +198,15 @@ async function hop(values: HopArgs, dir: string): Promise<void> {
   const load0 = os.loadavg();
   const models = ['product_recommender_model', ...(values.image ? ['search_pipeline_ensemble'] : [])];
   const localSock = path.join(os.tmpdir(), `bench-${process.pid}-hop-local.sock`);
-  const engine = await startEngineProc('engine-hop', BUNDLED_REPO, [
-    '--model-control-mode=explicit',
-    ...models.map((m) => `--load-model=${m}`),
-    `--local-socket=${localSock}`,
-  ]);
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+  const engine = await startEngineProc(
+    'engine-hop',
+    BUNDLED_REPO,
+    ['--model-control-mode=explicit', ...models.map((m) => `--load-model=${m}`), `--local-socket=${localSock}`],
+    {},
+    1,
+    values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile, 'engine')}`] : [],
+  );
   const gwDirect = await startGatewayProc('gw-direct', engine.grpcSocket, [], prof);
   const gwLocal = await startGatewayProc('gw-local', engine.grpcSocket, [`--engine-local-socket=${localSock}`], prof);
   const gwHono = await startGatewayProc('gw-hono', engine.grpcSocket, ['--direct-route=false'], prof);

@@ -52,13 +52,21 @@ export function trackChild(child: Child): Child {
 }
 
 /** `node --import tsx <script> ...args` from the repository root (or its dist/ .js, see runCompiled); the pid is node's own. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Child {
+export function spawnTs(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+  /** 'pipe': the parent writes to the child's stdin (a start signal); 'ignore' by default. */
+  stdin: 'ignore' | 'pipe' = 'ignore',
+): Child {
   const fromDist = compiled && /^(engine|gateway)\//.test(script);
   const entry = fromDist ? ['dist', script.replace(/\.ts$/, '.js')] : [script];
   const proc = spawn(process.execPath, [...(fromDist ? [] : ['--import', 'tsx']), ...nodeFlags, path.resolve(ROOT, ...entry), ...args], {
     cwd: ROOT,
     env: { ...process.env, ENGINE_QUIET: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin, 'pipe', 'pipe'],
   });
   let log = '';
   const keep = (d: Buffer) => {

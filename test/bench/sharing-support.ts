@@ -42,11 +42,14 @@ export interface EngineProc {
   pid: number;
 }
 
-/** The engine as a child process (on-demand mode), ready to serve. */
+/**
+ * The engine as a child process (on-demand mode), ready to serve. `onSpawn` runs once the process is started,
+ * before it is ready (its caller may do other work while it starts).
+ */
 export async function spawnEngine(
   repo: string,
   args: string[] = [],
-  opts: { cgroupProcs?: string; env?: Record<string, string> } = {},
+  opts: { cgroupProcs?: string; env?: Record<string, string>; onSpawn?: () => void } = {},
 ): Promise<EngineProc> {
   const [httpPort, metrics, grpc] = [await freePort(), await freePort(), await freePort()];
   const child = spawnTs(
@@ -65,8 +68,20 @@ export async function spawnEngine(
   );
   // Into the cgroup before it loads anything (its start-up is a few MB, well under any limit used here).
   if (opts.cgroupProcs) writeFileSync(opts.cgroupProcs, String(child.proc.pid));
+  opts.onSpawn?.();
   await waitUntil(child, async () => (await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`)).ok, 60_000);
   return { child, http: httpPort, metrics, grpc, pid: child.proc.pid! };
+}
+
+/**
+ * spawnEngine for a caller with work to do while the engine starts: `spawned` once its process runs (rejects if
+ * the start fails before), `ready` as spawnEngine.
+ */
+export function spawnEngineMeanwhile(repo: string, args: string[] = []): { spawned: Promise<void>; ready: Promise<EngineProc> } {
+  let onSpawn!: () => void;
+  const spawned = new Promise<void>((resolve) => (onSpawn = resolve));
+  const ready = spawnEngine(repo, args, { onSpawn });
+  return { spawned: Promise.race([spawned, ready.then(() => undefined)]), ready };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });

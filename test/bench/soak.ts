@@ -1,7 +1,9 @@
 // `npm run soak -- --minutes N`: a mixed load on a real engine + gateway (two
 // child processes on the bundled repository) for N minutes, sampling both
-// processes' RSS (/proc) and V8 heap (soak-probe.mjs) every 5 s. Reports the
-// slope per minute after warm-up and every failed call.
+// processes' RSS (/proc: total, anonymous, file, shared memory) and V8 heap,
+// external and ArrayBuffer memory (soak-probe.mjs) every 5 s. Reports each
+// series' slope per minute after warm-up and over the last half of that
+// window (a falling slope is memory levelling off), and every failed call.
 //
 // Load (round-robin over `--concurrency` loops, `--pause-ms` between calls so
 // a shared machine keeps some CPU): ensembles inline, a multi-megabyte JPEG
@@ -12,8 +14,11 @@
 //        --concurrency=3 --pause-ms=20 --reload-minutes=1 (0: no reloads)
 //        --kinds=ensemble,moderated,staged,recommender,async (a subset) --out=FILE (JSON result)
 //        --abuse=pipeline-flood,slow-reader (abusive clients beside the load, soak-abuse.ts; a lost call is an error)
+//        --gateway-flags="--job-records-max=2000 ..." (extra gateway flags) --engine-flags="..." (extra engine flags)
+//        --model-repository=DIR (default model_repository: a copy of it with changed configs, for an experiment)
 //        --attacks[=NAME,...] (instead of the load: the HTTP/2 and HTTP/1.1 flood attacks one by one on an engine
 //        whose gRPC port is the own front, soak-attacks.ts; all of them without a list)
+//        --attack-window-ms=3000 (each attack sustained this long) --attack-nice=19 (the attacker's priority; 0: the engine's)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,7 +28,7 @@ import { freePort, removeTempDir, ROOT, stopAll, stopChild, trackTempDir, waitUn
 import { spawnProbed } from './soak-spawn.ts';
 import { runAbuse } from './soak-abuse.ts';
 import { runAttacks } from './soak-attacks.ts';
-import { afterWarmup, slopePerMinute, type Sample } from './soak-stats.ts';
+import { summarize, type Sample } from './soak-stats.ts';
 
 interface Args {
   minutes: number;
@@ -35,7 +40,15 @@ interface Args {
   abuse: string[];
   /** --attacks: the attack suite instead of the soak (an empty list: every attack). */
   attacks?: string[];
+  attackWindowMs: number;
+  attackNice: number;
   out?: string;
+  /** --gateway-flags="--a=1 --b=2": extra gateway flags (e.g. a smaller in-memory job store to reach its bound in the window). */
+  gatewayFlags: string[];
+  /** --engine-flags="--a=1": extra engine flags. */
+  engineFlags: string[];
+  /** --model-repository=DIR: the repository the engine serves (a copy of the bundled one with changed configs). */
+  modelRepository: string;
 }
 
 function parse(argv: string[]): Args {
@@ -55,30 +68,91 @@ function parse(argv: string[]): Args {
     kinds: a.kinds ? a.kinds.split(',') : undefined,
     abuse: a.abuse ? a.abuse.split(',') : [],
     attacks: a.attacks === undefined ? undefined : a.attacks.split(',').filter(Boolean),
+    attackWindowMs: Number(a['attack-window-ms'] ?? 3000),
+    attackNice: Number(a['attack-nice'] ?? 19),
     out: a.out,
+    gatewayFlags: (a['gateway-flags'] ?? '').split(/\s+/).filter(Boolean),
+    engineFlags: (a['engine-flags'] ?? '').split(/\s+/).filter(Boolean),
+    modelRepository: a['model-repository'] ?? 'model_repository',
   };
 }
 
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
+/** The process's resident set from /proc, in bytes: the total and its anonymous, file and shared-memory parts. */
+function rssOf(pid: number): { rss: number; anon: number; file: number; shmem: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
 }
 
-function lastProbe(file: string): { heapUsed: number; external: number } | undefined {
+/** One line of the probe (soak-probe.mjs), from one thread of the child. */
+interface ProbeLine {
+  t: number;
+  threadId: number;
+  heapUsed: number;
+  heapTotal: number;
+  heapLive?: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+/** The child's memory summed over its threads alive: each thread's latest line, for threads heard from within 2 probe periods. */
+function lastProbe(file: string): (Omit<ProbeLine, 't' | 'threadId' | 'heapLive'> & { heapLive: number; threads: number }) | undefined {
+  let lines: ProbeLine[];
   try {
-    const lines = readFileSync(file, 'utf8').trim().split('\n');
-    return JSON.parse(lines[lines.length - 1]!) as { heapUsed: number; external: number };
+    lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as ProbeLine);
   } catch {
     return undefined;
   }
+  if (!lines.length) return undefined;
+  const latest = new Map<number, ProbeLine>();
+  for (const l of lines) latest.set(l.threadId ?? 0, l);
+  const newest = lines[lines.length - 1]!.t;
+  const alive = [...latest.values()].filter((l) => newest - l.t <= 10_000);
+  const sum = (f: (l: ProbeLine) => number) => alive.reduce((a, l) => a + f(l), 0);
+  return {
+    threads: alive.length,
+    heapUsed: sum((l) => l.heapUsed),
+    heapTotal: sum((l) => l.heapTotal),
+    // A thread with no major GC yet counts its heapUsed.
+    heapLive: sum((l) => l.heapLive ?? l.heapUsed),
+    external: sum((l) => l.external),
+    arrayBuffers: sum((l) => l.arrayBuffers),
+  };
 }
+
+/** Per thread alive at the last line: its heap after major GCs (MB) after warm-up, summarized. */
+function heapLiveByThread(file: string, warmEnd: number): Record<string, ReturnType<typeof summarize>> {
+  const byThread = new Map<number, Sample[]>();
+  let newest = 0;
+  for (const l of readFileSync(file, 'utf8').trim().split('\n')) {
+    const p = JSON.parse(l) as ProbeLine;
+    newest = Math.max(newest, p.t);
+    const s = byThread.get(p.threadId ?? 0) ?? [];
+    s.push({ t: p.t, value: (p.heapLive ?? p.heapUsed) / MB });
+    byThread.set(p.threadId ?? 0, s);
+  }
+  const out: Record<string, ReturnType<typeof summarize>> = {};
+  for (const [id, s] of byThread) if (newest - s[s.length - 1]!.t <= 10_000) out[id] = summarize(s, warmEnd);
+  return out;
+}
+
+/**
+ * Every series sampled from one child (MB, but `threads`): `heap` is heapUsed as sampled (garbage included), `heapLive`
+ * after each thread's latest major GC; heaps, external and ArrayBuffer memory are summed over the threads alive.
+ */
+const SERIES = ['rss', 'rssAnon', 'rssShmem', 'rssFile', 'heap', 'heapTotal', 'heapLive', 'external', 'arrayBuffers', 'threads'] as const;
+type Series = Record<(typeof SERIES)[number], Sample[]>;
+const newSeries = (): Series => Object.fromEntries(SERIES.map((k) => [k, []])) as unknown as Series;
 
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
-  if (args.attacks) return runAttacks(args.attacks, args.out);
+  if (args.attacks) return runAttacks(args.attacks, { windowMs: args.attackWindowMs, nice: args.attackNice }, args.out);
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'soak-')));
   const prefix = `soak${process.pid}`;
   const [grpcPort, httpPort, metricsPort, gwPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -86,7 +160,7 @@ async function main(): Promise<void> {
     'engine',
     'engine/main.ts',
     [
-      '--model-repository=model_repository',
+      `--model-repository=${args.modelRepository}`,
       `--grpc-port=${grpcPort}`,
       `--http-port=${httpPort}`,
       `--metrics-port=${metricsPort}`,
@@ -95,6 +169,7 @@ async function main(): Promise<void> {
       `--shm-key-prefix=/${prefix}_`,
       '--model-control-mode=explicit',
       '--load-model=*',
+      ...args.engineFlags,
     ],
     path.join(dir, 'engine.jsonl'),
   );
@@ -103,7 +178,14 @@ async function main(): Promise<void> {
   const gateway = spawnProbed(
     'gateway',
     'gateway/main.ts',
-    [`--port=${gwPort}`, '--host=127.0.0.1', `--engine=127.0.0.1:${grpcPort}`, '--functions=functions', `--prefix=${prefix}`],
+    [
+      `--port=${gwPort}`,
+      '--host=127.0.0.1',
+      `--engine=127.0.0.1:${grpcPort}`,
+      '--functions=functions',
+      `--prefix=${prefix}`,
+      ...args.gatewayFlags,
+    ],
     path.join(dir, 'gateway.jsonl'),
     { RECOMMENDER_API_KEYS: 'soak-key', REDIS_URL: '' },
   );
@@ -186,18 +268,49 @@ async function main(): Promise<void> {
     ],
   ];
 
+  // A child that dies mid-soak ends it at once, with the other child stopped and its shm regions removed
+  // (before, the next sample threw from a timer and left the gateway running).
+  let finishing = false;
+  const children = [
+    ['engine', engine],
+    ['gateway', gateway],
+  ] as const;
+  for (const [who, child] of children) {
+    child.proc.once('exit', (code, signal) => {
+      if (finishing) return;
+      finishing = true;
+      process.stderr.write(`soak failed: the ${who} exited mid-soak (${signal ?? `code ${code}`}); stopping the rest\n`);
+      void stopAll().finally(() => process.exit(2));
+    });
+  }
   const t0 = Date.now();
   const end = t0 + args.minutes * 60_000;
   const warmEnd = t0 + args.warmupMinutes * 60_000;
-  const samples = { engineRss: [] as Sample[], gatewayRss: [] as Sample[], engineHeap: [] as Sample[], gatewayHeap: [] as Sample[] };
+  const samples = { engine: newSeries(), gateway: newSeries() };
+  const probes = { engine: path.join(dir, 'engine.jsonl'), gateway: path.join(dir, 'gateway.jsonl') };
   const sample = () => {
     const t = Date.now();
-    samples.engineRss.push({ t, value: rssOf(engine.proc.pid!) / MB });
-    samples.gatewayRss.push({ t, value: rssOf(gateway.proc.pid!) / MB });
-    const eh = lastProbe(path.join(dir, 'engine.jsonl'));
-    const gh = lastProbe(path.join(dir, 'gateway.jsonl'));
-    if (eh) samples.engineHeap.push({ t, value: eh.heapUsed / MB });
-    if (gh) samples.gatewayHeap.push({ t, value: gh.heapUsed / MB });
+    for (const [who, child] of children) {
+      const s = samples[who];
+      let r: ReturnType<typeof rssOf>;
+      try {
+        r = rssOf(child.proc.pid!);
+      } catch {
+        continue; // the process is gone: its 'exit' handler ends the soak
+      }
+      s.rss.push({ t, value: r.rss / MB });
+      s.rssAnon.push({ t, value: r.anon / MB });
+      s.rssShmem.push({ t, value: r.shmem / MB });
+      s.rssFile.push({ t, value: r.file / MB });
+      const p = lastProbe(probes[who]);
+      if (!p) continue;
+      s.heap.push({ t, value: p.heapUsed / MB });
+      s.heapTotal.push({ t, value: p.heapTotal / MB });
+      s.heapLive.push({ t, value: p.heapLive / MB });
+      s.threads.push({ t, value: p.threads });
+      s.external.push({ t, value: p.external / MB });
+      s.arrayBuffers.push({ t, value: p.arrayBuffers / MB });
+    }
   };
   sample();
   const sampler = setInterval(sample, 5000);
@@ -214,7 +327,7 @@ async function main(): Promise<void> {
   const progress = setInterval(() => {
     const last = (s: Sample[]) => s[s.length - 1]?.value.toFixed(1);
     process.stderr.write(
-      `soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engineRss)} MB, gateway rss ${last(samples.gatewayRss)} MB, calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`,
+      `soak ${((Date.now() - t0) / 60_000).toFixed(1)} min: engine rss ${last(samples.engine.rss)} MB (anon ${last(samples.engine.rssAnon)}, heap live ${last(samples.engine.heapLive)}), gateway rss ${last(samples.gateway.rss)} MB (anon ${last(samples.gateway.rssAnon)}, heap live ${last(samples.gateway.heapLive)}), calls ${Object.values(counts).reduce((a, b) => a + b, 0)}, errors ${errorCount}\n`,
     );
   }, 60_000);
 
@@ -240,9 +353,22 @@ async function main(): Promise<void> {
   clearInterval(progress);
   sample();
 
-  const slope = (s: Sample[]) => Number(slopePerMinute(afterWarmup(s, warmEnd)).toFixed(3));
-  const first = (s: Sample[]) => Number((afterWarmup(s, warmEnd)[0]?.value ?? 0).toFixed(1));
-  const lastV = (s: Sample[]) => Number((s[s.length - 1]?.value ?? 0).toFixed(1));
+  // Per process and series: first value after warm-up, last value, slope over the window after warm-up and over its last half.
+  const report = (s: Series) => Object.fromEntries(SERIES.map((k) => [k, summarize(s[k], warmEnd)]));
+  const memory = { engine: report(samples.engine), gateway: report(samples.gateway) };
+  // Which thread's heap moves: each engine thread alive at the end (0: the main thread), its heap after major GCs.
+  const engineThreads = heapLiveByThread(probes.engine, warmEnd);
+  // The figures earlier reports carried, kept under their names.
+  const legacy = (m: (typeof memory)['engine']) => ({
+    rssMbAfterWarmup: m.rss!.afterWarmup,
+    rssMbEnd: m.rss!.end,
+    rssSlopeMbPerMin: m.rss!.slopePerMin,
+    rssLastHalfSlopeMbPerMin: m.rss!.lastHalfSlopePerMin,
+    heapSlopeMbPerMin: m.heap!.slopePerMin,
+    heapMbEnd: m.heap!.end,
+    heapLiveSlopeMbPerMin: m.heapLive!.slopePerMin,
+    heapLiveLastHalfSlopeMbPerMin: m.heapLive!.lastHalfSlopePerMin,
+  });
   const result = {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
@@ -257,20 +383,10 @@ async function main(): Promise<void> {
     reloads,
     errors: errorCount,
     firstErrors: errors,
-    engine: {
-      rssMbAfterWarmup: first(samples.engineRss),
-      rssMbEnd: lastV(samples.engineRss),
-      rssSlopeMbPerMin: slope(samples.engineRss),
-      heapSlopeMbPerMin: slope(samples.engineHeap),
-      heapMbEnd: lastV(samples.engineHeap),
-    },
-    gateway: {
-      rssMbAfterWarmup: first(samples.gatewayRss),
-      rssMbEnd: lastV(samples.gatewayRss),
-      rssSlopeMbPerMin: slope(samples.gatewayRss),
-      heapSlopeMbPerMin: slope(samples.gatewayHeap),
-      heapMbEnd: lastV(samples.gatewayHeap),
-    },
+    engine: legacy(memory.engine),
+    gateway: legacy(memory.gateway),
+    memory,
+    engineThreads,
     samples,
   };
   const { samples: _omit, ...summary } = result;
@@ -280,6 +396,7 @@ async function main(): Promise<void> {
   writeFileSync(out, JSON.stringify(result));
   process.stderr.write(`soak: result written to ${path.relative(ROOT, out)}\n`);
   client.close();
+  finishing = true;
   await stopChild(gateway);
   await stopChild(engine as Child);
   removeTempDir(dir);

@@ -5,9 +5,12 @@
 // inferences) are Triton's batcher_test.py ones, on ONNX Runtime with fixed
 // and variable dims. Triton's 10 s max_queue_delay is scaled down to 1 s;
 // a request expected to wait for the queue delay must take between 1 and
-// 1.5 of it (Triton's bound), as Triton checks. Each case loads its own copy
-// of the model (explicit model control) with the hook set to the case's count.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// 1.5 of it (Triton's bound), as Triton checks. Each case has its own copy
+// of the model (explicit model control), loaded before the cases with the hook
+// set to the case's count (the hook is read at load, from the environment, so
+// the loads go one at a time); the cases run at the same time, each once its
+// model is in, on its own model and stats, each judged against its own bounds.
+import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
 import { writeModel } from '../fixtures/test-models.ts';
@@ -147,8 +150,16 @@ const CASES: Record<string, Case> = {
 const TYPES = { FIXED: '16', VARIABLE: '-1' } as const;
 const modelName = (test: string, type: string) => `${test.replace(/^test_/, '')}_${type.toLowerCase()}`;
 
+const cases = Object.entries(CASES).flatMap(([test, c]) =>
+  Object.keys(TYPES)
+    .filter((t) => !(c.variableOnly && t === 'FIXED'))
+    .map((type) => [test, type, c] as const),
+);
+
 let repo: string;
 let eng: RunningEngine;
+/** Each case's model, loaded with the case's hold count. */
+const loaded = new Map<string, Promise<void>>();
 beforeAll(async () => {
   repo = tempRepo('l0-batcher-delayed');
   const onnx = buildDoublePlusOne();
@@ -159,8 +170,23 @@ beforeAll(async () => {
     }
   }
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit' });
+  // One load after the other (the hook is read from the environment at load); a case starts once its own model is in.
+  let chain = Promise.resolve();
+  for (const [test, type, c] of cases) {
+    chain = chain.then(async () => {
+      process.env.TRITONSERVER_DELAY_SCHEDULER = String(c.hold);
+      try {
+        await eng.server.loadModel(modelName(test, type));
+      } finally {
+        delete process.env.TRITONSERVER_DELAY_SCHEDULER;
+      }
+    });
+    chain.catch(() => undefined); // a failed load fails its own case (and the ones after it), awaited there
+    loaded.set(modelName(test, type), chain);
+  }
 }, 60_000);
 afterAll(async () => {
+  await Promise.allSettled(loaded.values());
   delete process.env.TRITONSERVER_DELAY_SCHEDULER;
   await eng?.stop();
   if (repo) removeDir(repo);
@@ -168,9 +194,22 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Send one request after `at` ms; check its answer (2x+1 per element) and return its latency. */
-async function send(model: string, s: Send): Promise<number> {
+/** Poll until `model` holds at least `n` requests (the hook holds them all, so they are still in flight). */
+async function untilQueued(model: string, n: number): Promise<void> {
+  const scheduler = eng.engine.repository.readyVersion(model)!.scheduler;
+  for (const end = Date.now() + 10_000; scheduler.inflightCount() < n; await sleep(5)) {
+    if (Date.now() > end) throw new Error(`${model}: ${scheduler.inflightCount()} of ${n} earlier requests queued after 10 s`);
+  }
+}
+
+/**
+ * Send one request after `at` ms, and not before the `earlier` requests sent
+ * before it are queued (on a loaded host a later request must not overtake
+ * them); check its answer (2x+1 per element) and return its latency.
+ */
+async function send(expect: ExpectStatic, model: string, s: Send, earlier: number): Promise<number> {
   await sleep(s.at ?? 0);
+  if (earlier > 0) await untilQueued(model, earlier);
   const size = s.size ?? 16;
   const data = Array.from({ length: s.batch * size }, (_, i) => i % 7);
   const t0 = performance.now();
@@ -184,22 +223,12 @@ async function send(model: string, s: Send): Promise<number> {
   return ms;
 }
 
-const cases = Object.entries(CASES).flatMap(([test, c]) =>
-  Object.keys(TYPES)
-    .filter((t) => !(c.variableOnly && t === 'FIXED'))
-    .map((type) => [test, type, c] as const),
-);
-
 describe('L0_batcher delayed-scheduler cases (TRITONSERVER_DELAY_SCHEDULER)', () => {
-  it.each(cases)('%s (%s)', async (test, type, c) => {
+  it.concurrent.for(cases)('%s (%s)', async ([test, type, c], { expect }) => {
     const model = modelName(test, type);
-    process.env.TRITONSERVER_DELAY_SCHEDULER = String(c.hold);
-    try {
-      await eng.server.loadModel(model);
-    } finally {
-      delete process.env.TRITONSERVER_DELAY_SCHEDULER;
-    }
-    const latencies = await Promise.all(c.sends.map((s) => send(model, s)));
+    await loaded.get(model);
+    const earlier = (s: Send) => c.sends.filter((o) => (o.at ?? 0) < (s.at ?? 0)).length;
+    const latencies = await Promise.all(c.sends.map((s) => send(expect, model, s, earlier(s))));
     c.sends.forEach((s, i) => {
       expect(latencies[i], `request ${i} latency`).toBeLessThanOrEqual(s.max);
       if (s.min !== undefined) expect(latencies[i], `request ${i} latency`).toBeGreaterThanOrEqual(s.min * 0.98);

@@ -65,8 +65,12 @@ describe('memory budget: Python stubs by their RSS', () => {
     expect(big).toBeGreaterThanOrEqual(350 * MiB);
     expect((await entry('big')).load_bytes!).toBeGreaterThanOrEqual(200 * MiB);
     // big (350+) and small (60+) are over 430 together: the idle 'small' went, big (alone under the budget) stays.
-    for (let i = 0; i < 50 && (await entry('small')).state === 'READY'; i++) await sleep(100);
-    const small = await entry('small');
+    // The index says UNAVAILABLE as the unload starts; the eviction is counted once the stub is gone: wait for both.
+    let small = await entry('small');
+    for (let i = 0; i < 100 && (small.state === 'READY' || !small.evicted); i++) {
+      await sleep(100);
+      small = await entry('small');
+    }
     expect(small.state).toBe('UNAVAILABLE');
     expect(small.evicted, JSON.stringify(await repoIndex(engine.http))).toBe(1);
     expect((await entry('big')).state).toBe('READY');

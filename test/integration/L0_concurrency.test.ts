@@ -2,8 +2,10 @@
 // and two different models run at the same time (the server-side compute time
 // of a concurrent pair exceeds its wall time, impossible if they ran one after
 // the other), the event loop answers health checks while a long inference
-// runs, and SIGTERM lets an in-flight request finish before exiting 0.
-import { spawn } from 'node:child_process';
+// runs, and SIGTERM lets an in-flight request finish before exiting 0. The
+// SIGTERM case's engine (a child process) starts beside the suite's engine,
+// before the timed cases, and waits idle until its case.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -74,19 +76,77 @@ async function overlap(calls: Array<[model: string, batch: number]>): Promise<{ 
   return { wallMs, computeMs: (after.ns - before.ns) / 1e6, executions: after.executions - before.executions };
 }
 
+/** The SIGTERM case's engine: a child process with its own repository, ports and log. */
+interface ChildEngine {
+  child: ChildProcess;
+  dir: string;
+  grpcPort: number;
+  logs: () => string;
+  exited: Promise<number | null>;
+}
+let sigterm: ChildEngine | undefined;
+let childReady: Promise<ChildEngine>;
+
+/** Spawn engine/main.ts on a slow_model repository and wait until it says ready. */
+async function startChildEngine(): Promise<ChildEngine> {
+  const dir = tempRepo('l0-sigterm', ['slow_model']);
+  const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  // node --import tsx, not the tsx CLI: the CLI relays SIGTERM to its child and
+  // SIGKILLs it when the child does not acknowledge within 30 ms (easily missed
+  // on a loaded 2-core host), which would test tsx rather than the engine.
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'engine/main.ts',
+      `--model-repository=${dir}`,
+      `--grpc-port=${grpcPort}`,
+      `--http-port=${httpPort}`,
+      `--metrics-port=${metricsPort}`,
+      '--http-address=127.0.0.1',
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ENGINE_QUIET: '0' } },
+  );
+  let logs = '';
+  child.stdout!.on('data', (d) => (logs += d));
+  child.stderr!.on('data', (d) => (logs += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const started: ChildEngine = { child, dir, grpcPort, logs: () => logs, exited };
+  sigterm = started;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ok = await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return started;
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`engine did not become ready:\n${logs}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 beforeAll(async () => {
   repo = tempRepo('l0-concurrency', ['slow_model']);
   writeSlowModelB(repo);
+  childReady = startChildEngine();
+  childReady.catch(() => undefined); // a failed start fails the SIGTERM case, which awaits it
   engine = await startTestEngine({ modelRepository: repo });
   client = protoLoaderClient(engine.grpcPort);
   // Warm both instances of slow_model and slow_model_b once.
   await Promise.all([slowInfer(client, 'slow_model', 1), slowInfer(client, 'slow_model', 1), slowInfer(client, 'slow_model_b', 1)]);
-});
+  await childReady.catch(() => undefined); // idle from here on: the timed cases have the CPU to themselves
+}, 120_000);
 
 afterAll(async () => {
   client?.close();
   await engine?.stop();
   removeDir(repo);
+  if (sigterm) {
+    if (sigterm.child.exitCode === null && sigterm.child.signalCode === null) sigterm.child.kill('SIGKILL');
+    await sigterm.exited;
+    removeDir(sigterm.dir);
+  }
 });
 
 describe('L0_concurrency', () => {
@@ -137,47 +197,15 @@ describe('L0_concurrency', () => {
 
 describe('L0_concurrency: SIGTERM', () => {
   it('finishes the in-flight request, then exits 0', async () => {
-    const dir = tempRepo('l0-sigterm', ['slow_model']);
-    const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
-    // node --import tsx, not the tsx CLI: the CLI relays SIGTERM to its child and
-    // SIGKILLs it when the child does not acknowledge within 30 ms (easily missed
-    // on a loaded 2-core host), which would test tsx rather than the engine.
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'engine/main.ts',
-        `--model-repository=${dir}`,
-        `--grpc-port=${grpcPort}`,
-        `--http-port=${httpPort}`,
-        `--metrics-port=${metricsPort}`,
-        '--http-address=127.0.0.1',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ENGINE_QUIET: '0' } },
-    );
-    let logs = '';
-    child.stdout.on('data', (d) => (logs += d));
-    child.stderr.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, grpcPort, logs, exited } = await childReady;
     const c = protoLoaderClient(grpcPort);
     try {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const ok = await fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then(
-          (r) => r.status === 200,
-          () => false,
-        );
-        if (ok) break;
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`engine did not become ready:\n${logs}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
       const inflight = slowInfer(c, 'slow_model', 3, 5).then((y) => ({ y, doneAt: performance.now() }));
       await new Promise((r) => setTimeout(r, 100));
       child.kill('SIGTERM');
       const killedAt = performance.now();
       // Once the engine has seen the signal, a new request is turned away.
-      for (const until = Date.now() + 10_000; !logs.includes('SIGTERM') && Date.now() < until; ) {
+      for (const until = Date.now() + 10_000; !logs().includes('SIGTERM') && Date.now() < until; ) {
         await new Promise((r) => setTimeout(r, 5));
       }
       const late = await grpcError(slowInfer(c, 'slow_model', 1));
@@ -190,8 +218,6 @@ describe('L0_concurrency: SIGTERM', () => {
       expect(await exited).toBe(0);
     } finally {
       c.close();
-      if (child.exitCode === null) child.kill('SIGKILL');
-      removeDir(dir);
     }
   });
 });

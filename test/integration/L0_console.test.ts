@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listSharedMemoryKeys } from '../../client/shared-memory.ts';
 import { shmUnlinkIfExists } from '../../native/index.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
@@ -20,6 +20,9 @@ import { setQuiet } from '../../common/logger.ts';
 import { renderText } from '../fixtures/text-images.ts';
 import { waitFor } from './L0_gateway-support.ts';
 import { BUNDLED_REPO, ROOT, removeDir, startTestEngine } from './helpers.ts';
+
+// The environment this file stubs goes back after it (tests share a worker process: vitest.config.ts).
+afterAll(() => vi.unstubAllEnvs());
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -46,14 +49,29 @@ let jpeg: string;
 const pageErrors: string[] = [];
 const base = () => `http://127.0.0.1:${gw.port}`;
 
+/**
+ * The charts re-size after a debounced resize event (charts.js): wait until every chart on the page is no wider
+ * than its figure, which it is at once on a page without charts (only the live page has them).
+ */
+const chartsFit = () =>
+  page.waitForFunction(
+    () =>
+      // Runs in the page (tsconfig has no DOM types: the elements are `any` here).
+      [...(globalThis as any).document.querySelectorAll('figure.chart')].every((f: any) => {
+        const plot = f.querySelector('.uplot');
+        return !plot || plot.getBoundingClientRect().width <= f.getBoundingClientRect().width;
+      }),
+    undefined,
+    { timeout: 5_000 },
+  );
+
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(ART, `${name}.png`), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.waitForTimeout(400); // the charts re-size after a debounced resize event
+  await chartsFit();
   await page.screenshot({ path: path.join(ART, `${name}-phone.png`), fullPage: true });
   expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390); // no sideways scrolling at phone width
   await page.setViewportSize({ width: 1280, height: 900 });
-  await page.waitForTimeout(200);
 }
 
 /** The bounding box [x0, y0, x1, y1] of the dark pixels in each horizontal band [top, bottom) of an image. */
@@ -77,7 +95,7 @@ const callImage = (body: Buffer, headers: Record<string, string> = {}) =>
 describe.skipIf(!hasChromium)('web console in Chromium', () => {
   beforeAll(async () => {
     setQuiet(true);
-    process.env.GATEWAY_ADMIN_TOKEN = TOKEN;
+    vi.stubEnv('GATEWAY_ADMIN_TOKEN', TOKEN);
     delete process.env.GATEWAY_CONSOLE_TOKEN;
     fs.mkdirSync(ART, { recursive: true });
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), `console-${process.pid}-`));
@@ -93,18 +111,8 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
       .jpeg({ quality: 90 })
       .toFile(jpeg);
 
-    engine = await startTestEngine({ modelRepository: BUNDLED_REPO, httpPort: -1, metricsPort: -1 });
-    gw = await startGateway({
-      port: 0,
-      host: '127.0.0.1',
-      engine: `127.0.0.1:${engine.grpcPort}`,
-      functions: fnDir,
-      prefix: `tgwc${process.pid}`,
-      arenaRegions: 1,
-      arenaRegionBytes: 4 * 1024 * 1024,
-      consoleSampleMs: 500,
-    });
-    ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
+    // Chromium starts while the engine loads the bundled models.
+    const browser = chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
       executablePath: CHROMIUM,
       headless: true,
       args: [
@@ -118,6 +126,23 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
       ],
       viewport: { width: 1280, height: 900 },
     });
+    // Held at once, so that afterAll closes it also when the engine or gateway fails to start.
+    browser.then(
+      (c) => (ctx = c),
+      () => undefined,
+    );
+    engine = await startTestEngine({ modelRepository: BUNDLED_REPO, httpPort: -1, metricsPort: -1 });
+    gw = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      engine: `127.0.0.1:${engine.grpcPort}`,
+      functions: fnDir,
+      prefix: `tgwc${process.pid}`,
+      arenaRegions: 1,
+      arenaRegionBytes: 4 * 1024 * 1024,
+      consoleSampleMs: 500,
+    });
+    ctx = await browser;
     page = ctx.pages()[0] ?? (await ctx.newPage());
     // Any script error or CSP violation on a console page fails the suite.
     page.on('pageerror', (e) => pageErrors.push(e.message));
@@ -351,13 +376,13 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
   });
 
   it('with GATEWAY_CONSOLE_TOKEN set, the page asks for the token and then shows the state', async () => {
-    process.env.GATEWAY_CONSOLE_TOKEN = `console-view-${process.pid}`;
+    vi.stubEnv('GATEWAY_CONSOLE_TOKEN', `console-view-${process.pid}`);
     try {
       await page.goto(`${base()}/console`);
       await page.waitForSelector('#console-token:not([hidden])');
       expect(await page.locator('#page-error').textContent()).toContain('CONSOLE_TOKEN_MISSING');
       expect(await page.locator('#models tbody tr').count()).toBe(0);
-      await page.fill('#console-token-input', process.env.GATEWAY_CONSOLE_TOKEN);
+      await page.fill('#console-token-input', process.env.GATEWAY_CONSOLE_TOKEN!);
       await page.press('#console-token-input', 'Enter');
       await page.waitForSelector('#models tbody tr[data-model="clip_encoder_model"]');
       expect(await page.locator('#page-error').isHidden()).toBe(true);
@@ -370,6 +395,13 @@ describe.skipIf(!hasChromium)('web console in Chromium', () => {
     const r = await callImage(fs.readFileSync(jpeg), { Prefer: 'respond-async' });
     expect(r.status).toBe(202);
     const { id } = (await r.json()) as { id: string };
+    // The page reads the list when it opens (then every 3 s): open it once the job has finished.
+    await waitFor(
+      'job succeeded',
+      async () => ((await (await fetch(`${base()}/jobs/${id}`)).json()) as { status: string }).status === 'succeeded',
+      15_000,
+      50,
+    );
     await page.goto(`${base()}/console/jobs`);
     const row = page.locator(`#jobs tr[data-job="${id}"]`);
     await waitFor('job succeeded in the list', async () => /succeeded/.test((await row.textContent()) ?? ''), 15_000, 100);

@@ -10,10 +10,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stopAll, stopChild } from '../bench/processes.ts';
-import { repoIndex, spawnEngine, type EngineProc } from '../bench/sharing-support.ts';
+import { repoIndex, spawnEngine, spawnEngineMeanwhile, type EngineProc } from '../bench/sharing-support.ts';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
@@ -44,6 +44,9 @@ let engine: EngineProc;
 let gw: RunningGateway;
 let bare: RunningGateway;
 let pendingM1: ReturnType<typeof httpJson> | undefined;
+/** Chromium for the page case, launched in beforeAll while the models are built and the engines start. */
+let browser: Promise<BrowserContext> | undefined;
+const hasChromium = fs.existsSync(CHROMIUM);
 
 const gateway = (httpAddress: string | undefined) =>
   startGateway({
@@ -75,18 +78,29 @@ beforeAll(async () => {
   setQuiet(true);
   delete process.env.GATEWAY_CONSOLE_TOKEN;
   delete process.env.GATEWAY_ENGINE_HTTP;
+  fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `console-loads-${process.pid}-`));
+  if (hasChromium) {
+    browser = chromium.launchPersistentContext(path.join(fnDir, 'chromium-profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    browser.catch(() => undefined); // a failed launch fails the page case, which awaits it
+  }
   repo = tempRepo('l0-console-loads');
+  // What a load of m0 is charged, from a probe engine of the same run with a budget nothing reaches (the charge is
+  // measured RSS, which differs between Node 20 and 24); the budget holds one such and not two (m0 and m1 are the
+  // same size), with the rest as room for the engine's own growth, so each load of the other model evicts the
+  // resident one. The probe's process starts while the models are built here (in on-demand mode it loads
+  // nothing until asked, and it reads the repository's directory at each request).
+  const probeStarting = spawnEngineMeanwhile(repo, [`--model-memory-budget=${2 ** 40}`]);
+  await probeStarting.spawned;
   ['m0', 'm1'].forEach((m, i) => {
     fs.mkdirSync(path.join(repo, m, '1'), { recursive: true });
     fs.writeFileSync(path.join(repo, m, 'config.pbtxt'), config(m));
     fs.writeFileSync(path.join(repo, m, '1', 'model.onnx'), bigMlp(i + 1));
   });
-  fnDir = fs.mkdtempSync(path.join(os.tmpdir(), `console-loads-${process.pid}-`));
-  // What a load of m0 is charged, from a probe engine of the same run with a budget nothing reaches (the charge is
-  // measured RSS, which differs between Node 20 and 24); the budget holds one such and not two (m0 and m1 are the
-  // same size), with the rest as room for the engine's own growth, so each load of the other model evicts the
-  // resident one.
-  const probe = await spawnEngine(repo, [`--model-memory-budget=${2 ** 40}`]);
+  const probe = await probeStarting.ready;
   let charge: number;
   try {
     await infer('m0', probe.http);
@@ -96,15 +110,14 @@ beforeAll(async () => {
   }
   expect(charge, 'probe charge of m0').toBeGreaterThanOrEqual(128 * 2 ** 20); // at least the weights
   engine = await spawnEngine(repo, [`--model-memory-budget=${Math.floor(charge * 1.6)}`, '--on-demand-load-timeout-secs=120']);
-  gw = await gateway(`127.0.0.1:${engine.http}`);
-  bare = await gateway(undefined);
+  [gw, bare] = await Promise.all([gateway(`127.0.0.1:${engine.http}`), gateway(undefined)]);
 }, 120_000);
 
 afterAll(async () => {
   // m1's call ends one way or the other: loaded after the RSS fell, or refused when no room came in time.
   if (pendingM1) expect([200, 503]).toContain((await pendingM1).status);
-  await bare?.stop();
-  await gw?.stop();
+  // The gateways and Chromium stop side by side.
+  await Promise.all([bare?.stop(), gw?.stop(), browser?.then((c) => c.close()).catch(() => undefined)]);
   await stopAll();
   removeDir(repo);
   if (fnDir) removeDir(fnDir);
@@ -158,14 +171,10 @@ describe('console: cold loads and evictions', () => {
     }
   });
 
-  it.skipIf(!fs.existsSync(CHROMIUM))(
+  it.skipIf(!hasChromium)(
     'the overview page shows them in the models table',
     async () => {
-      const ctx = await chromium.launchPersistentContext(path.join(fnDir, 'chromium-profile'), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-      });
+      const ctx = await browser!;
       try {
         const page = ctx.pages()[0] ?? (await ctx.newPage());
         const errors: string[] = [];

@@ -7,12 +7,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { keyId } from '../../gateway/plans/usage-plan.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { removeDir, ROOT, startTestEngine } from './helpers.ts';
 import { TOKEN, admin, callF, functionDir, writeEchoModel } from './L0_delivery-support.ts';
+
+// The environment this file stubs goes back after it (tests share a worker process: vitest.config.ts).
+afterAll(() => vi.unstubAllEnvs());
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -30,7 +33,7 @@ const pageErrors: string[] = [];
 describe.skipIf(!hasChromium)('Deploys page with a rollout in progress', () => {
   beforeAll(async () => {
     setQuiet(true);
-    process.env.GATEWAY_ADMIN_TOKEN = TOKEN;
+    vi.stubEnv('GATEWAY_ADMIN_TOKEN', TOKEN);
     delete process.env.GATEWAY_CONSOLE_TOKEN;
     fs.mkdirSync(ART, { recursive: true });
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), `console-ro-${process.pid}-`));

@@ -11,13 +11,21 @@
 // they produce are the same.
 //
 // Each DecoupledTest case runs at once on every variant Triton's test.sh
-// runs it on, each an engine of its own (its own single repeat_int32
+// runs it on, each on engines of its own (their own single repeat_int32
 // instance, so the variants do not touch each other's timings): the JS
 // models, the same with --grpc-max-response-pool-size=1 (Triton's rerun),
 // and both again with repeat_int32 and square_int32 as python models
-// (Triton's `python` trial). test_one_to_multi_many runs on two more engines
-// whose ModelStreamInfer writes wait TRITONSERVER_DELAY_GRPC_RESPONSE's delay
-// (the option the engine reads that variable into).
+// (Triton's `python` trial). test_one_to_multi_many runs on two more
+// variants whose ModelStreamInfer writes wait TRITONSERVER_DELAY_GRPC_RESPONSE's
+// delay (the option the engine reads that variable into).
+//
+// A variant is two engines on the same repository, two lanes, each model's
+// runs on one of them (LANE), so that a case's runs go two at a time, each
+// still the only one on its engine's repeat_int32 instance, as in Triton's
+// sequential test (issue 38: most of the suite's time is the models' delays
+// and waits, which this halves). test_response_order runs the squares
+// (thousands of responses each) after the order-checked runs of every
+// variant, never beside one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync } from 'node:fs';
@@ -31,44 +39,63 @@ import { grpcError, httpJson, protoLoaderClient, removeDir, startTestEngine, toI
 const REPEAT_LIKE = ['repeat_int32', 'simple_repeat', 'sequence_repeat'];
 const SQUARES = ['repeat_square', 'nested_square'];
 
-interface Variant {
-  label: string;
-  backend: 'js' | 'python';
-  pacing?: StreamPacing;
+/** One engine of a variant. */
+interface Lane {
   repo?: string;
   eng?: RunningEngine;
   client?: ProtoClient;
 }
+interface Variant {
+  label: string;
+  backend: 'js' | 'python';
+  pacing?: StreamPacing;
+  lanes: [Lane, Lane];
+}
+const lanes = (): [Lane, Lane] => [{}, {}];
+/** The lane of each model: the runs of a case split about evenly, a square model on each. */
+const LANE: Record<string, 0 | 1> = {
+  repeat_int32: 0,
+  simple_repeat: 0,
+  repeat_square: 0,
+  sequence_repeat: 1,
+  fan_repeat: 1,
+  nested_square: 1,
+};
+const laneOf = (v: Variant, model: string): Lane => v.lanes[LANE[model]!];
 /** Triton's write delay (2000 ms) ÷ 50: long enough that a response's lateness shows it (the other times are ÷ 200). */
 const WRITE_DELAY_MS = 40;
 const VARIANTS: Variant[] = [
-  { label: 'js', backend: 'js' },
-  { label: 'js, --grpc-max-response-pool-size=1', backend: 'js', pacing: { maxResponsePoolSize: 1 } },
-  { label: 'python', backend: 'python' },
-  { label: 'python, --grpc-max-response-pool-size=1', backend: 'python', pacing: { maxResponsePoolSize: 1 } },
+  { label: 'js', backend: 'js', lanes: lanes() },
+  { label: 'js, --grpc-max-response-pool-size=1', backend: 'js', pacing: { maxResponsePoolSize: 1 }, lanes: lanes() },
+  { label: 'python', backend: 'python', lanes: lanes() },
+  { label: 'python, --grpc-max-response-pool-size=1', backend: 'python', pacing: { maxResponsePoolSize: 1 }, lanes: lanes() },
 ];
 const DELAYED: Variant[] = [
-  { label: 'js, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'js', pacing: { delayMs: WRITE_DELAY_MS } },
-  { label: 'python, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'python', pacing: { delayMs: WRITE_DELAY_MS } },
+  { label: 'js, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'js', pacing: { delayMs: WRITE_DELAY_MS }, lanes: lanes() },
+  { label: 'python, TRITONSERVER_DELAY_GRPC_RESPONSE', backend: 'python', pacing: { delayMs: WRITE_DELAY_MS }, lanes: lanes() },
 ];
 
 beforeAll(async () => {
   await Promise.all(
-    [...VARIANTS, ...DELAYED].map(async (v) => {
-      v.repo = mkdtempSync(path.join(os.tmpdir(), 'l0-decoupled-'));
-      writeDecoupledRepository(v.repo, true, v.backend);
-      v.eng = await startTestEngine({ modelRepository: v.repo, grpcStreamPacing: v.pacing });
-      v.client = protoLoaderClient(v.eng.grpcPort);
-    }),
+    [...VARIANTS, ...DELAYED].flatMap((v) =>
+      v.lanes.map(async (l) => {
+        l.repo = mkdtempSync(path.join(os.tmpdir(), 'l0-decoupled-'));
+        writeDecoupledRepository(l.repo, true, v.backend);
+        l.eng = await startTestEngine({ modelRepository: l.repo, grpcStreamPacing: v.pacing });
+        l.client = protoLoaderClient(l.eng.grpcPort);
+      }),
+    ),
   );
 }, 120_000);
 afterAll(async () => {
   await Promise.all(
-    [...VARIANTS, ...DELAYED].map(async (v) => {
-      v.client?.close();
-      await v.eng?.stop();
-      removeDir(v.repo);
-    }),
+    [...VARIANTS, ...DELAYED].flatMap((v) =>
+      v.lanes.map(async (l) => {
+        l.client?.close();
+        await l.eng?.stop();
+        removeDir(l.repo);
+      }),
+    ),
   );
 });
 
@@ -81,6 +108,15 @@ async function onEach(variants: Variant[], fn: (v: Variant) => Promise<void>): P
         throw e;
       }),
     ),
+  );
+}
+
+/** `fn` for each of `models` of a variant: one after another on each lane, the two lanes side by side. */
+async function onLanes(models: string[], fn: (model: string) => Promise<void>): Promise<void> {
+  await Promise.all(
+    ([0, 1] as const).map(async (lane) => {
+      for (const m of models) if (LANE[m] === lane) await fn(m);
+    }),
   );
 }
 
@@ -109,13 +145,13 @@ type StreamMsg = {
   };
 };
 
-/** decoupled_test.py's _decoupled_infer on one stream of `v`, times in ms as given: every message the stream carried. */
+/** decoupled_test.py's _decoupled_infer on one stream of `v` (`model`'s lane), times in ms as given: every message the stream carried. */
 function run(v: Variant, model: string, r: Run): Promise<Got[]> {
   const repeat = r.repeatCount ?? 1;
   const values = Array.from({ length: repeat }, (_, i) => 100 + i);
   const got: Got[] = [];
   return new Promise((resolve, reject) => {
-    const call = v.client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+    const call = laneOf(v, model).client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
     call.on('data', (m) => {
       const res = m.infer_response;
       const at = (name: string) => {
@@ -159,10 +195,11 @@ function run(v: Variant, model: string, r: Run): Promise<Got[]> {
 
 /** Each request's responses that carry outputs, with their arrival rank across the stream. */
 function byRequest(got: Got[]): Map<string, Array<Got & { rank: number }>> {
+  // No response carries an error (one check for the stream: a square run has thousands of responses).
+  expect(got.filter((g) => g.error !== undefined)).toEqual([]);
   const m = new Map<string, Array<Got & { rank: number }>>();
   let rank = 0;
   for (const g of got) {
-    expect(g.error).toBeUndefined();
     if (g.out === undefined) continue;
     const list = m.get(g.id) ?? [];
     list.push({ ...g, rank: rank++ });
@@ -204,34 +241,39 @@ function expectFan(got: Got[], r: Run): void {
  * helper; for time, not the fan and square ones, whose responses it does not change).
  */
 async function everyTrial(v: Variant, r: Run): Promise<void> {
-  for (const emptyFinal of [false, true]) {
-    for (const m of REPEAT_LIKE) expectRepeated(await run(v, m, { ...r, emptyFinal }), { ...r, emptyFinal });
-  }
-  expectFan(await run(v, 'fan_repeat', { ...r, outputs: ['OUT'] }), r);
-  for (const m of SQUARES) expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r);
+  await onLanes([...REPEAT_LIKE, 'fan_repeat', ...SQUARES], async (m) => {
+    if (m === 'fan_repeat') expectFan(await run(v, m, { ...r, outputs: ['OUT'] }), r);
+    else if (SQUARES.includes(m)) expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r);
+    else for (const emptyFinal of [false, true]) expectRepeated(await run(v, m, { ...r, emptyFinal }), { ...r, emptyFinal });
+  });
 }
 
 // Triton's times ÷ 100 or ÷ 200 (delay 1000 ms, waits 500 / 2000 / 10000 ms): each case keeps their proportions,
 // and what these cases check (each request's responses, in order) does not hang on the times.
-describe('L0_decoupled: DecoupledTest', () => {
-  it('test_one_to_none: no response for an empty IN', async () => {
-    await onEach(VARIANTS, async (v) => {
-      for (const requestCount of [1, 5]) {
-        for (const m of [...REPEAT_LIKE, 'fan_repeat', ...SQUARES]) {
+// The two suites run side by side (describe.concurrent, each case in them still in turn: it.sequential), each on
+// engines of its own: NonDecoupledTest's few requests mostly wait for its model's sleeps.
+describe.concurrent('L0_decoupled: DecoupledTest', () => {
+  it.sequential('test_one_to_none: no response for an empty IN', async () => {
+    await onEach(VARIANTS, (v) =>
+      onLanes([...REPEAT_LIKE, 'fan_repeat', ...SQUARES], async (m) => {
+        for (const requestCount of [1, 5]) {
           const got = await run(v, m, { requestCount, repeatCount: 0, outputs: REPEAT_LIKE.includes(m) ? undefined : ['OUT'] });
           expect(got.filter((g) => g.out !== undefined || g.error)).toEqual([]);
         }
-      }
-    });
+      }),
+    );
   }, 60_000);
 
-  it('test_one_to_one: one response each, released before or after it is sent', async () => {
+  it.sequential('test_one_to_one: one response each, released before or after it is sent', async () => {
     await onEach(VARIANTS, async (v) => {
       for (const requestCount of [1, 5]) for (const wait of [5, 20]) await everyTrial(v, { requestCount, delay: 10, wait });
     });
   }, 60_000);
 
-  it('test_one_to_many: five responses each, released before, during or after them', async () => {
+  // test_one_to_many and test_one_to_multi_many run side by side (it.concurrent): they use different engines
+  // (VARIANTS, DELAYED), and neither times anything against the other: what they check is each request's
+  // responses in order (sent one after another by one model task) and a lower bound on the delayed write.
+  it.concurrent('test_one_to_many: five responses each, released before, during or after them', async () => {
     await onEach(VARIANTS, async (v) => {
       for (const requestCount of [1, 5])
         for (const wait of [3, 10, 50]) await everyTrial(v, { requestCount, repeatCount: 5, delay: 5, wait });
@@ -239,7 +281,7 @@ describe('L0_decoupled: DecoupledTest', () => {
   }, 120_000);
 
   // Triton's waits 500 / 8000 / 20000 (one request) and 500 / 3000 / 10000 ms (five), ÷ 200; every write waits WRITE_DELAY_MS.
-  it('test_one_to_multi_many: five responses each, written behind a delayed write (TRITONSERVER_DELAY_GRPC_RESPONSE)', async () => {
+  it.concurrent('test_one_to_multi_many: five responses each, written behind a delayed write (TRITONSERVER_DELAY_GRPC_RESPONSE)', async () => {
     await onEach(DELAYED, async (v) => {
       // The hook is on: a response the model sends at once reaches the client no sooner than the write delay
       // (the least of three warm runs: without the hook it takes a few ms).
@@ -258,7 +300,7 @@ describe('L0_decoupled: DecoupledTest', () => {
 
   // The arrival order of the 8 responses of two requests on one instance is each case's expectation.
   // Triton's times × 0.1 (the first three), × 0.025 (the last two): each keeps ≥ 50 ms between the responses it orders.
-  it.each([
+  it.sequential.each([
     [
       'interleaved',
       { requestDelay: 50, delay: 100, wait: 50 },
@@ -303,38 +345,42 @@ describe('L0_decoupled: DecoupledTest', () => {
     'test_response_order: %s',
     async (_, times, order) => {
       const r = { requestCount: 2, repeatCount: 4, ...times };
-      await onEach(VARIANTS, async (v) => {
-        for (const m of REPEAT_LIKE) expectRepeated(await run(v, m, r), r, order);
-        expectFan(await run(v, 'fan_repeat', { ...r, outputs: ['OUT'] }), r);
-        for (const m of SQUARES) expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r);
-      });
+      // The order-checked runs (and fan_repeat's few responses) on every variant first, then the squares.
+      await onEach(VARIANTS, (v) =>
+        onLanes([...REPEAT_LIKE, 'fan_repeat'], async (m) => {
+          if (m === 'fan_repeat') expectFan(await run(v, m, { ...r, outputs: ['OUT'] }), r);
+          else expectRepeated(await run(v, m, r), r, order);
+        }),
+      );
+      await onEach(VARIANTS, (v) => onLanes(SQUARES, async (m) => expectSquares(await run(v, m, { ...r, outputs: ['OUT'] }), r)));
     },
     60_000,
   );
 
-  it('test_no_streaming: unary gRPC and HTTP refuse a decoupled model', async () => {
+  it.sequential('test_no_streaming: unary gRPC and HTTP refuse a decoupled model', async () => {
     const inputs = [
       { name: 'IN', datatype: 'INT32', shape: [1] },
       { name: 'DELAY', datatype: 'UINT32', shape: [1] },
       { name: 'WAIT', datatype: 'UINT32', shape: [1] },
     ];
     await onEach(VARIANTS, async (v) => {
+      const lane = laneOf(v, 'repeat_int32');
       const e = await grpcError(
-        v.client!.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }),
+        lane.client!.call('ModelInfer', { model_name: 'repeat_int32', inputs, raw_input_contents: [i32([100]), u32([100]), u32([200])] }),
       );
       expect(e.details).toContain("doesn't support models with decoupled transaction policy");
-      const http = await httpJson(v.eng!.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
+      const http = await httpJson(lane.eng!.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
         inputs: inputs.map((t, k) => ({ ...t, data: [[100], [100], [200]][k] })),
       });
       expect(String(http.json.error)).toContain("doesn't support models with decoupled transaction policy");
     });
   });
 
-  it('test_wrong_shape: IN and DELAY of different shapes are named', async () => {
+  it.sequential('test_wrong_shape: IN and DELAY of different shapes are named', async () => {
     await onEach(VARIANTS, async (v) => {
       const got: string[] = [];
       await new Promise<void>((resolve, reject) => {
-        const call = v.client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
+        const call = laneOf(v, 'repeat_int32').client!.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
         call.on('data', (m) => got.push(m.error_message));
         call.on('error', reject);
         call.on('end', resolve);
@@ -354,7 +400,7 @@ describe('L0_decoupled: DecoupledTest', () => {
   });
 });
 
-describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', () => {
+describe.concurrent('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', () => {
   let repo2: string;
   let eng2: RunningEngine;
   let client2: ProtoClient;
@@ -386,7 +432,7 @@ describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', 
     raw_input_contents: [i32([v!]), u32([d!]), u32([w!])],
   });
 
-  it('test_grpc and test_grpc_async: one response, OUT 1 and IDX 0', async () => {
+  it.sequential('test_grpc and test_grpc_async: one response, OUT 1 and IDX 0', async () => {
     for (const row of matrix) {
       const r = await client2.call('ModelInfer', req(row));
       expect([toI32(r.raw_output_contents![0]!)[0], toI32(r.raw_output_contents![1]!)[0]]).toEqual([1, 0]);
@@ -395,7 +441,7 @@ describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', 
     expect(all.map((r) => toI32(r.raw_output_contents![0]!)[0])).toEqual([1, 1, 1]);
   });
 
-  it('test_http: one response, OUT 1 and IDX 0', async () => {
+  it.sequential('test_http: one response, OUT 1 and IDX 0', async () => {
     for (const [v, d, w] of matrix) {
       const r = await httpJson(eng2.httpPort, 'POST', '/v2/models/repeat_int32/infer', {
         inputs: [
@@ -411,7 +457,7 @@ describe('L0_decoupled: NonDecoupledTest (repeat_int32 with decoupled: False)', 
     }
   });
 
-  it('test_grpc_async_cancel: a request cancelled while it runs answers CANCELLED; the model stays ready', async () => {
+  it.sequential('test_grpc_async_cancel: a request cancelled while it runs answers CANCELLED; the model stays ready', async () => {
     for (const row of [
       [1, 400, 200],
       [1, 200, 400],

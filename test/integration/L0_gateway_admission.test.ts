@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
-import { startGateway, type GatewayOptions, type RunningGateway } from '../../gateway/server.ts';
+import type { GatewayOptions } from '../../gateway/options.ts';
+import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { BUNDLED_REPO, startTestEngine } from './helpers.ts';
 

@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { signBody, signTimestamped, signatureMatches } from '../../gateway/webhooks/signature.ts';
@@ -75,8 +75,8 @@ const postFn = (b: string, fn: string, body: unknown, headers: Record<string, st
 
 beforeAll(async () => {
   setQuiet(true);
-  process.env.GATEWAY_WEBHOOK_SECRET = SECRET;
-  process.env.HOOK_SECRET = HOOK_SECRET;
+  vi.stubEnv('GATEWAY_WEBHOOK_SECRET', SECRET);
+  vi.stubEnv('HOOK_SECRET', HOOK_SECRET);
   repo = tempRepo('gw-async', ['simple', 'identity_bytes']);
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   flaky = await receiver((n) => (n <= 2 ? 500 : 200));
@@ -103,6 +103,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  vi.unstubAllEnvs();
   await Promise.allSettled([gw?.stop(), ...closers.map((c) => c())]);
   await engine?.stop();
   removeDir(repo);

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
@@ -42,7 +42,7 @@ const V2 = [
 
 beforeAll(async () => {
   setQuiet(true);
-  process.env.GATEWAY_ADMIN_TOKEN = TOKEN;
+  vi.stubEnv('GATEWAY_ADMIN_TOKEN', TOKEN);
   repo = tempRepo('gw-deploy', ['simple', 'js_echo']);
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });
   redis = await TestRedis.start();
@@ -62,6 +62,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  vi.unstubAllEnvs();
   try {
     await Promise.allSettled([A?.stop(), B?.stop()]);
   } finally {

@@ -55,8 +55,10 @@ beforeAll(async () => {
     shm: false,
     timeouts: { idleMs: 1500 },
   };
-  front = await startGateway({ ...common, prefix: `gwf${process.pid}a` });
-  plain = await startGateway({ ...common, prefix: `gwf${process.pid}b`, transport: { http1Front: false } });
+  [front, plain] = await Promise.all([
+    startGateway({ ...common, prefix: `gwf${process.pid}a` }),
+    startGateway({ ...common, prefix: `gwf${process.pid}b`, transport: { http1Front: false } }),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -159,7 +161,6 @@ const CASES: FrontCase[] = [
     replies: 1,
     served: false,
   },
-  { name: 'body 1.5 s after the head', parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY], replies: 1, gapMs: 1500, served: false },
   // As node:http (httpAllowHalfOpen false): the client's end aborts the calls in flight; no reply, the connection ends.
   { name: 'a call, then the client ends its side', parts: [req(HEAD)], replies: 0, served: true, halfClose: true },
   { name: 'two pipelined calls, then the client ends its side', parts: [req(HEAD) + req(HEAD)], replies: 0, served: true, halfClose: true },
@@ -174,10 +175,24 @@ const CASES: FrontCase[] = [
   { name: 'a partial head, then the rest', parts: [HEAD.slice(0, 30), req(HEAD).slice(30)], replies: 1, gapMs: 30, served: false },
 ];
 
+/** A case of the table that waits 1.5 s: run beside the idle test below, which hands nothing to node:http. */
+const LATE_BODY: FrontCase = {
+  name: 'body 1.5 s after the head',
+  parts: [req(HEAD).split('\r\n\r\n')[0] + '\r\n\r\n', BODY],
+  replies: 1,
+  gapMs: 1500,
+  served: false,
+};
+
+/** A job's id (in its body, its status URL and Location) differs between any two gateways. */
+const withoutJobIds = (x: string) => x.replace(/("id":"|\/jobs\/)[A-Za-z0-9_-]{24}/g, '$1<id>');
+
+/** Generated heads per run of the fuzz property, sent at once (each exchange on its own connections). */
+const FUZZ_BATCH = 10;
+
 describe('the HTTP/1.1 front vs node:http', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s: the same bytes back', async (_n, c) => {
-    // A job's id (in its body, its status URL and Location) differs between any two gateways.
-    await sameAsNodeHttp(front, plain.port, c, (x) => x.replace(/("id":"|\/jobs\/)[A-Za-z0-9_-]{24}/g, '$1<id>'));
+    await sameAsNodeHttp(front, plain.port, c, withoutJobIds);
   });
 
   it('fuzzed heads: the same bytes back from both, and both gateways live on', async () => {
@@ -212,14 +227,22 @@ describe('the HTTP/1.1 front vs node:http', () => {
       'POST /fn/product_recommender\tHTTP/1.1',
       'PUT /fn/product_recommender HTTP/1.1',
     );
+    const heads = fc.array(fc.tuple(line, fc.array(field, { maxLength: 4 }), fc.boolean()), {
+      minLength: FUZZ_BATCH,
+      maxLength: FUZZ_BATCH,
+    });
     await fc.assert(
-      fc.asyncProperty(line, fc.array(field, { maxLength: 4 }), fc.boolean(), async (l, fields, keyed) => {
-        const head = `${l}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Request-Id: f1\r\n${keyed ? 'X-API-Key: k-one\r\n' : ''}${fields.join('')}`;
-        const bytes = req(head, BODY, 'Connection: close\r\n');
-        const [a, b] = await Promise.all([exchange(front.port, [bytes], 1, 0, 1500), exchange(plain.port, [bytes], 1, 0, 1500)]);
-        expect(a).toEqual(b);
+      fc.asyncProperty(heads, async (batch) => {
+        await Promise.all(
+          batch.map(async ([l, fields, keyed]) => {
+            const head = `${l}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Request-Id: f1\r\n${keyed ? 'X-API-Key: k-one\r\n' : ''}${fields.join('')}`;
+            const bytes = req(head, BODY, 'Connection: close\r\n');
+            const [a, b] = await Promise.all([exchange(front.port, [bytes], 1, 0, 1500), exchange(plain.port, [bytes], 1, 0, 1500)]);
+            expect(a, JSON.stringify(bytes)).toEqual(b);
+          }),
+        );
       }),
-      { numRuns: Number(process.env.FUZZ_RUNS_FRONT ?? 120) },
+      { numRuns: Math.ceil(Number(process.env.FUZZ_RUNS_FRONT ?? 120) / FUZZ_BATCH) },
     );
     const after = await exchange(front.port, [req(HEAD)], 1);
     expect(after.replies[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
@@ -228,7 +251,9 @@ describe('the HTTP/1.1 front vs node:http', () => {
   it('bytes after a Connection: close request are not read: the call gets its reply, then the connection closes', async () => {
     // node:http differs here when the bytes come before its reply: llhttp takes them as an error and the
     // call's reply becomes a 400. RFC 9112 (9.6) asks only that no further request be processed.
-    const r = await exchange(front.port, [req(HEAD, BODY, 'Connection: close\r\n'), req(HEAD)], 2, 5, 3000);
+    // The later bytes come in a read of their own (30 ms after): arriving in one read with the first request, they
+    // make the front hand that read to node:http (as any read whose later bytes node would refuse): a 400, as node's.
+    const r = await exchange(front.port, [req(HEAD, BODY, 'Connection: close\r\n'), req(HEAD)], 2, 30, 3000);
     expect(r.replies).toHaveLength(1);
     expect(r.replies[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(r.closed).toBe(true);
@@ -243,8 +268,17 @@ describe('the HTTP/1.1 front vs node:http', () => {
     await new Promise<void>((r) => s.once('connect', () => r()));
     s.pause();
     const ids = Array.from({ length: n }, (_, i) => `p${i}`);
+    const servedBefore = front.http1Front!.stats.served;
     s.write(ids.map((id) => req(HEAD.replace('q1', id))).join(''));
-    await new Promise((r) => setTimeout(r, 1500));
+    // Reads nothing until the front has stopped serving (its count still for 200 ms: its replies fill the
+    // socket buffers), or for the 1.5 s this always waited before.
+    const counts: number[] = [];
+    for (const end = Date.now() + 1500; Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      counts.push(front.http1Front!.stats.served - servedBefore);
+      const [a, b, c] = counts.slice(-3);
+      if (c === n || (c! > 0 && a === c && b === c)) break;
+    }
     let got = Buffer.alloc(0);
     const seen: string[] = [];
     await new Promise<void>((resolve, reject) => {
@@ -270,7 +304,13 @@ describe('the HTTP/1.1 front vs node:http', () => {
     expect(seen).toEqual(ids);
   }, 60_000);
 
-  it('an idle connection the front holds is closed after the keep-alive timeout (1.5 s here)', async () => {
+  // The next two side by side (issue 38): the idle call is served by the front, so the late body's case
+  // still sees exactly its own hand-over; neither times the other.
+  it.concurrent(`${LATE_BODY.name}: the same bytes back`, async () => {
+    await sameAsNodeHttp(front, plain.port, LATE_BODY, withoutJobIds);
+  });
+
+  it.concurrent('an idle connection the front holds is closed after the keep-alive timeout (1.5 s here)', async () => {
     const t0 = Date.now();
     const r = await exchange(front.port, [req(HEAD)], 2, 0, 4000);
     expect(r.replies).toHaveLength(1);

@@ -1,7 +1,11 @@
 // Region leases in Redis across gateway processes: kill -9 of one gateway
 // under load (another gateway's reaper unregisters and unlinks every region
 // the dead one held), SIGTERM (nothing left behind), and Redis stopped
-// mid-load (no failed call; staging pauses and resumes).
+// mid-load (no failed call; staging pauses and resumes). The three gateway
+// processes start together before the cases; the Redis-outage case's gateway
+// keeps its leases and presence under namespaces of its own, so it takes no
+// part in the first case's reaping. They start while the engine loads only the
+// pipeline the calls use (search_pipeline_ensemble and its two steps).
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +16,7 @@ import { startEngine } from '../../engine/server/server.ts';
 import { RedisLeaseStore } from '../../gateway/staging/redis-lease-store.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { makeLargeJpeg } from '../fixtures/images.ts';
-import { TestRedis, waitFor } from './L0_gateway-support.ts';
+import { TestRedis, freePort, waitFor } from './L0_gateway-support.ts';
 
 const ROOT = path.join(import.meta.dirname, '../..');
 const PREFIX = 'tgwl';
@@ -33,7 +37,7 @@ interface Child {
   log: () => string;
 }
 
-async function spawnGateway(): Promise<Child> {
+async function spawnGateway(ns = NS, extra: string[] = []): Promise<Child> {
   const proc = spawn(
     process.execPath,
     [
@@ -42,11 +46,12 @@ async function spawnGateway(): Promise<Child> {
       'gateway/main.ts',
       '--port=0',
       '--host=127.0.0.1',
-      `--engine=127.0.0.1:${engine.grpcPort}`,
+      `--engine=127.0.0.1:${grpcPort}`,
       `--redis-url=${redis.url}`,
       `--lease-ttl-ms=${TTL}`,
       `--prefix=${PREFIX}`,
-      `--lease-namespace=${NS}`,
+      `--lease-namespace=${ns}`,
+      ...extra,
       '--arena-regions=2',
       `--arena-region-bytes=${8 << 20}`,
       '--shm-threshold=65536',
@@ -112,18 +117,39 @@ async function engineRegions(owner: string): Promise<string[]> {
 }
 const shmKeys = (owner: string) => listSharedMemoryKeys(`/${regionsOf(owner)}`);
 
+/** Started before the cases: a and b for the kill -9 / SIGTERM case, g for the Redis outage. */
+let gateways: Promise<[Child, Child, Child]>;
+/** The engine's gRPC port, chosen before it starts so that the gateways can start beside it. */
+let grpcPort: number;
+
 beforeAll(async () => {
   setQuiet(true);
-  redis = await TestRedis.start();
-  engine = await startEngine({
-    modelRepository: path.join(ROOT, 'model_repository'),
-    grpcPort: 0,
-    httpPort: -1,
-    metricsPort: -1,
-    allowClientShm: true,
-  });
+  [redis, grpcPort] = await Promise.all([TestRedis.start(), freePort()]);
+  // The gateways start while the engine loads (each registers its regions once the engine answers).
+  gateways = Promise.all([spawnGateway(), spawnGateway(), spawnGateway(`${NS}-outage`, [`--redis-namespace=${NS}-outage`])]);
+  gateways.catch(() => undefined); // a failed start fails the cases, which await it
+  [engine, image] = await Promise.all([
+    startEngine({
+      modelRepository: path.join(ROOT, 'model_repository'),
+      grpcPort,
+      httpPort: -1,
+      metricsPort: -1,
+      allowClientShm: true,
+      controlMode: 'explicit',
+      loadModels: ['search_pipeline_ensemble'],
+    }),
+    makeLargeJpeg(1 << 20),
+  ]);
   direct = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`);
-  image = await makeLargeJpeg(1 << 20);
+  const started = await gateways.catch(() => undefined);
+  if (started) {
+    await waitFor(
+      'every gateway’s regions registered with the engine',
+      async () => (await Promise.all(started.map((g) => engineRegions(g.ownerId)))).every((r) => r.length === 2),
+      30_000,
+      50,
+    );
+  }
 }, 180_000);
 
 afterAll(async () => {
@@ -137,7 +163,7 @@ afterAll(async () => {
 
 describe('leases across gateway processes', () => {
   it('kill -9 under load: another gateway unregisters and unlinks every region the dead one held', async () => {
-    const [a, b] = await Promise.all([spawnGateway(), spawnGateway()]);
+    const [a, b] = await gateways;
     expect((await engineRegions(a.ownerId)).length).toBe(2);
     expect(shmKeys(a.ownerId).length).toBe(2);
     const leases = new RedisLeaseStore(redis.url, { namespace: NS });
@@ -176,7 +202,7 @@ describe('leases across gateway processes', () => {
   }, 120_000);
 
   it('Redis stopped mid-load: no failed call, inline meanwhile, staging resumes when it returns', async () => {
-    const g = await spawnGateway();
+    const [, , g] = await gateways;
     const l = load(g, 2);
     await waitFor('staged calls', () => l.results.filter((r) => 'transfer' in r && r.transfer === 'shm').length >= 2, 30_000);
     await redis.stop();

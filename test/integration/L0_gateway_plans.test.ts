@@ -4,13 +4,17 @@
 // gateway restart; a retried request id counts once; the key's owner and the
 // operator read the plan and its usage.
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type GatewayOptions, type RunningGateway } from '../../gateway/server.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { GatewayOptions } from '../../gateway/options.ts';
+import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { keyId } from '../../gateway/plans/usage-plan.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { TestRedis } from './L0_gateway-support.ts';
 import { removeDir, startTestEngine } from './helpers.ts';
 import { TOKEN, admin, callF, functionDir, url, writeEchoModel } from './L0_delivery-support.ts';
+
+// The environment this file stubs goes back after it (tests share a worker process: vitest.config.ts).
+afterAll(() => vi.unstubAllEnvs());
 
 let engine: Awaited<ReturnType<typeof startTestEngine>>;
 let redis: TestRedis;
@@ -26,8 +30,8 @@ const FREE_KEY = 'key-free-0003';
 
 beforeAll(async () => {
   setQuiet(true);
-  process.env.GATEWAY_ADMIN_TOKEN = TOKEN;
-  process.env.PLAN_TEST_KEYS = [RATE_KEY, QUOTA_KEY, FREE_KEY].join(',');
+  vi.stubEnv('GATEWAY_ADMIN_TOKEN', TOKEN);
+  vi.stubEnv('PLAN_TEST_KEYS', [RATE_KEY, QUOTA_KEY, FREE_KEY].join(','));
   repo = fs.mkdtempSync('/tmp/gw-plans-');
   writeEchoModel(repo, 'echo_a');
   engine = await startTestEngine({ modelRepository: repo, httpPort: -1, metricsPort: -1 });

@@ -7,12 +7,15 @@
 //    gateways re-seed it with the bundle they serve and its rollback
 //    history: rollback still works, and a gateway started afterwards serves
 //    the deployed bundle, not its own functions folder.
+// The two run at the same time, each on a Redis of its own (the second stops
+// and empties its); the in-process gateways re-read the deployed version every
+// 250 ms (deployPollMs) instead of 5 s, which is what finds a FLUSHALL.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { TestRedis, waitFor } from './L0_gateway-support.ts';
@@ -56,6 +59,7 @@ async function gateway(): Promise<RunningGateway> {
     redisNamespace: NS,
     leaseNamespace: NS,
     console: false,
+    deployPollMs: 250,
   });
   gateways.push(g);
   return g;
@@ -94,9 +98,11 @@ afterAll(async () => {
   removeDir(fnDir);
 });
 
-describe('a gateway stopped with SIGTERM', () => {
-  it('deregisters itself from Redis on the way out', async () => {
+describe('a gateway stopped with SIGTERM', { concurrent: true }, () => {
+  it('deregisters itself from Redis on the way out', async ({ expect, onTestFinished }) => {
     const ns = `${NS}sig`;
+    const own = await TestRedis.start();
+    onTestFinished(() => own.stop());
     const proc = spawn(
       process.execPath,
       [
@@ -107,7 +113,7 @@ describe('a gateway stopped with SIGTERM', () => {
         '--host=127.0.0.1',
         `--engine=127.0.0.1:${engine.grpcPort}`,
         `--functions=${fnDir}`,
-        `--redis-url=${redis.url}`,
+        `--redis-url=${own.url}`,
         `--redis-namespace=${ns}`,
         `--lease-namespace=${ns}`,
         '--shm=false',
@@ -127,7 +133,7 @@ describe('a gateway stopped with SIGTERM', () => {
         }
       });
     });
-    const c = new Redis(redis.url);
+    const c = new Redis(own.url);
     try {
       const members = async () => [...(await c.zrange(`${ns}:gateways`, '0', '-1')), ...(await c.zrange(`${ns}:gateways:dead`, '0', '-1'))];
       expect((await members()).some((m) => m.startsWith(`${ownerId} `))).toBe(true);
@@ -144,8 +150,10 @@ describe('a gateway stopped with SIGTERM', () => {
   }, 90_000);
 });
 
-describe('Redis loses its data', () => {
-  it('the running gateways re-seed the active bundle and its history; rollback works; a new gateway serves the deployed bundle', async () => {
+describe('Redis loses its data', { concurrent: true }, () => {
+  it('the running gateways re-seed the active bundle and its history; rollback works; a new gateway serves the deployed bundle', async ({
+    expect,
+  }) => {
     const A = await gateway();
     const B = await gateway();
     const seed = await activeVersion(A);

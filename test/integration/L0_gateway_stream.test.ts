@@ -11,7 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/server.ts';
 import { setQuiet } from '../../common/logger.ts';
 import { STREAM_HIGH_WATER_BYTES, streamStats } from '../../gateway/calls/function-stream.ts';
@@ -57,7 +57,7 @@ function sse(text: string): Array<{ event: string; data: Json }> {
 
 beforeAll(async () => {
   setQuiet(true);
-  process.env.GATEWAY_WEBHOOK_SECRET = SECRET;
+  vi.stubEnv('GATEWAY_WEBHOOK_SECRET', SECRET);
   repo = tempRepo('gw-stream', []);
   writeStreamModels(repo);
   writeCountModel(repo);
@@ -99,6 +99,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  vi.unstubAllEnvs();
   await gw?.stop();
   hook?.close();
   await engine?.stop();

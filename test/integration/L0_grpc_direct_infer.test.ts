@@ -1,7 +1,6 @@
 // Unary ModelInfer served directly (engine/frontends/grpc/grpc-direct-infer.ts),
-// on the engine's own HTTP/2 front (transport grpcFront 'own'; the default on the
-// Unix socket only) and on node:http2 beside grpc-js (the TCP default, and
-// grpcFront 'grpc-js'), must look, on the wire, exactly like
+// on the engine's own HTTP/2 front (transport grpcFront 'own', the default) and
+// on node:http2 beside grpc-js (grpcFront 'grpc-js'), must look, on the wire, exactly like
 // grpc-js serving it: the same cases are sent as raw HTTP/2 to engines of
 // each kind and to one where grpc-js serves every call on node:http2
 // (grpcFront 'grpc-js', grpcDirectInfer false), and the answers
@@ -34,7 +33,7 @@ beforeAll(async () => {
   const start = (transport: Partial<EngineTransport> = {}) => startTestEngine({ modelRepository: repo, transport });
   direct = await start({ grpcFront: 'own' });
   viaGrpcJs = await start({ grpcFront: 'grpc-js', grpcDirectInfer: false });
-  others['direct on node:http2'] = await start(); // the TCP port's default
+  others['direct on node:http2'] = await start({ grpcFront: 'grpc-js' });
   others['own front relaying to grpc-js'] = await start({ grpcFront: 'own', grpcDirectInfer: false });
 }, 60_000);
 

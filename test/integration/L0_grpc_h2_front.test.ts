@@ -1,5 +1,5 @@
 // The gRPC port on the engine's own HTTP/2 front (engine/frontends/grpc/grpc-h2-front.ts)
-// (forced on TCP with transport grpcFront 'own') against grpc-js serving it alone (grpcFront 'grpc-js'): the RPCs it
+// (the TCP port's default, named here with transport grpcFront 'own') against grpc-js serving it alone (grpcFront 'grpc-js'): the RPCs it
 // relays to grpc-js give the same answers byte for byte; ModelStreamInfer
 // works through the relay (L0_grpc_cancel checks that cancels reach the engine); a large
 // tensor crosses every flow-control window both ways; many connections with

@@ -17,7 +17,7 @@ import { requestFields, headersFrame } from '../fixtures/h2-probe.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 
 let repo: string;
-/** The own front with the default bounds but a short idle timeout. */
+/** The own front with the default bounds but a short idle timeout (and no max-control-without-data). */
 let engine: RunningEngine;
 /** The own front where the buffered-bytes bound comes before the queued-control one. */
 let tight: RunningEngine;
@@ -29,13 +29,15 @@ async function ownFront(limits: Partial<H2Limits>): Promise<RunningEngine> {
 
 beforeAll(async () => {
   repo = tempRepo('l0-h2-attacks', ['simple']);
-  engine = await ownFront({ idleTimeoutMs: IDLE_MS });
-  tight = await ownFront({ maxQueuedControl: 1e9, maxBufferedBytes: 1 << 20 });
+  [engine, tight] = await Promise.all([
+    // max-control-without-data off: the PING and SETTINGS floods here are to reach the bounds on queued replies.
+    ownFront({ idleTimeoutMs: IDLE_MS, maxControlWithoutData: 1e9 }),
+    ownFront({ maxQueuedControl: 1e9, maxBufferedBytes: 1 << 20, maxControlWithoutData: 1e9 }),
+  ]);
 }, 60_000);
 
 afterAll(async () => {
-  await engine?.stop();
-  await tight?.stop();
+  await Promise.all([engine?.stop(), tight?.stop()]);
   removeDir(repo);
 });
 
@@ -88,7 +90,9 @@ describe('L0_h2_attacks: each flood bound holds on a live connection and other c
   it('max-concurrent-streams: streams past it get REFUSED_STREAM, then the reset budget cuts the connection', async () => {
     const { result, calls, failed } = await withOtherClient(engine.grpcPort, () => H2_ATTACKS['stream-flood'](engine.grpcPort, 3000));
     expect(result.resets.REFUSED_STREAM, JSON.stringify(result)).toBeGreaterThan(0);
-    expect(result.resets.REFUSED_STREAM).toBeLessThanOrEqual(DEFAULT_H2_LIMITS.resetBurst + 1);
+    // The burst, plus what the bucket refilled while the attack ran (33 a second: a loaded machine takes longer).
+    const refilled = Math.ceil((DEFAULT_H2_LIMITS.resetsPerSecond * (result.cutMs ?? 0)) / 1000);
+    expect(result.resets.REFUSED_STREAM).toBeLessThanOrEqual(DEFAULT_H2_LIMITS.resetBurst + refilled + 1);
     expect(result.answer).toBe('goaway ENHANCE_YOUR_CALM');
     expect([calls > 0, failed]).toEqual([true, 0]);
   });
@@ -117,13 +121,15 @@ describe('L0_h2_attacks: each flood bound holds on a live connection and other c
     expect(failed).toBe(0);
   }, 60_000);
 
-  it('max-buffered-bytes: replies queued past it for a client that never reads: the connection is dropped', async () => {
+  // The next two run side by side (issue 38): the flood is on the other engine, and the idle connection waits
+  // out its own timer (its bounds are 1x and 4x IDLE_MS), so neither counts or times anything of the other's.
+  it.concurrent('max-buffered-bytes: replies queued past it for a client that never reads: the connection is dropped', async () => {
     const { result, failed } = await withOtherClient(tight.grpcPort, () => H2_ATTACKS['ping-flood'](tight.grpcPort));
     expectCut(result, 'dropped', 2_000_000);
     expect(failed).toBe(0);
   }, 60_000);
 
-  it('idle-timeout-ms: a connection without a stream gets GOAWAY NO_ERROR and is closed', async () => {
+  it.concurrent('idle-timeout-ms: a connection without a stream gets GOAWAY NO_ERROR and is closed', async () => {
     const t0 = performance.now();
     const o = await exchangeFrames(engine.grpcPort, [], 80, IDLE_MS * 4);
     // The closing PING is answered at once; the GOAWAY comes once the connection has been idle IDLE_MS.

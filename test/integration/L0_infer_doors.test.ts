@@ -1,8 +1,9 @@
 // Every door into the engine answers a ModelInfer alike (issue 38 "fewer
 // doors", docs/architecture.md#doors-into-the-engine): one table of cases
 // (plain tensors, BYTES, shm input and output, unknown model, bad shape, bad
-// datatype) sent through the gRPC port (TCP on node:http2, and the Unix
-// socket on the own HTTP/2 front), the HTTP port (JSON, plain and complete,
+// datatype) sent through the gRPC port (TCP and the Unix socket on the own
+// HTTP/2 front, and TCP on node:http2 in an engine started with
+// --grpc-front=grpc-js), the HTTP port (JSON, plain and complete,
 // so on the strict HTTP/1.1 front) and the local channel. Each answer is
 // reduced to what a client sees (outputs as names, datatypes, shapes and
 // values, shm outputs read back from the region; errors as the Triton status
@@ -246,6 +247,8 @@ async function viaHttp(port: number, c: Case): Promise<Seen> {
 
 let repo: string;
 let engine: RunningEngine;
+/** The same repository in an engine whose gRPC port is node:http2 (`--grpc-front=grpc-js`). */
+let onNodeHttp2: RunningEngine;
 let inRegion: ShmRegionHandle;
 const grpcSock = path.join(os.tmpdir(), `doors-${SUFFIX}-grpc.sock`);
 const localSock = path.join(os.tmpdir(), `doors-${SUFFIX}-local.sock`);
@@ -253,27 +256,33 @@ const clients: TritonGrpcClient[] = [];
 let tcp: TritonGrpcClient;
 let unix: TritonGrpcClient;
 let local: TritonGrpcClient;
+let nodeTcp: TritonGrpcClient;
 
 beforeAll(async () => {
   repo = tempRepo('l0-doors', ['simple', 'identity_bytes']);
   engine = await startTestEngine({ modelRepository: repo, grpcUnixSocket: grpcSock, localSocket: localSock });
+  onNodeHttp2 = await startTestEngine({ modelRepository: repo, transport: { grpcFront: 'grpc-js' } });
   tcp = new TritonGrpcClient(`127.0.0.1:${engine.grpcPort}`, { directInfer: true });
+  nodeTcp = new TritonGrpcClient(`127.0.0.1:${onNodeHttp2.grpcPort}`, { directInfer: true });
   unix = new TritonGrpcClient(`unix:${grpcSock}`, { directInfer: true });
   // Pointed at no gRPC port that answers: a call that missed the channel would fail, not pass unseen.
   local = new TritonGrpcClient('127.0.0.1:9', { localSocket: localSock, localChannel: { retryMs: 50 } });
-  clients.push(tcp, unix, local);
+  clients.push(tcp, unix, local, nodeTcp);
   inRegion = createSharedMemoryRegion(IN_REGION, `/${IN_REGION}`, 128);
   outRegion = createSharedMemoryRegion(OUT_REGION, `/${OUT_REGION}`, 64);
   inRegion.bytes.set(new Uint8Array(new Int32Array(A).buffer), 0);
   inRegion.bytes.set(new Uint8Array(new Int32Array(B).buffer), 64);
   await tcp.systemSharedMemoryRegister(IN_REGION, `/${IN_REGION}`, 128);
   await tcp.systemSharedMemoryRegister(OUT_REGION, `/${OUT_REGION}`, 64);
+  await nodeTcp.systemSharedMemoryRegister(IN_REGION, `/${IN_REGION}`, 128);
+  await nodeTcp.systemSharedMemoryRegister(OUT_REGION, `/${OUT_REGION}`, 64);
   await waitFor('the local channel to open', () => local.local!.usable(1));
 }, 60_000);
 
 afterAll(async () => {
   for (const c of clients) c.close();
   await engine?.stop();
+  await onNodeHttp2?.stop();
   if (inRegion) destroySharedMemoryRegion(inRegion);
   if (outRegion) destroySharedMemoryRegion(outRegion);
   removeDir(repo);
@@ -281,13 +290,14 @@ afterAll(async () => {
 
 const DOORS: Array<[string, (c: Case) => Promise<Seen>]> = [
   ['gRPC port, Unix socket (own HTTP/2 front)', (c) => viaGrpc(unix, c)],
+  ['gRPC port over TCP on node:http2 (--grpc-front=grpc-js)', (c) => viaGrpc(nodeTcp, c)],
   ['HTTP port (JSON, HTTP/1.1 front)', (c) => viaHttp(engine.httpPort, c)],
   ['local channel', (c) => viaGrpc(local, c)],
 ];
 
 describe('L0_infer_doors', () => {
   for (const [name, c] of CASES) {
-    it(`${name}: every door answers as the gRPC port over TCP`, async () => {
+    it(`${name}: every door answers as the gRPC port over TCP (own HTTP/2 front)`, async () => {
       const want = await viaGrpc(tcp, c);
       // The reference answer itself is what the case is about.
       if (name.startsWith('unknown') || name.startsWith('bad')) expect(want).toHaveProperty('error');

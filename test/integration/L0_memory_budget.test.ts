@@ -24,7 +24,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ElemType, GraphBuilder } from '../../model_repository/onnx-builder.ts';
 import { stopAll, stopChild } from '../bench/processes.ts';
-import { repoIndex, spawnEngine, type EngineProc, type IndexEntry } from '../bench/sharing-support.ts';
+import { repoIndex, spawnEngine, spawnEngineMeanwhile, type EngineProc, type IndexEntry } from '../bench/sharing-support.ts';
 import { httpJson, removeDir, tempRepo } from './helpers.ts';
 
 const MiB = 2 ** 20;
@@ -66,6 +66,10 @@ let repo: string;
 let charge: Record<string, number>;
 let budget: number;
 let engine: EngineProc;
+/** The last case's engine (explicit mode, room for pinned and m0): started beside the main one, idle until then. */
+let refuser: Promise<EngineProc>;
+/** The last case's budget. */
+let limit: number;
 
 async function infer(port: number, model: string): Promise<void> {
   const r = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/infer`, {
@@ -77,13 +81,17 @@ async function infer(port: number, model: string): Promise<void> {
 
 beforeAll(async () => {
   repo = tempRepo('l0-budget');
+  // The probe: a budget nothing reaches, the loads in the order the budgeted engine will make them. Its process
+  // starts while the models are built here (in on-demand mode it loads nothing until asked, and it reads the
+  // repository's directory at each request).
+  const probeStarting = spawnEngineMeanwhile(repo, [`--model-memory-budget=${2 ** 40}`]);
+  await probeStarting.spawned;
   MODELS.forEach((m, i) => {
     mkdirSync(path.join(repo, m, '1'), { recursive: true });
     writeFileSync(path.join(repo, m, 'config.pbtxt'), config(m, m === 'pinned'));
     writeFileSync(path.join(repo, m, '1', 'model.onnx'), buildBigMlp(i + 1));
   });
-  // The probe: a budget nothing reaches, the loads in the order the budgeted engine will make them.
-  const probe = await spawnEngine(repo, [`--model-memory-budget=${2 ** 40}`]);
+  const probe = await probeStarting.ready;
   try {
     for (const m of ['pinned', 'm0', 'm1', 'm2']) await infer(probe.http, m);
     const index = await repoIndex(probe.http);
@@ -94,7 +102,13 @@ beforeAll(async () => {
   for (const m of MODELS) expect(charge[m], `probe charge of ${m}`).toBeGreaterThanOrEqual(WEIGHTS); // at least the weights
   // Room for the pinned model and two others (m0, m1), not for a third.
   budget = charge.pinned! + charge.m0! + charge.m1! + MARGIN;
+  // The same loads as the probe's first two (pinned, m0), with room for them and not for m1 (its file alone,
+  // 128 MiB, is more than the margin: the load is refused before it starts).
+  limit = charge.pinned! + charge.m0! + MARGIN;
+  refuser = spawnEngine(repo, [`--model-memory-budget=${limit}`, '--model-control-mode=explicit']);
+  refuser.catch(() => undefined); // the last case awaits it
   engine = await spawnEngine(repo, [`--model-memory-budget=${budget}`, '--on-demand-load-timeout-secs=120']);
+  await refuser;
 }, 240_000);
 
 afterAll(async () => {
@@ -204,7 +218,8 @@ describe('memory budget with on-demand loading (engine in its own process)', () 
     expect(moved, figures()).toBeGreaterThanOrEqual(3); // m1 and m2 take turns beside m0: never both resident with it
     expect((await index()).pinned!.state).toBe('READY');
     // Quiet again: within two monitor passes (500 ms each) the books are within the budget.
-    await new Promise((r) => setTimeout(r, 1200));
+    const quiet = Date.now() + 1200;
+    while (Date.now() < quiet && gauge(await metrics(), 'nv_model_memory_used_bytes') > budget) await new Promise((r) => setTimeout(r, 50));
     const t = await metrics();
     expect(
       gauge(t, 'nv_model_memory_used_bytes'),
@@ -213,10 +228,8 @@ describe('memory budget with on-demand loading (engine in its own process)', () 
   }, 180_000);
 
   it('refuses a load that cannot fit, outside on-demand mode, without evicting, naming the model and the figures', async () => {
-    // The same loads as the probe's first two (pinned, m0), with room for them and not for m1 (its file alone,
-    // 128 MiB, is more than the margin: the load is refused before it starts).
-    const limit = charge.pinned! + charge.m0! + MARGIN;
-    const e = await spawnEngine(repo, [`--model-memory-budget=${limit}`, '--model-control-mode=explicit']);
+    // The engine started in beforeAll with room for pinned and m0, not for m1.
+    const e = await refuser;
     try {
       for (const m of ['pinned', 'm0']) {
         const r = await httpJson(e.http, 'POST', `/v2/repository/models/${m}/load`, {});

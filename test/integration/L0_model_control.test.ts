@@ -3,7 +3,9 @@
 // and file overrides, unload_dependents, unload and reload with requests in
 // flight, model_warmup before READY. Poll mode: a changed config or model file
 // reloads under a client loop with no failed request, and a broken reload
-// keeps the old version serving.
+// keeps the old version serving. The two modes, each on its own engine, run
+// at the same time (their cases one after the other): poll mode waits on its
+// 1 s poll timer, the explicit-mode cases assert only lower time bounds.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -105,7 +107,7 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, 
   }
 }
 
-describe('L0_model_control: explicit mode', () => {
+describe('L0_model_control: explicit mode', { concurrent: true }, () => {
   let engine: RunningEngine;
   let repo: string;
   let grpc: TritonGrpcClient;
@@ -142,7 +144,7 @@ describe('L0_model_control: explicit mode', () => {
     delete (globalThis as Record<string, unknown>).__warmLog;
   });
 
-  it('loads only the --load-model subset at start', async () => {
+  it.sequential('loads only the --load-model subset at start', async () => {
     expect(state('simple_fp32_batch')?.state).toBe('READY');
     for (const m of ['js_echo', 'ens_echo', 'warm_model']) expect(state(m)?.state, m).not.toBe('READY');
     expect((await grpc.modelReady('js_echo')).ready).toBe(false);
@@ -150,7 +152,7 @@ describe('L0_model_control: explicit mode', () => {
     expect((await fp32Batch(1)).outputs[0]!.shape.map(Number)).toEqual([1, 4]);
   });
 
-  it('loads and unloads over gRPC and over HTTP', async () => {
+  it.sequential('loads and unloads over gRPC and over HTTP', async () => {
     await grpc.repositoryModelLoad('js_echo');
     expect(valueOf(await echo('js_echo', 3))).toBe(3);
     expect((await httpJson(engine.httpPort, 'POST', '/v2/repository/models/js_echo/unload', {})).status).toBe(200);
@@ -166,7 +168,7 @@ describe('L0_model_control: explicit mode', () => {
     expect(err.details).toContain('no_such_model');
   });
 
-  it('unload lets requests in flight finish, then refuses new ones', async () => {
+  it.sequential('unload lets requests in flight finish, then refuses new ones', async () => {
     await grpc.repositoryModelLoad('js_echo');
     const inflight = [echo('js_echo', 1, { delay_ms: { int64_param: 300 } }), echo('js_echo', 2, { delay_ms: { int64_param: 300 } })];
     await sleep(50);
@@ -177,7 +179,7 @@ describe('L0_model_control: explicit mode', () => {
     expect((await grpcError(echo('js_echo', 1))).code).toBe(GRPC_UNAVAILABLE);
   });
 
-  it('reloads with a `config` override under a client loop without failing a request', async () => {
+  it.sequential('reloads with a `config` override under a client loop without failing a request', async () => {
     const loop = clientLoop(4, () => fp32Batch(1));
     await sleep(100);
     const cfg = structuredClone(engine.server.modelConfig('simple_fp32_batch')) as unknown as Record<string, any>;
@@ -206,7 +208,7 @@ describe('L0_model_control: explicit mode', () => {
     expect(toF32(six.raw_output_contents[0]!).slice(0, 3)).toEqual(Float32Array.from([1, 3, 5]));
   });
 
-  it('a failed reload keeps the old version serving', async () => {
+  it.sequential('a failed reload keeps the old version serving', async () => {
     const bad = JSON.stringify({
       name: 'simple_fp32_batch',
       platform: 'onnxruntime_onnx',
@@ -221,7 +223,7 @@ describe('L0_model_control: explicit mode', () => {
     expect((await fp32Batch(2)).outputs[0]!.shape.map(Number)).toEqual([2, 4]);
   });
 
-  it('loads a model from file overrides over gRPC and HTTP', async () => {
+  it.sequential('loads a model from file overrides over gRPC and HTTP', async () => {
     const config = JSON.stringify({
       name: 'js_echo',
       backend: 'js',
@@ -248,7 +250,7 @@ describe('L0_model_control: explicit mode', () => {
     await grpc.repositoryModelUnload('js_echo');
   });
 
-  it('unload_dependents unloads the ensembles that use the model', async () => {
+  it.sequential('unload_dependents unloads the ensembles that use the model', async () => {
     await grpc.repositoryModelLoad('ens_echo'); // loads its composing js_echo with it
     expect(state('js_echo')?.state).toBe('READY');
     expect(valueOf(await echo('ens_echo', 6))).toBe(6);
@@ -264,7 +266,7 @@ describe('L0_model_control: explicit mode', () => {
     await grpc.repositoryModelUnload('ens_echo');
   });
 
-  it('runs model_warmup before the model reports READY', async () => {
+  it.sequential('runs model_warmup before the model reports READY', async () => {
     const g = globalThis as Record<string, any>;
     g.__warmLog = [];
     g.__warmProbe = () => engine.server.isModelReady('warm_model');
@@ -287,7 +289,7 @@ describe('L0_model_control: explicit mode', () => {
   });
 });
 
-describe('L0_model_control: poll mode', () => {
+describe('L0_model_control: poll mode', { concurrent: true }, () => {
   let engine: RunningEngine;
   let repo: string;
   let grpc: TritonGrpcClient;
@@ -314,7 +316,7 @@ describe('L0_model_control: poll mode', () => {
     removeDir(repo);
   });
 
-  it('reloads a changed config and model file under a client loop with zero failed requests', async () => {
+  it.sequential('reloads a changed config and model file under a client loop with zero failed requests', async () => {
     expect(await call(5)).toEqual({ value: 10, version: '1' });
     let last = { value: 0, version: '' };
     const loop = clientLoop(4, async () => (last = await call(5)));
@@ -336,7 +338,7 @@ describe('L0_model_control: poll mode', () => {
     expect(await call(5)).toEqual({ value: 1015, version: '2' });
   });
 
-  it('keeps the old version serving when a reload fails', async () => {
+  it.sequential('keeps the old version serving when a reload fails', async () => {
     const loop = clientLoop(2, () => call(1));
     try {
       writeFileSync(path.join(dir(), 'config.pbtxt'), scaleConfig('4', 'instance_group [ { count: two } ]\n'));

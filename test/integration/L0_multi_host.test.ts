@@ -31,6 +31,12 @@ const TOKEN = `admin-${process.pid}`;
 // on a condition, with a ceiling far above the time it takes on a quiet host.
 const LEASE_TTL_MS = 4000;
 const CLAIM_IDLE_MS = 4000;
+/**
+ * A gateway silent this long is dead and reaped (--presence-ttl-ms; heartbeats every third of it): the lease
+ * period, whose renewals keep up at the same pace (the default, three lease periods, only makes the reaping
+ * after the kill wait 8 s longer).
+ */
+const PRESENCE_TTL_MS = LEASE_TTL_MS;
 /** Deploy notices reach replicas over Redis pub/sub; without one, a replica's fallback poll (every 5 s) would. */
 const DEPLOY_POLL_MS = 5000;
 const INPUTS = { inputs: { INPUT0: Array.from({ length: 16 }, (_, i) => i), INPUT1: Array.from({ length: 16 }, () => 3) } };
@@ -70,8 +76,7 @@ async function owners(): Promise<Map<string, string>> {
   return m;
 }
 
-async function startHost(n: number, fnDir: string): Promise<Host> {
-  const h = await lab.addHost(n);
+async function startEngineOn(h: Host): Promise<void> {
   // The engine takes the arguments Triton's KServe runtime passes (--model-store, ports, --allow-*).
   lab.exec(
     h,
@@ -89,6 +94,9 @@ async function startHost(n: number, fnDir: string): Promise<Host> {
     ROOT,
   );
   await waitFor(`${h.name} engine ready`, async () => (await fetch(`http://${h.ip}:8000/v2/health/ready`)).ok, 120_000, 100);
+}
+
+async function startGatewayOn(h: Host, fnDir: string): Promise<void> {
   lab.exec(
     h,
     'gateway',
@@ -102,13 +110,13 @@ async function startHost(n: number, fnDir: string): Promise<Host> {
       '--arena-region-bytes=1048576',
       `--lease-ttl-ms=${LEASE_TTL_MS}`,
       `--job-claim-idle-ms=${CLAIM_IDLE_MS}`,
+      `--presence-ttl-ms=${PRESENCE_TTL_MS}`,
       '--jobs-concurrency=2',
     ],
     { REDIS_URL: redisUrl, GATEWAY_ADMIN_TOKEN: TOKEN, GATEWAY_WEBHOOK_SECRET: SECRET },
     ROOT,
   );
   await waitFor(`${h.name} gateway ready`, async () => (await fetch(`${gw(h)}/readyz`)).ok, 120_000, 100);
-  return h;
 }
 
 describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one Redis', () => {
@@ -153,9 +161,12 @@ describe.skipIf(!!skipReason)('L0_multi_host: three hosts from namespaces, one R
       path.join(fnDir, 'adder.json'),
       JSON.stringify({ name: 'adder', target: { model: 'simple' }, outputs: { sum: 'OUTPUT0' }, async: quick }),
     );
-    // Three hosts, started side by side (the first seeds the bundle store).
-    await startHost(1, fnDir);
-    await Promise.all([startHost(2, fnDir), startHost(3, fnDir)]);
+    // Three hosts (lab.hosts in this order), their six processes started two at a time (each start is a core's
+    // work for a while): host1's gateway first of the gateways, as it seeds the bundle store.
+    const [h1, h2, h3] = [await lab.addHost(1), await lab.addHost(2), await lab.addHost(3)];
+    await Promise.all([startEngineOn(h1), startEngineOn(h2)]);
+    await Promise.all([startGatewayOn(h1, fnDir), startEngineOn(h3)]);
+    await Promise.all([startGatewayOn(h2, fnDir), startGatewayOn(h3, fnDir)]);
   }, 400_000);
 
   afterAll(async () => {

@@ -5,7 +5,9 @@
 // it); BLS on a decoupled model yields every response (exec and async_exec
 // with decoupled=True); a client's cancellation (gRPC stream closed, gRPC
 // deadline, HTTP client gone) turns the model's request.is_cancelled() true.
-import { describe, expect, it } from 'vitest';
+// The cases run at the same time: each has models of its own, or shares one
+// only where the model runs requests concurrently (async_wait).
+import { describe, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -91,13 +93,15 @@ pythonEngine(
 );
 
 describe('L0_python_decoupled', () => {
-  it('async execute: tasks it starts with asyncio.create_task send their responses after it returned', async () => {
+  it.concurrent('async execute: tasks it starts with asyncio.create_task send their responses after it returned', async ({ expect }) => {
     const got = await stream([intReq('async_tasks', 'a', 'IN', 3), intReq('async_tasks', 'b', 'IN', 1)]);
     expect(got.filter((g) => g.id === 'a').map((g) => g.value)).toEqual([0, 1, 2]);
     expect(got.filter((g) => g.id === 'b').map((g) => g.value)).toEqual([0]);
   }, 20_000);
 
-  it('async execute of a decoupled model runs in the background: 3 requests of 1 s on one instance take about 1 s', async () => {
+  it.concurrent('async execute of a decoupled model runs in the background: 3 requests of 1 s on one instance take about 1 s', async ({
+    expect,
+  }) => {
     const t0 = Date.now();
     const got = await stream([waitReq('async_wait', 'x', 1), waitReq('async_wait', 'y', 1), waitReq('async_wait', 'z', 1)]);
     const took = Date.now() - t0;
@@ -106,18 +110,20 @@ describe('L0_python_decoupled', () => {
     expect(took).toBeLessThan(2500); // one after another: 3 s
   }, 20_000);
 
-  it("a shorter request on the same instance answers first (Triton's concurrent async execute)", async () => {
+  it.concurrent("a shorter request on the same instance answers first (Triton's concurrent async execute)", async ({ expect }) => {
     const got = await stream([waitReq('async_wait', 'long', 1.5), waitReq('async_wait', 'short', 0.2)]);
     expect(got.map((g) => g.id)).toEqual(['short', 'long']);
   }, 20_000);
 
-  it('an exception in a background async execute ends its request with the error', async () => {
+  it.concurrent('an exception in a background async execute ends its request with the error', async ({ expect }) => {
     const got = await stream([waitReq('async_wait', 'neg', -1)]);
     expect(got).toHaveLength(1);
     expect(got[0]!.error).toContain('wait_secs cannot be negative');
   }, 20_000);
 
-  it('a decoupled instance is free once execute returns: a second request streams while a long one is still open', async () => {
+  it.concurrent('a decoupled instance is free once execute returns: a second request streams while a long one is still open', async ({
+    expect,
+  }) => {
     const [long, short] = await Promise.all([
       stream([intReq('slow_stream', 'long', 'IN', 6)]),
       new Promise((r) => setTimeout(r, 150)).then(() => stream([intReq('slow_stream', 'short', 'IN', 1)])),
@@ -129,7 +135,9 @@ describe('L0_python_decoupled', () => {
     expect(short[0]!.abs).toBeLessThan(long[4]!.abs);
   }, 20_000);
 
-  it('BLS exec(decoupled=True) iterates every response of a decoupled model, the last one final and empty', async () => {
+  it.concurrent('BLS exec(decoupled=True) iterates every response of a decoupled model, the last one final and empty', async ({
+    expect,
+  }) => {
     for (const n of [4, 2, 0, 1]) {
       const res = await client.call('ModelInfer', intReq('bls_decoupled_sync', '', 'IN', n));
       const [sum, count] = [toI32(res.raw_output_contents[0])[0], toI32(res.raw_output_contents[1])[0]];
@@ -137,14 +145,16 @@ describe('L0_python_decoupled', () => {
     }
   }, 30_000);
 
-  it('BLS async_exec(decoupled=True): awaited together, iterated with for and async for', async () => {
+  it.concurrent('BLS async_exec(decoupled=True): awaited together, iterated with for and async for', async ({ expect }) => {
     for (const n of [4, 0, 3]) {
       const res = await client.call('ModelInfer', intReq('bls_decoupled_async', '', 'IN', n));
       expect(toI32(res.raw_output_contents[0])[0]).toBe(2 * n * n);
     }
   }, 30_000);
 
-  it("a BLS response iterator's cancel() reaches the called model, whose CANCELLED error ends the stream", async () => {
+  it.concurrent("a BLS response iterator's cancel() reaches the called model, whose CANCELLED error ends the stream", async ({
+    expect,
+  }) => {
     const t0 = Date.now();
     const res = await client.call('ModelInfer', intReq('bls_cancel', '', 'IN', 5));
     expect(toI32(res.raw_output_contents[0])[0]).toBe(5);
@@ -152,20 +162,20 @@ describe('L0_python_decoupled', () => {
     expect(Date.now() - t0).toBeLessThan(3000); // not the 200 responses (4 s)
   }, 20_000);
 
-  it("a plain BLS exec() on a decoupled model gets Triton's refusal", async () => {
+  it.concurrent("a plain BLS exec() on a decoupled model gets Triton's refusal", async ({ expect }) => {
     const e = await grpcError(client.call('ModelInfer', intReq('bls_decoupled_sync', '', 'IN', -1)));
     expect(e.details).toContain(
       "Model square_int32 is using the decoupled. The current BLS request call doesn't support models using the decoupled transaction policy. Please use 'decoupled=True' argument",
     );
   }, 20_000);
 
-  it("a decoupled execute that returns responses gets Triton's refusal on the stream", async () => {
+  it.concurrent("a decoupled execute that returns responses gets Triton's refusal on the stream", async ({ expect }) => {
     const got = await stream([intReq('returns_list', 'r', 'IN', 0)]);
     expect(got).toHaveLength(1);
     expect(got[0]!.error).toBe("Python model 'returns_list_0_0' is using the decoupled mode and the execute function must return None.");
   }, 20_000);
 
-  it('closing the gRPC stream cancels its request: the decoupled model sees request.is_cancelled()', async () => {
+  it.concurrent('closing the gRPC stream cancels its request: the decoupled model sees request.is_cancelled()', async ({ expect }) => {
     const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<unknown, StreamMsg>;
     call.on('error', () => undefined);
     const first = new Promise<void>((r) => call.once('data', () => r()));
@@ -178,7 +188,7 @@ describe('L0_python_decoupled', () => {
     expect(await untilAsync(async () => (await failures('cancel_watch')) === 1, 5000)).toBe(true);
   }, 20_000);
 
-  it("the HTTP client going away and a gRPC deadline cancel a plain python model's request", async () => {
+  it.concurrent("the HTTP client going away and a gRPC deadline cancel a plain python model's request", async ({ expect }) => {
     const ac = new AbortController();
     const sent = fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/cancel_plain/infer`, {
       method: 'POST',

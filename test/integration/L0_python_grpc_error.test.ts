@@ -8,7 +8,7 @@
 // with INTERNAL on the model's error, alone and two at once. Every wait has
 // a deadline: a missing response fails the case instead of hanging it.
 import * as grpc from '@grpc/grpc-js';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { f32Bytes, grpcError } from './helpers.ts';
 import { pythonEngine, pythonRepo, type PythonEngine } from './python-support.ts';
 
@@ -81,6 +81,11 @@ pythonEngine(
     }),
   (x) => (s = x),
 );
+/** Every stream the cases opened: test_batch_error's stays open on purpose, so cancel them before the engine stops (it would wait 5 s to drain them). */
+const streams: grpc.ClientDuplexStream<object, { error_message: string }>[] = [];
+afterAll(() => {
+  for (const c of streams) c.cancel();
+});
 
 const request = (model: string) => ({
   model_name: model,
@@ -95,6 +100,7 @@ function openStream(header: boolean) {
   const md = new grpc.Metadata();
   if (header) md.set('triton_grpc_error', 'true');
   const call = s.client.raw.ModelStreamInfer(md) as grpc.ClientDuplexStream<object, { error_message: string }>;
+  streams.push(call);
   const events: Event[] = [];
   let wake: (() => void) | undefined;
   const push = (e: Event) => {

@@ -4,7 +4,9 @@
 // from the server itself), an unload finishes within --exit-timeout-secs
 // (the stuck stub is killed; what it held and what waited fail saying so),
 // the model's execute_timeout_secs kills and restarts a stuck stub, and the
-// shutdown is bounded by the exit timeout too.
+// shutdown is bounded by the exit timeout too. The cases between the first
+// (which leaves `hang` stuck) and the last (the shutdown) each use a model of
+// their own and run at the same time.
 import http2 from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
@@ -147,14 +149,14 @@ describe('L0_python_hung_execute', () => {
     expect(queued.ms).toBeLessThan(3000);
   });
 
-  it('the gRPC deadline: the server itself answers DEADLINE_EXCEEDED when grpc-timeout passes', async () => {
+  it.concurrent('the gRPC deadline: the server itself answers DEADLINE_EXCEEDED when grpc-timeout passes', async ({ expect }) => {
     const msg = { model_name: 'hang', inputs: [{ name: 'X', datatype: 'INT32', shape: [1] }], raw_input_contents: [i32Bytes([3])] };
     const r = await timed(rawModelInfer(eng.grpcPort, msg, '500m'));
     expect(r.value).toEqual({ status: String(grpc.status.DEADLINE_EXCEEDED), message: 'Deadline exceeded' });
     expect(r.ms).toBeLessThan(3000);
   });
 
-  it('a streamed request past its timeout gets the error, and no response after it', async () => {
+  it.concurrent('a streamed request past its timeout gets the error, and no response after it', async ({ expect }) => {
     const got: Array<number | string> = [];
     await new Promise<void>((resolve, reject) => {
       const call = client.raw.ModelStreamInfer() as grpc.ClientDuplexStream<
@@ -177,7 +179,9 @@ describe('L0_python_hung_execute', () => {
     expect(await client.call('ServerLive', {})).toEqual({ live: true });
   });
 
-  it('unload finishes within --exit-timeout-secs: the stuck stub is killed, the requests it held and queued fail saying so; load again serves', async () => {
+  it.concurrent('unload finishes within --exit-timeout-secs: the stuck stub is killed, the requests it held and queued fail saying so; load again serves', async ({
+    expect,
+  }) => {
     const pid = stub('hang_unload')!.pid!;
     const executing = httpInfer('hang_unload', 1);
     await sleep(300);
@@ -200,7 +204,9 @@ describe('L0_python_hung_execute', () => {
     expect(ok.json.outputs[0].data).toEqual([9]);
   });
 
-  it('execute_timeout_secs: a stub stuck past it is killed and started again; the request fails naming model and limit', async () => {
+  it.concurrent('execute_timeout_secs: a stub stuck past it is killed and started again; the request fails naming model and limit', async ({
+    expect,
+  }) => {
     const pid = stub('hang_limited')!.pid!;
     const stuck = await timed(grpcError(grpcInfer('hang_limited', 1)));
     expect(stuck.value.code).toBe(grpc.status.UNAVAILABLE);
@@ -218,7 +224,7 @@ describe('L0_python_hung_execute', () => {
     expect(Array.from(toI32(ok.raw_output_contents[0]))).toEqual([5]);
   });
 
-  it('a bad execute_timeout_secs fails the load naming the parameter', async () => {
+  it.concurrent('a bad execute_timeout_secs fails the load naming the parameter', async ({ expect }) => {
     const bad = hangModel('hang_bad', 'parameters { key: "execute_timeout_secs" value: { string_value: "soon" } }');
     const r = await httpJson(eng.httpPort, 'POST', '/v2/repository/models/hang_bad/load', {
       parameters: {

@@ -4,7 +4,9 @@
 // or no answer within 5 s is "not ready"; a check made while an earlier one
 // is unanswered waits on that one; it is answered while execute is busy; a
 // question open when the stub dies is "not ready" at once. Real stubs; the
-// test steers is_ready() through a file in the model's folder.
+// test steers is_ready() through a file in the model's folder. The three
+// cases that wait (a busy execute, the 5 s timeout, a killed stub) run at the
+// same time, each on its own copy of the model.
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,8 +15,8 @@ import type { PythonInstance } from '../../engine/backends/python/python-instanc
 import { f32Bytes, toF32, type ProtoClient } from './helpers.ts';
 import { pythonRepo, pythonEngine } from './python-support.ts';
 
-const READY_PROBE = {
-  config: `name: "ready_probe"
+const readyProbe = (name: string) => ({
+  config: `name: "${name}"
 backend: "python"
 max_batch_size: 0
 input [ { name: "SLEEP", data_type: TYPE_FP32, dims: [ 1 ] } ]
@@ -54,22 +56,25 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x.copy())]))
         return out
 `,
-};
+});
 
 let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
 
-const setMode = (mode: string) => writeFileSync(path.join(repo, 'ready_probe', 'ready_mode'), mode);
-const calls = () => {
-  const f = path.join(repo, 'ready_probe', 'is_ready_calls');
+/** The copies of the model: one per case that waits, beside the shared one. */
+const BUSY = 'ready_probe_busy';
+const DIES = 'ready_probe_dies';
+const setMode = (mode: string, model = 'ready_probe') => writeFileSync(path.join(repo, model, 'ready_mode'), mode);
+const calls = (model = 'ready_probe') => {
+  const f = path.join(repo, model, 'is_ready_calls');
   return existsSync(f) ? readFileSync(f, 'utf8').length : 0;
 };
 const grpcReady = async (model = 'ready_probe') => (await client.call('ModelReady', { name: model })).ready as boolean;
 const httpReady = async (model = 'ready_probe') => (await fetch(`http://127.0.0.1:${eng.httpPort}/v2/models/${model}/ready`)).status;
-const infer = (seconds: number) =>
+const infer = (seconds: number, model = 'ready_probe') =>
   client.call('ModelInfer', {
-    model_name: 'ready_probe',
+    model_name: model,
     inputs: [{ name: 'SLEEP', datatype: 'FP32', shape: [1] }],
     raw_input_contents: [f32Bytes([seconds])],
   });
@@ -81,7 +86,12 @@ async function timed<T>(p: Promise<T>): Promise<[T, number]> {
 }
 
 pythonEngine(
-  () => pythonRepo('l0-python-ready', ['add_sub'], { ready_probe: READY_PROBE }),
+  () =>
+    pythonRepo('l0-python-ready', ['add_sub'], {
+      ready_probe: readyProbe('ready_probe'),
+      [BUSY]: readyProbe(BUSY),
+      [DIES]: readyProbe(DIES),
+    }),
   (s) => ({ repo, eng, client } = s),
 );
 
@@ -112,17 +122,17 @@ describe('L0_python_ready: is_ready() on readiness checks', () => {
     expect(await grpcReady()).toBe(true);
   });
 
-  it('is answered while execute is busy', async () => {
-    setMode('true');
-    const busy = infer(2.5);
+  it.concurrent('is answered while execute is busy', async ({ expect }) => {
+    setMode('true', BUSY);
+    const busy = infer(2.5, BUSY);
     await new Promise((r) => setTimeout(r, 300));
-    const [ready, ms] = await timed(grpcReady());
+    const [ready, ms] = await timed(grpcReady(BUSY));
     expect(ready).toBe(true);
     expect(ms).toBeLessThan(1500);
     expect(Array.from(toF32((await busy).raw_output_contents[0]))).toEqual([2.5]);
   });
 
-  it('no answer within 5 s is not ready; the next check waits on the same question', async () => {
+  it.concurrent('no answer within 5 s is not ready; the next check waits on the same question', async ({ expect }) => {
     setMode('sleep 5.8');
     const before = calls();
     const [first, ms1] = await timed(grpcReady());
@@ -137,17 +147,17 @@ describe('L0_python_ready: is_ready() on readiness checks', () => {
     setMode('true');
   }, 15_000);
 
-  it('a question open when the stub dies is not ready at once; the restarted stub answers again', async () => {
-    setMode('sleep 30');
-    const [stub] = eng.engine.repository.readyVersion('ready_probe')!.backend.instances as unknown as PythonInstance[];
-    const pending = timed(grpcReady());
+  it.concurrent('a question open when the stub dies is not ready at once; the restarted stub answers again', async ({ expect }) => {
+    setMode('sleep 30', DIES);
+    const [stub] = eng.engine.repository.readyVersion(DIES)!.backend.instances as unknown as PythonInstance[];
+    const pending = timed(grpcReady(DIES));
     await new Promise((r) => setTimeout(r, 300));
     process.kill(stub!.pid!, 'SIGKILL');
     const [ready, ms] = await pending;
     expect(ready).toBe(false);
     expect(ms).toBeLessThan(2000);
-    setMode('true');
-    expect(Array.from(toF32((await infer(0)).raw_output_contents[0]))).toEqual([0]);
-    expect(await grpcReady()).toBe(true);
+    setMode('true', DIES);
+    expect(Array.from(toF32((await infer(0, DIES)).raw_output_contents[0]))).toEqual([0]);
+    expect(await grpcReady(DIES)).toBe(true);
   });
 });

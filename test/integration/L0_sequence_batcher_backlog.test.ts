@@ -7,8 +7,10 @@
 // batches that come out (batch size -> executions; idle slots below the
 // highest busy one are padded with null requests, as Triton does), the
 // execution and the inference counts, as Triton's test expects. Each case
-// loads its own model with the hooks set to Triton's counts for it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// has its own model, loaded with the hooks set to Triton's counts for it (the
+// hooks are read at load, from the environment, so the loads go one at a
+// time); the cases run at the same time, each once its model is in.
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { writeAccumulator, writeModel } from '../fixtures/test-models.ts';
 import { batchStats, runningSums, runSequence, steps, type SequenceRun } from '../fixtures/sequence-driver.ts';
@@ -171,6 +173,8 @@ sequence_batching {
 let repo: string;
 let eng: RunningEngine;
 let client: ProtoClient;
+/** Each case's model, loaded with the case's hook counts. */
+const loaded = new Map<string, Promise<void>>();
 beforeAll(async () => {
   repo = tempRepo('l0-seq-backlog');
   for (const [test, c] of Object.entries(CASES)) {
@@ -180,8 +184,25 @@ beforeAll(async () => {
   }
   eng = await startTestEngine({ modelRepository: repo, controlMode: 'explicit' });
   client = protoLoaderClient(eng.grpcPort);
+  await client.call('ServerLive', {}); // connected before the first case's timed sends
+  let chain = Promise.resolve();
+  for (const [test, c] of Object.entries(CASES)) {
+    chain = chain.then(async () => {
+      process.env.TRITONSERVER_DELAY_SCHEDULER = String(c.delay);
+      process.env.TRITONSERVER_BACKLOG_DELAY_SCHEDULER = String(c.backlogDelay);
+      try {
+        await eng.server.loadModel(modelOf(test));
+      } finally {
+        delete process.env.TRITONSERVER_DELAY_SCHEDULER;
+        delete process.env.TRITONSERVER_BACKLOG_DELAY_SCHEDULER;
+      }
+    });
+    chain.catch(() => undefined); // a failed load fails its own case (and the ones after it), awaited there
+    loaded.set(modelOf(test), chain);
+  }
 }, 60_000);
 afterAll(async () => {
+  await Promise.allSettled(loaded.values());
   delete process.env.TRITONSERVER_DELAY_SCHEDULER;
   delete process.env.TRITONSERVER_BACKLOG_DELAY_SCHEDULER;
   client?.close();
@@ -190,17 +211,10 @@ afterAll(async () => {
 });
 
 describe('L0_sequence_batcher backlog and ragged cases (TRITONSERVER_DELAY_SCHEDULER, TRITONSERVER_BACKLOG_DELAY_SCHEDULER, one instance of batch 4)', () => {
-  it.each(Object.keys(CASES))('%s', async (test) => {
+  it.concurrent.for(Object.keys(CASES))('%s', async (test, { expect }) => {
     const c = CASES[test]!;
     const model = modelOf(test);
-    process.env.TRITONSERVER_DELAY_SCHEDULER = String(c.delay);
-    process.env.TRITONSERVER_BACKLOG_DELAY_SCHEDULER = String(c.backlogDelay);
-    try {
-      await eng.server.loadModel(model);
-    } finally {
-      delete process.env.TRITONSERVER_DELAY_SCHEDULER;
-      delete process.env.TRITONSERVER_BACKLOG_DELAY_SCHEDULER;
-    }
+    await loaded.get(model);
     const outcomes = await Promise.all(c.sequences.map((s) => runSequence(client, model, s)));
     c.sequences.forEach((s, i) => {
       const want = (c.answers?.[s.id] ?? runningSums(s.steps.map((x) => x.value))).map((a) => (typeof a === 'function' ? a(model) : a));

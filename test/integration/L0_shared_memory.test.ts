@@ -368,15 +368,14 @@ describe('L0_shared_memory: in place and in flight', () => {
   it('unregister while a request reads the region: listed until the request completes, then it and the mapping go', async () => {
     const h = await createAndRegister('mid', `/mid${SUFFIX}`, 4);
     setSharedMemoryRegion(h, [Float32Array.of(0.75)]);
-    const want = toF32(
-      (
-        await client.call('ModelInfer', {
-          model_name: 'slow_model',
-          inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }],
-          raw_input_contents: [f32Bytes([0.75])],
-        })
-      ).raw_output_contents[0],
-    );
+    // The same input sent raw, on slow_model's other instance meanwhile: what the shm request must answer.
+    const want = client
+      .call('ModelInfer', {
+        model_name: 'slow_model',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1] }],
+        raw_input_contents: [f32Bytes([0.75])],
+      })
+      .then((r) => toF32(r.raw_output_contents[0]));
     const pending = client.call('ModelInfer', {
       model_name: 'slow_model',
       inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1], parameters: shmParams('mid', 4) }],
@@ -386,7 +385,7 @@ describe('L0_shared_memory: in place and in flight', () => {
     // As Triton: in use, so still listed; gone once the request ends, with no second unregister.
     expect(Object.keys((await client.call('SystemSharedMemoryStatus', { name: '' })).regions)).toEqual(['mid']);
     const res = await pending;
-    expect(toF32(res.raw_output_contents[0])).toEqual(want);
+    expect(toF32(res.raw_output_contents[0])).toEqual(await want);
     expect((await client.call('SystemSharedMemoryStatus', { name: '' })).regions).toEqual({});
     destroy(h);
     // afterEach checks every mapping (engine's and worker's) is gone.
@@ -471,8 +470,9 @@ describe('L0_shared_memory: in place and in flight', () => {
       await client.call('SystemSharedMemoryUnregister', { name: 'queued' });
       if (destroyToo) destroy(h);
       await Promise.all(busy);
-      const out = await pending;
-      const want = toF32((await raw(0.5)).raw_output_contents[0]);
+      // The queued request takes one instance; the same input sent raw takes the other.
+      const [out, plain] = await Promise.all([pending, raw(0.5)]);
+      const want = toF32(plain.raw_output_contents[0]);
       // The worker maps through the engine's fd, so an unlinked key does not matter.
       expect(out).toEqual({ ok: want });
       expect(await client.call('ServerLive', {})).toEqual({ live: true });

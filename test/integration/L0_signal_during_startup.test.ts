@@ -1,10 +1,11 @@
 // SIGTERM while the engine is still loading its models (a pod deleted during
 // start-up, issue 27): the engine finishes loading, stops its Python stubs and
 // exits 0, instead of dying on the default signal action and orphaning them.
-// The gateway, signalled before its engine is reachable, exits 0 too.
+// The gateway, signalled before its engine is reachable, exits 0 too. The two
+// cases (each its own child process) run at the same time.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { ROOT } from './helpers.ts';
 import { processAlive, pythonRepo } from './python-support.ts';
 import { freePort } from './L0_gateway-support.ts';
@@ -15,7 +16,7 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def initialize(self, args):
-        time.sleep(3)
+        time.sleep(1.5)
 
     def execute(self, requests):
         return [pb_utils.InferenceResponse(output_tensors=[]) for _ in requests]
@@ -77,7 +78,7 @@ function signalWhen(
 }
 
 describe('L0_signal_during_startup', () => {
-  it('the engine signalled while a model loads stops its stubs and exits 0', async () => {
+  it.concurrent('the engine signalled while a model loads stops its stubs and exits 0', async ({ expect }) => {
     const repo = pythonRepo('sigstart', [], { slow_init: { config: SLOW_CONFIG, model: SLOW_MODEL } });
     let stubs: number[] = [];
     const r = await signalWhen(
@@ -108,7 +109,7 @@ describe('L0_signal_during_startup', () => {
     fs.rmSync(repo, { recursive: true, force: true });
   }, 90_000);
 
-  it('the gateway signalled before its engine answers exits 0', async () => {
+  it.concurrent('the gateway signalled before its engine answers exits 0', async ({ expect }) => {
     const port = await freePort();
     const dead = await freePort();
     const r = await signalWhen(

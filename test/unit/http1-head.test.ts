@@ -4,7 +4,7 @@
 // the subset anywhere in a head sends it to node:http.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_HEAD_BYTES, readHead } from '../../net/http1/http1-head.ts';
+import { MAX_HEAD_BYTES, readHead, restInSubset, subsetPrefix } from '../../net/http1/http1-head.ts';
 import { replyText } from '../../net/http1/http1-reply.ts';
 import { Http1Front, type Http1Handler } from '../../net/http1/http1-front.ts';
 import { createServer } from 'node:http';
@@ -107,6 +107,26 @@ describe('readHead', () => {
       }),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 2000) },
     );
+  });
+});
+
+describe('subsetPrefix', () => {
+  const CLOSE = 'GET /c HTTP/1.1\r\nConnection: close\r\n\r\n';
+  it('whole keep-alive requests: the offset past the last one (past the bytes when its body is still to come)', () => {
+    expect(subsetPrefix(b(HEAD + HEAD))).toBe(2 * HEAD.length);
+    expect(subsetPrefix(b(HEAD + HEAD.slice(0, -1)))).toBe(2 * HEAD.length);
+  });
+
+  it('a head cut short, or one with Connection: close at the end, is where checking starts again', () => {
+    expect(subsetPrefix(b(HEAD + 'POST /fn/x HTTP/1.1\r\nHo'))).toBe(HEAD.length);
+    expect(subsetPrefix(b(HEAD + CLOSE))).toBe(HEAD.length);
+  });
+
+  it('-1 (as restInSubset says false) for bytes outside the subset or after Connection: close', () => {
+    for (const rest of [HEAD + 'GET /x HTTP/1.0\r\n\r\n', CLOSE + HEAD, HEAD + 'BREW /pot HTTP/1.1\r\n']) {
+      expect(subsetPrefix(b(rest))).toBe(-1);
+      expect(restInSubset(b(rest))).toBe(false);
+    }
   });
 });
 

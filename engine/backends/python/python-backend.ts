@@ -15,7 +15,6 @@ import { rssOfPids } from '../../sharing/process-memory.ts';
 import { log } from '../../../common/logger.ts';
 
 let instanceCounter = 0;
-let swept = false;
 
 /** A unique, valid shm name prefix for one instance: /tpy.<engine pid>.<n>.<model> */
 function shmPrefix(model: string): string {
@@ -31,11 +30,10 @@ export const pythonBackend: Backend = {
   async load(ctx: BackendContext): Promise<BackendModel> {
     // Triton's python backend refuses a stub named with a shell metacharacter (its INVALID_CHARS), in its words.
     if (STUB_NAME_INVALID.test(ctx.modelName)) throw invalidArg('Invalid stub name: contains invalid characters');
-    if (!swept) {
-      swept = true;
-      const n = sweepStaleShm();
-      if (n) log.info(`python backend: removed ${n} /dev/shm object(s) left by engines that are gone`);
-    }
+    // At every load, not once per process: a readdir beside a stub's start, and an engine started after another
+    // in the same process (tests, a supervisor) still sweeps what a killed engine left.
+    const n = sweepStaleShm();
+    if (n) log.info(`python backend: removed ${n} /dev/shm object(s) left by engines that are gone`);
     const file = path.join(ctx.versionDir, ctx.config.default_model_filename || 'model.py');
     // The file relative to the model's folder: clients see no paths of the host.
     if (!fs.existsSync(file)) throw invalidArg(`model '${ctx.modelName}' version ${ctx.version}: no ${path.relative(ctx.modelDir, file)}`);

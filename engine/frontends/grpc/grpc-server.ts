@@ -248,8 +248,8 @@ export async function startGrpcServer(
   const host = opts.host ?? '0.0.0.0';
   let port: number;
   let front: { close(): Promise<void> } | undefined;
-  if (transport.grpcFront === 'own') {
-    // Both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
+  if (transport.grpcFront !== 'grpc-js') {
+    // default and own: both listeners on our own HTTP/2 server; grpc-js behind it on a private loopback port (grpc-h2-front.ts).
     const internal = await bind('127.0.0.1:0');
     reachIntoGrpcJs(server, { widenHttp2: true, pooledDecoder: true });
     const f = await startH2Front({
@@ -262,24 +262,15 @@ export async function startGrpcServer(
     port = f.port;
     front = f;
   } else {
+    // grpc-js: both listeners on node:http2. 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the
+    // receive-pool decoder: see grpc-js-internals.ts.
     port = await bind(`${host}:${opts.port}`);
-    // default: the Unix socket on the own front, relaying to grpc-js's private loopback port.
-    const ownSock = transport.grpcFront === 'default' ? sock : undefined;
-    const internal = ownSock ? await bind('127.0.0.1:0') : 0;
-    if (sock && !ownSock) await bind(`unix:${sock}`);
-    // 1 MiB frames and 16/32 MiB windows, the direct ModelInfer path, the receive-pool decoder: see grpc-js-internals.ts.
+    if (sock) await bind(`unix:${sock}`);
     reachIntoGrpcJs(server, {
       widenHttp2: true,
       route: direct ? directInferRoute(api, directOpts) : undefined,
       pooledDecoder: true,
     });
-    if (ownSock)
-      front = await startH2Front({
-        unixSocket: ownSock,
-        limits: opts.h2Limits,
-        grpcJs: `http://127.0.0.1:${internal}`,
-        direct: direct ? { api, opts: directOpts } : undefined,
-      });
   }
   return {
     port,
