@@ -77,6 +77,8 @@ export class H2ServerConnection implements StreamOwner {
   private corked = false;
   /** Why the connection was dropped without a GOAWAY (a peer that does not read), for tests and logs. */
   dropped = '';
+  /** Why the connection was cut with GOAWAY ENHANCE_YOUR_CALM (a flood), for the front's reconnect penalty. */
+  calmed = '';
   /** Largest header block (HEADERS and its CONTINUATIONs), compressed: four times the decoded list's bound. */
   private readonly maxBlockBytes: number;
 
@@ -432,6 +434,7 @@ export class H2ServerConnection implements StreamOwner {
 
   private fail(code: number, why: string): void {
     if (this.dead) return;
+    if (code === H2Error.ENHANCE_YOUR_CALM) this.calmed = why;
     this.out(goawayFrame(this.lastStreamId, code, why));
     this.dead = true;
     this.closeStreams();

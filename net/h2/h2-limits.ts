@@ -6,7 +6,9 @@
 // stream resets refilled at 33 per second, and 1000 queued control-frame
 // replies; node:http2 128 header fields and 64 KiB of header list. The two
 // per-turn budgets bound how long one connection's bytes hold the event loop
-// (neither server has one: each handles a whole read at once).
+// (neither server has one: each handles a whole read at once). Neither has
+// the reconnect penalty either (the last two): both give a peer that was just
+// cut a fresh budget on its next connection at once.
 
 export interface H2Limits {
   /** Decoded header list bytes (RFC 9113 §6.5.2: name + value + 32 per field), checked field by field while decoding; advertised. */
@@ -36,6 +38,13 @@ export interface H2Limits {
   framesPerTurn: number;
   /** HEADERS and CONTINUATION payload bytes (HPACK to decode) handled in one turn; past it, likewise (a frame is never split). */
   headerBytesPerTurn: number;
+  /**
+   * A connection cut for a flood strikes its peer's address: the next one from it is read only this long after the
+   * cut, doubled for each strike within a minute (h2-flood-penalty.ts; 0: never).
+   */
+  floodPenaltyMs: number;
+  /** The most that wait grows to. */
+  floodPenaltyMaxMs: number;
 }
 
 export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
@@ -51,6 +60,8 @@ export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
   idleTimeoutMs: 300_000,
   framesPerTurn: 64,
   headerBytesPerTurn: 16 << 10,
+  floodPenaltyMs: 100,
+  floodPenaltyMaxMs: 5000,
 });
 
 /** The setting names as the flag spells them. */
@@ -67,6 +78,8 @@ export const H2_LIMIT_NAMES: Readonly<Record<string, keyof H2Limits>> = Object.f
   'idle-timeout-ms': 'idleTimeoutMs',
   'frames-per-turn': 'framesPerTurn',
   'header-bytes-per-turn': 'headerBytesPerTurn',
+  'flood-penalty-ms': 'floodPenaltyMs',
+  'flood-penalty-max-ms': 'floodPenaltyMaxMs',
 });
 
 /** `NAME=VALUE` flags over the defaults; a name not listed or a value not a non-negative integer throws naming it. */
@@ -78,7 +91,7 @@ export function parseH2Limits(flags: readonly string[]): H2Limits {
     if (!m || !key)
       throw new Error(`--grpc-h2-limit: expected NAME=INTEGER with NAME one of ${Object.keys(H2_LIMIT_NAMES).join(', ')}; got '${f}'`);
     const v = Number(m[2]);
-    if (!Number.isSafeInteger(v) || (v === 0 && key !== 'idleTimeoutMs'))
+    if (!Number.isSafeInteger(v) || (v === 0 && key !== 'idleTimeoutMs' && key !== 'floodPenaltyMs'))
       throw new Error(`--grpc-h2-limit: ${m[1]} must be a positive integer, got '${m[2]}'`);
     out[key] = v;
   }

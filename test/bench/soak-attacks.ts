@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-client.ts';
 import { H2_ATTACKS } from '../fixtures/h2-attacks.ts';
 import { writeTestRepository } from '../fixtures/test-models.ts';
-import { freePort, rssMiB, spawnTs, stopAll, trackTempDir, waitUntil } from './processes.ts';
+import { cpuSeconds, freePort, rssMiB, spawnTs, stopAll, trackTempDir, waitUntil } from './processes.ts';
 
 /** How the suite runs each attack. */
 export interface AttackOptions {
@@ -31,6 +31,8 @@ export interface AttackOptions {
   windowMs: number;
   /** The attacker child's nice value (0: the engine's priority). */
   nice: number;
+  /** Extra engine flags (`--engine-flags`), e.g. `--grpc-h2-limit=flood-penalty-ms=0` to compare a bound on and off. */
+  engineFlags?: string[];
 }
 
 interface ChildResult {
@@ -110,6 +112,8 @@ interface Row {
   /** The engine's largest RSS sampled (every 100 ms) while the attack ran. */
   rssPeakMiB: number;
   rssAfterMiB: number;
+  /** The engine's CPU (all threads) while the attack ran, ms per second of the window; the idle window's is in the header. */
+  engineCpuMsPerSec: number;
 }
 
 const pct = (xs: number[], p: number) =>
@@ -121,8 +125,9 @@ async function measured<T>(
   client: TritonGrpcClient,
   pid: number,
   during: () => Promise<T>,
-): Promise<{ result: T; lat: number[]; failed: number; rssPeak: number }> {
+): Promise<{ result: T; lat: number[]; failed: number; rssPeak: number; cpuMs: number; ms: number }> {
   const lat: number[] = [];
+  const [cpu0, t0] = [cpuSeconds(pid).total, performance.now()];
   let failed = 0;
   let stop = false;
   let rssPeak = rssMiB(pid);
@@ -143,7 +148,8 @@ async function measured<T>(
   stop = true;
   await loop;
   clearInterval(sampler);
-  return { result, lat, failed, rssPeak: Math.max(rssPeak, rssMiB(pid)) };
+  const [cpuMs, ms] = [(cpuSeconds(pid).total - cpu0) * 1000, performance.now() - t0];
+  return { result, lat, failed, rssPeak: Math.max(rssPeak, rssMiB(pid)), cpuMs, ms };
 }
 
 export async function runAttacks(names: string[], opts: AttackOptions, out?: string): Promise<void> {
@@ -164,6 +170,7 @@ export async function runAttacks(names: string[], opts: AttackOptions, out?: str
       '--http-address=127.0.0.1',
       '--model-control-mode=explicit',
       '--load-model=simple',
+      ...(opts.engineFlags ?? []),
     ],
     // ENGINE_GRPC_FRONT=grpc-js runs the same attacks against node:http2, for comparison.
     { ENGINE_GRPC_FRONT: front },
@@ -175,14 +182,15 @@ export async function runAttacks(names: string[], opts: AttackOptions, out?: str
     const idle = await measured(client, pid, () => new Promise((r) => setTimeout(r, 3000)));
     const idleP99 = pct(idle.lat, 0.99);
     const idleRss = rssMiB(pid);
+    const idleCpu = Math.round((idle.cpuMs / idle.ms) * 1000);
     const load = () =>
       os
         .loadavg()
         .map((l) => l.toFixed(2))
         .join(' ');
     console.log(
-      `gRPC front ${front}; each attack sustained ${opts.windowMs} ms; attacker at nice ${opts.nice}; load average ${load()}\n` +
-        `idle: ${idle.lat.length} calls, p50 ${round(pct(idle.lat, 0.5))} ms, p99 ${round(idleP99)} ms, RSS ${round(idleRss)} MiB`,
+      `gRPC front ${front}${opts.engineFlags?.length ? ` (${opts.engineFlags.join(' ')})` : ''}; each attack sustained ${opts.windowMs} ms; attacker at nice ${opts.nice}; load average ${load()}\n` +
+        `idle: ${idle.lat.length} calls, p50 ${round(pct(idle.lat, 0.5))} ms, p99 ${round(idleP99)} ms, RSS ${round(idleRss)} MiB, engine CPU ${idleCpu} ms/s`,
     );
     const rows: Row[] = [];
     for (const name of chosen) {
@@ -205,20 +213,28 @@ export async function runAttacks(names: string[], opts: AttackOptions, out?: str
         rssBeforeMiB: round(rssBefore),
         rssPeakMiB: round(m.rssPeak),
         rssAfterMiB: round(rssMiB(pid)),
+        engineCpuMsPerSec: Math.round((m.cpuMs / m.ms) * 1000),
       };
       rows.push(row);
       console.log(JSON.stringify(row));
     }
     console.log(`load average ${load()}`);
     console.log(
-      `\n| attack | sent | engine's answer | cut after (ms, median) | other client: calls, failed | p50 / p99 ms (idle p99 ${round(idleP99)}) | p99 ÷ idle p99 | RSS before / peak / after (MiB; idle ${round(idleRss)}) |`,
+      `\n| attack | sent | engine's answer | cut after (ms, median) | other client: calls, failed | p50 / p99 ms (idle p99 ${round(idleP99)}) | p99 ÷ idle p99 | RSS before / peak / after (MiB; idle ${round(idleRss)}) | engine CPU ms/s (idle ${idleCpu}) |`,
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of rows)
       console.log(
-        `| ${r.attack} | ${r.sent} | ${r.answer} | ${r.cutMs ?? '—'} | ${r.calls}, ${r.failed} | ${r.p50Ms} / ${r.p99Ms} | ${r.p99VsIdle}× | ${r.rssBeforeMiB} / ${r.rssPeakMiB} / ${r.rssAfterMiB} |`,
+        `| ${r.attack} | ${r.sent} | ${r.answer} | ${r.cutMs ?? '—'} | ${r.calls}, ${r.failed} | ${r.p50Ms} / ${r.p99Ms} | ${r.p99VsIdle}× | ${r.rssBeforeMiB} / ${r.rssPeakMiB} / ${r.rssAfterMiB} | ${r.engineCpuMsPerSec} |`,
       );
-    const meta = { front, windowMs: opts.windowMs, attackerNice: opts.nice, idleP99Ms: round(idleP99), idleRssMiB: round(idleRss) };
+    const meta = {
+      front,
+      engineFlags: opts.engineFlags ?? [],
+      windowMs: opts.windowMs,
+      attackerNice: opts.nice,
+      idleP99Ms: round(idleP99),
+      idleRssMiB: round(idleRss),
+    };
     if (out) writeFileSync(out, JSON.stringify({ ...meta, rows }, null, 2));
   } finally {
     client.close();

@@ -152,7 +152,8 @@ const newSeries = (): Series => Object.fromEntries(SERIES.map((k) => [k, []])) a
 
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
-  if (args.attacks) return runAttacks(args.attacks, { windowMs: args.attackWindowMs, nice: args.attackNice }, args.out);
+  if (args.attacks)
+    return runAttacks(args.attacks, { windowMs: args.attackWindowMs, nice: args.attackNice, engineFlags: args.engineFlags }, args.out);
   const dir = trackTempDir(mkdtempSync(path.join(os.tmpdir(), 'soak-')));
   const prefix = `soak${process.pid}`;
   const [grpcPort, httpPort, metricsPort, gwPort] = [await freePort(), await freePort(), await freePort(), await freePort()];

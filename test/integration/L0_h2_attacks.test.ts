@@ -11,7 +11,7 @@ import { TritonGrpcClient, type ModelInferRequest } from '../../client/grpc-clie
 import type { RunningEngine } from '../../engine/server/server.ts';
 import { Flag, frame, FrameType, H2Error } from '../../net/h2/h2-frames.ts';
 import { DEFAULT_H2_LIMITS, type H2Limits } from '../../net/h2/h2-limits.ts';
-import { H2_ATTACKS, INFER_PATH, type AttackResult } from '../fixtures/h2-attacks.ts';
+import { H2_ATTACKS, INFER_PATH, prepareH2Attack, type AttackResult } from '../fixtures/h2-attacks.ts';
 import { exchangeFrames } from '../fixtures/h2-outcome.ts';
 import { requestFields, headersFrame } from '../fixtures/h2-probe.ts';
 import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
@@ -19,8 +19,9 @@ import { i32Bytes, removeDir, startTestEngine, tempRepo } from './helpers.ts';
 let repo: string;
 /** The own front with the default bounds but a short idle timeout (and no max-control-without-data). */
 let engine: RunningEngine;
-/** The own front where the buffered-bytes bound comes before the queued-control one. */
+/** The own front where the buffered-bytes bound comes before the queued-control one, and the reconnect penalty is longer. */
 let tight: RunningEngine;
+const PENALTY_MS = 300;
 const IDLE_MS = 1500;
 
 async function ownFront(limits: Partial<H2Limits>): Promise<RunningEngine> {
@@ -32,7 +33,7 @@ beforeAll(async () => {
   [engine, tight] = await Promise.all([
     // max-control-without-data off: the PING and SETTINGS floods here are to reach the bounds on queued replies.
     ownFront({ idleTimeoutMs: IDLE_MS, maxControlWithoutData: 1e9 }),
-    ownFront({ maxQueuedControl: 1e9, maxBufferedBytes: 1 << 20, maxControlWithoutData: 1e9 }),
+    ownFront({ maxQueuedControl: 1e9, maxBufferedBytes: 1 << 20, maxControlWithoutData: 1e9, floodPenaltyMs: PENALTY_MS }),
   ]);
 }, 60_000);
 
@@ -151,6 +152,33 @@ describe('L0_h2_attacks: each flood bound holds on a live connection and other c
     expect(idle.ms).toBeGreaterThanOrEqual(IDLE_MS - 50);
     expect(idle.ms).toBeLessThan(IDLE_MS * 4);
   }, 20_000);
+
+  it("flood-penalty-ms: after each cut the attacker's next connection is read only 1x, then 2x the penalty later; other addresses and open connections at once", async () => {
+    const port = tight.grpcPort;
+    const attacker = '127.0.0.99';
+    /** Connect from `from`; how long until the engine's SETTINGS came (the connection is read from then). */
+    const connect = async (from: string) => {
+      const t0 = performance.now();
+      const a = await prepareH2Attack('rapid-reset', port, undefined, from);
+      return { a, ms: performance.now() - t0 };
+    };
+    const { result, calls, failed } = await withOtherClient(port, async () => {
+      const first = await connect(attacker);
+      expect((await first.a.go()).answer).toBe('goaway ENHANCE_YOUR_CALM');
+      await new Promise((r) => setTimeout(r, 20)); // the engine sees the close (the strike) before the next connect
+      const [second, bystander] = await Promise.all([connect(attacker), connect('127.0.0.98')]);
+      expect((await second.a.go()).answer).toBe('goaway ENHANCE_YOUR_CALM');
+      await new Promise((r) => setTimeout(r, 20));
+      const third = await connect(attacker);
+      return { first: first.ms, second: second.ms, third: third.ms, bystander: bystander.ms };
+    });
+    // Lower bounds: the engine's timer guarantees them (the wait counts from the cut, a little before the connect).
+    expect(result.second, JSON.stringify(result)).toBeGreaterThanOrEqual(PENALTY_MS - 50);
+    expect(result.third, JSON.stringify(result)).toBeGreaterThanOrEqual(2 * PENALTY_MS - 50);
+    expect(result.bystander, JSON.stringify(result)).toBeLessThan(result.second);
+    expect(result.first, JSON.stringify(result)).toBeLessThan(result.second);
+    expect([calls > 0, failed]).toEqual([true, 0]);
+  }, 30_000);
 
   it('issue 41: gRPC messages declared at 1 GiB with 10 bytes sent hold no 1 GiB buffer; each stream is answered at its end', async () => {
     const before = process.memoryUsage();

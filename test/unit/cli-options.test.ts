@@ -97,6 +97,14 @@ describe('parseEngineArgs', () => {
     expect(l.maxConcurrentStreams).toBe(10);
     expect(l.idleTimeoutMs).toBe(0);
     expect(l.maxHeaderFields).toBe(128);
+    expect([l.floodPenaltyMs, l.floodPenaltyMaxMs]).toEqual([100, 5000]);
+    const off = parseEngineArgs([
+      '--model-repository=/m',
+      '--grpc-h2-limit=flood-penalty-ms=0',
+      '--grpc-h2-limit=flood-penalty-max-ms=800',
+    ]);
+    expect([off.grpcH2Limits!.floodPenaltyMs, off.grpcH2Limits!.floodPenaltyMaxMs]).toEqual([0, 800]);
+    expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=flood-penalty-max-ms=0'])).toThrow(/flood-penalty-max-ms/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=nope=1'])).toThrow(/grpc-h2-limit/);
     expect(() => parseEngineArgs(['--model-repository=/m', '--grpc-h2-limit=reset-burst=0'])).toThrow(/reset-burst/);
   });

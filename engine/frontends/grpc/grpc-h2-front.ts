@@ -10,7 +10,8 @@ import type { ServerApi } from '../../api/server-api.ts';
 import { H2ServerConnection } from '../../../net/h2/h2-connection.ts';
 import { encodeHeaderBlock } from '../../../net/h2/h2-frames.ts';
 import type { H2Stream } from '../../../net/h2/h2-stream.ts';
-import type { H2Limits } from '../../../net/h2/h2-limits.ts';
+import { DEFAULT_H2_LIMITS, type H2Limits } from '../../../net/h2/h2-limits.ts';
+import { FloodPenalty } from '../../../net/h2/h2-flood-penalty.ts';
 import { messagePrefix } from '../../../protocol/grpc-framing.ts';
 import { encodeGrpcMessage } from '../../../protocol/grpc-status.ts';
 import { CONNECTION_WINDOW, MAX_FRAME_SIZE, STREAM_WINDOW } from '../../../net/h2/http2-settings.ts';
@@ -81,9 +82,13 @@ function serveDirect(stream: H2Stream, direct: NonNullable<H2FrontOptions['direc
 /** Listen on `tcp` (port 0: a free one) and the Unix socket, those given; resolves with the TCP port (0: none). */
 export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; close(): Promise<void> }> {
   const conns = new Set<H2ServerConnection>();
-  const onSocket = (socket: net.Socket) => {
+  const limits = { ...DEFAULT_H2_LIMITS, ...o.limits };
+  const penalty = new FloodPenalty(limits.floodPenaltyMs, limits.floodPenaltyMaxMs);
+  /** Connections from a struck address, not read until their wait ends (h2-flood-penalty.ts). */
+  const waiting = new Map<net.Socket, NodeJS.Timeout>();
+  const serve = (socket: net.Socket, addr: string | undefined) => {
     let relay: GrpcJsRelay | undefined;
-    const conn = new H2ServerConnection(socket, { ...SETTINGS, limits: o.limits }, (stream) => {
+    const conn = new H2ServerConnection(socket, { ...SETTINGS, limits }, (stream) => {
       if (o.direct && isDirectInfer(stream.headers)) serveDirect(stream, o.direct);
       else (relay ??= new GrpcJsRelay(o.grpcJs)).serve(stream);
     });
@@ -91,11 +96,30 @@ export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; c
     socket.once('close', () => {
       conns.delete(conn);
       relay?.close();
+      if (conn.calmed || conn.dropped) penalty.strike(addr, performance.now());
+    });
+    socket.resume(); // accepted paused (pauseOnConnect)
+  };
+  const onSocket = (socket: net.Socket) => {
+    const addr = socket.remoteAddress; // read now: a socket already closed has none
+    const wait = penalty.delayMs(addr, performance.now());
+    if (wait === 0) return serve(socket, addr);
+    socket.on('error', () => undefined); // 'close' follows
+    waiting.set(
+      socket,
+      setTimeout(() => {
+        waiting.delete(socket);
+        if (!socket.destroyed) serve(socket, addr);
+      }, wait),
+    );
+    socket.once('close', () => {
+      clearTimeout(waiting.get(socket));
+      waiting.delete(socket);
     });
   };
   const listen = (target: { port: number; host: string } | { path: string }) =>
     new Promise<net.Server>((resolve, reject) => {
-      const srv = net.createServer({ noDelay: true }, onSocket);
+      const srv = net.createServer({ noDelay: true, pauseOnConnect: true }, onSocket);
       srv.once('error', reject);
       srv.listen(target, () => {
         srv.off('error', reject);
@@ -111,6 +135,10 @@ export async function startH2Front(o: H2FrontOptions): Promise<{ port: number; c
     close: async () => {
       const closing = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       for (const c of conns) c.shutdown();
+      for (const [socket, t] of waiting) {
+        clearTimeout(t);
+        socket.destroy();
+      }
       const t = setTimeout(() => {
         for (const c of conns) c.destroy();
       }, 5000);
