@@ -20,6 +20,9 @@ export interface MemoryJobLimits {
   maxBytes: number;
 }
 
+/** Seconds a JOBS_FULL refusal announces in Retry-After: about when a running job finishes and frees its record. */
+export const JOBS_FULL_RETRY_AFTER_S = 5;
+
 export const DEFAULT_MEMORY_JOB_LIMITS: MemoryJobLimits = { maxRecords: 10_000, maxBytes: 128 * 1024 * 1024 };
 
 /** Fixed cost counted per record besides its fields' contents (the record object, map entry, id). */
@@ -69,7 +72,9 @@ export class MemoryJobQueue implements JobQueue {
     this.evict(1, size);
     if (this.records.size + 1 > this.limits.maxRecords || this.bytes + size > this.limits.maxBytes) {
       const full = this.records.size + 1 > this.limits.maxRecords;
-      throw gatewayError('JOBS_FULL', { limit: full ? `${this.limits.maxRecords} records` : `${this.limits.maxBytes} bytes` });
+      const err = gatewayError('JOBS_FULL', { limit: full ? `${this.limits.maxRecords} records` : `${this.limits.maxBytes} bytes` });
+      err.headers = { 'retry-after': String(JOBS_FULL_RETRY_AFTER_S) };
+      throw err;
     }
     this.store(rec);
     this.push(rec.id);

@@ -68,6 +68,7 @@ describe('in-memory job store bounds', () => {
     expect(refused).toBeInstanceOf(GatewayError);
     expect(refused).toMatchObject({ code: 'JOBS_FULL', status: 503 });
     expect((refused as GatewayError).message).toContain('3 records');
+    expect((refused as GatewayError).headers).toEqual({ 'retry-after': '5' });
     expect(q.depth).toBe(3);
     const [taken] = await q.take('r', 1, 0);
     const rec = (await q.get(taken!.id))!;
