@@ -11,64 +11,24 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEngine } from '../../engine/server/server.ts';
-import { startGateway, type RunningGateway } from '../../gateway/server.ts';
+import type { startEngine } from '../../engine/server/server.ts';
+import type { RunningGateway } from '../../gateway/server.ts';
 import { JOBS_FULL_RETRY_AFTER_S } from '../../gateway/jobs/memory-job-queue.ts';
 import { setQuiet } from '../../common/logger.ts';
-import { writeModel } from '../fixtures/test-models.ts';
 import { removeDir } from './helpers.ts';
 import { waitFor } from './L0_gateway-support.ts';
+import { startMarkStack, submitMark } from './L0_jobs-support.ts';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let dir: string;
 let engine: Engine;
 let gw: RunningGateway;
-let marks: string;
-
-const config = `name: "slow_mark"
-backend: "js"
-default_model_filename: "model.ts"
-max_batch_size: 0
-input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]
-output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]
-`;
-const model = (file: string) => `// slow_mark: appends INPUT0 to a file per run after 400 ms (L0_gateway_jobs_full).
-import { appendFileSync } from 'node:fs';
-type T = { datatype: string; shape: number[]; data: Uint8Array };
-export async function initialize(): Promise<void> {}
-export async function execute(requests: Array<{ inputs: Record<string, T> }>) {
-  const out = [];
-  for (const r of requests) {
-    await new Promise((res) => setTimeout(res, 400));
-    const t = r.inputs.INPUT0!;
-    appendFileSync(${JSON.stringify(file)}, new Float32Array(Uint8Array.from(t.data).buffer)[0] + '\\n');
-    out.push({ outputs: { OUTPUT0: { datatype: 'FP32', shape: [1], data: Uint8Array.from(t.data) } } });
-  }
-  return out;
-}
-export async function finalize(): Promise<void> {}
-`;
+let readMarks: () => number[];
 
 beforeAll(async () => {
   setQuiet(true);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-jobs-full-'));
-  marks = path.join(dir, 'marks.txt');
-  fs.writeFileSync(marks, '');
-  const repo = path.join(dir, 'repo');
-  writeModel(repo, 'slow_mark', config, { 'model.ts': model(marks) });
-  engine = await startEngine({ modelRepository: repo, grpcPort: 0, httpPort: -1, metricsPort: -1, host: '127.0.0.1' });
-  const fnDir = path.join(dir, 'functions');
-  fs.mkdirSync(fnDir);
-  fs.writeFileSync(path.join(fnDir, 'mark.json'), JSON.stringify({ name: 'mark', target: { model: 'slow_mark' } }));
-  gw = await startGateway({
-    port: 0,
-    host: '127.0.0.1',
-    engine: `127.0.0.1:${engine.grpcPort}`,
-    functions: fnDir,
-    shm: false,
-    jobsConcurrency: 1,
-    jobRecordsMax: 3,
-  });
+  ({ engine, gw, readMarks } = await startMarkStack(dir, 400, { jobRecordsMax: 3 }));
 }, 120_000);
 
 afterAll(async () => {
@@ -77,20 +37,7 @@ afterAll(async () => {
   if (dir) removeDir(dir);
 });
 
-const readMarks = () =>
-  fs
-    .readFileSync(marks, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map(Number)
-    .sort((a, b) => a - b);
-
-const submit = (i: number) =>
-  fetch(`http://127.0.0.1:${gw.port}/fn/mark`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Prefer: 'respond-async' },
-    body: JSON.stringify({ inputs: { INPUT0: [i] } }),
-  });
+const submit = (i: number) => submitMark(gw.port, i);
 const jobState = async (id: string) => {
   const r = await fetch(`http://127.0.0.1:${gw.port}/jobs/${id}`);
   return r.status === 200 ? ((await r.json()) as { status: string }).status : `http ${r.status}`;

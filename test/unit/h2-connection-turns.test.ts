@@ -79,19 +79,27 @@ function untilCount(log: string[], want: number, listeners: Array<() => void>): 
   return new Promise((resolve) => listeners.push(() => log.length >= want && resolve()));
 }
 
+/**
+ * A logging server and two clients: B writes its one request as soon as A's first stream is seen, so it can only be
+ * read once A's read has let the event loop go. `until(n)` resolves once n streams are logged.
+ */
+async function aThenB(): Promise<{ a: net.Socket; log: string[]; until: (want: number) => Promise<void> }> {
+  const listeners: Array<() => void> = [];
+  let b: net.Socket | undefined;
+  const { port, log } = await loggingServer((entry) => {
+    if (entry === 'A:1') b!.write(tinyRequest(1));
+    for (const l of listeners) l();
+  });
+  const a = await client(port);
+  b = await client(port);
+  return { a, log, until: (want) => untilCount(log, want, listeners) };
+}
+
 describe('H2ServerConnection per-turn budgets', () => {
   it('a read of thousands of frames is handled a turn at a time: another connection is served before its end, order kept', async () => {
-    const listeners: Array<() => void> = [];
-    let b: net.Socket | undefined;
-    const { port, log } = await loggingServer((entry) => {
-      // A's first stream: B's request is written now, so it can only be read once A's read has let the loop go.
-      if (entry === 'A:1') b!.write(tinyRequest(1));
-      for (const l of listeners) l();
-    });
-    const a = await client(port);
-    b = await client(port);
+    const { a, log, until } = await aThenB();
     const count = 4000; // 48 KB: one read
-    const all = untilCount(log, count + 1, listeners);
+    const all = until(count + 1);
     a.write(Buffer.concat(Array.from({ length: count }, (_, i) => tinyRequest(2 * i + 1))));
     await all;
     const aStreams = log.filter((e) => e.startsWith('A:')).map((e) => Number(e.slice(2)));
@@ -104,16 +112,9 @@ describe('H2ServerConnection per-turn budgets', () => {
   });
 
   it('header blocks count against headerBytesPerTurn: large blocks in one write let another connection in between', async () => {
-    const listeners: Array<() => void> = [];
-    let b: net.Socket | undefined;
-    const { port, log } = await loggingServer((entry) => {
-      if (entry === 'A:1') b!.write(tinyRequest(1));
-      for (const l of listeners) l();
-    });
-    const a = await client(port);
-    b = await client(port);
+    const { a, log, until } = await aThenB();
     const count = 6; // 6 blocks of 10 KB: under framesPerTurn, over headerBytesPerTurn (16 KiB)
-    const all = untilCount(log, count + 1, listeners);
+    const all = until(count + 1);
     a.write(Buffer.concat(Array.from({ length: count }, (_, i) => paddedRequest(2 * i + 1, 10_000))));
     await all;
     expect(log.filter((e) => e.startsWith('A:'))).toEqual(Array.from({ length: count }, (_, i) => `A:${2 * i + 1}`));
