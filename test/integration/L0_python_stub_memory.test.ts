@@ -54,9 +54,10 @@ describe('python stub memory limit (stub_memory_limit)', () => {
     expect(r.status).toBe(503);
     const msg = String((r.json as { error: string }).error);
     expect(msg).toMatch(
-      /python model 'hog_limited' instance hog_limited_0_0: its stub used \d+ MiB, over its stub_memory_limit of 256 MiB/,
+      /python model 'hog_limited' instance hog_limited_0_0: its stub used [\d.]+ MiB, over its stub_memory_limit of 256(\.0+)? MiB/,
     );
-    const used = Number(/used (\d+) MiB/.exec(msg)![1]);
+    // Shown with as many decimals as set it apart from the limit (unit/stub-memory-limit: mibApart).
+    const used = Number(/used ([\d.]+) MiB/.exec(msg)![1]);
     expect(used).toBeGreaterThan(256);
     const next = await infer('hog_limited', 7);
     expect(next.status).toBe(200);

@@ -1,7 +1,7 @@
 // The python backend's stub_memory_limit parameter and its default from the
 // memory budget (engine/backends/python/stub-memory-limit.ts, issue 41).
 import { describe, expect, it } from 'vitest';
-import { parseBytes, stubMemoryLimitBytes } from '../../engine/backends/python/stub-memory-limit.ts';
+import { mibApart, overMemoryError, parseBytes, stubMemoryLimitBytes } from '../../engine/backends/python/stub-memory-limit.ts';
 import type { ModelConfig } from '../../engine/api/model-config.ts';
 
 const cfg = (value?: string) =>
@@ -26,5 +26,14 @@ describe('stub_memory_limit', () => {
     expect(stubMemoryLimitBytes(cfg(), 2 ** 30, 4)).toBe(2 ** 29);
     expect(stubMemoryLimitBytes(cfg(), undefined, 4)).toBeUndefined();
     expect(stubMemoryLimitBytes(cfg(''), 2 ** 30, 1)).toBe(2 ** 31);
+  });
+  it('the over-limit error shows usage and limit apart, however close (never "256 MiB, over ... 256 MiB")', () => {
+    const MiB = 2 ** 20;
+    expect(mibApart(300 * MiB, 256 * MiB)).toEqual(['300 MiB', '256 MiB']);
+    expect(mibApart(256.4 * MiB, 256 * MiB)).toEqual(['256.4 MiB', '256.0 MiB']);
+    expect(mibApart(256 * MiB + 4096, 256 * MiB)).toEqual(['256.004 MiB', '256.000 MiB']);
+    expect(overMemoryError('m', 'm_0_0', 256 * MiB, 256.4 * MiB).message).toContain(
+      'its stub used 256.4 MiB, over its stub_memory_limit of 256.0 MiB',
+    );
   });
 });

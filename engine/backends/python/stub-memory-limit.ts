@@ -45,12 +45,22 @@ export function stubMemoryLimitBytes(config: ModelConfig, budgetBytes: number | 
   return n;
 }
 
-const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+/**
+ * `used` and `limit` in MiB with as few decimals as show them apart (a stub 0.4 MiB over a 256 MiB limit reads "256.4
+ * MiB, over ... 256.0 MiB", never "256 MiB, over ... 256 MiB"); three suffice, RSS moving by 4 KiB pages.
+ */
+export function mibApart(used: number, limit: number): [string, string] {
+  const at = (n: number, d: number) => (n / 2 ** 20).toFixed(d);
+  let d = 0;
+  while (d < 3 && at(used, d) === at(limit, d)) d++;
+  return [`${at(used, d)} MiB`, `${at(limit, d)} MiB`];
+}
 
 /** The error of each request of a batch whose stub passed the limit. */
 export function overMemoryError(model: string, instance: string, limit: number, used: number): StatusError {
+  const [u, l] = mibApart(used, limit);
   return unavailable(
-    `python model '${model}' instance ${instance}: its stub used ${mib(used)}, over its ${STUB_MEMORY_LIMIT_PARAM} of ${mib(limit)}; ` +
+    `python model '${model}' instance ${instance}: its stub used ${u}, over its ${STUB_MEMORY_LIMIT_PARAM} of ${l}; ` +
       `it was killed and starts again for the next request`,
   );
 }
