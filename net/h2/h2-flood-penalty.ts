@@ -54,7 +54,7 @@ export class FloodPenalty {
     return Math.max(0, s.last + wait - now);
   }
 
-  /** Addresses held (for tests and the metrics). */
+  /** Addresses held (for tests). */
   get size(): number {
     return this.struck.size;
   }
